@@ -1,0 +1,47 @@
+package poppytest_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"log"
+
+	"github.com/poppy-mcp/poppy-mcp/poppytest"
+)
+
+// exampleT is a poppytest.T for code outside a test, such as a demo: it logs
+// violations and runs cleanups when asked.
+type exampleT struct{ cleanups []func() }
+
+func (*exampleT) Helper()                           {}
+func (*exampleT) Errorf(format string, args ...any) { log.Printf(format, args...) }
+func (e *exampleT) Cleanup(f func())                { e.cleanups = append(e.cleanups, f) }
+func (e *exampleT) close() {
+	for i := len(e.cleanups) - 1; i >= 0; i-- {
+		e.cleanups[i]()
+	}
+}
+
+func ExampleNewServer() {
+	t := &exampleT{} // in a test, pass the *testing.T
+	defer t.close()
+	s := poppytest.NewServer(t, nil)
+
+	resp, err := s.Client().Get(s.URL(s.Domain(), "/.well-known/poppy.json"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Auth struct {
+			Issuer string `json:"issuer"`
+		} `json:"auth"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(resp.StatusCode, resp.Header.Get("Content-Type"), doc.Auth.Issuer)
+	fmt.Println(s.Count(s.Domain(), "/.well-known/poppy.json"), "request,", len(s.Violations()), "violations")
+	// Output:
+	// 200 application/json https://auth.example.com
+	// 1 request, 0 violations
+}

@@ -1,0 +1,343 @@
+// Package poppytest is a strict reference Company for the Personal Agent
+// Protocol (Poppy draft 0.1), in one process, for tests and demos.
+//
+// Like net/http/httptest, NewServer starts a TLS server on a loopback port with
+// its own freshly generated certificate authority. It serves every host of one
+// Company (Domain, www.Domain, auth.Domain, api.Domain, mcp.Domain) and the
+// agent's own host (AgentHost) from that one listener, routing by the Host
+// header. Server.Client and Server.Transport trust only that CA and dial every
+// one of those names, at any port, to the listener, so the agent under test
+// uses the real https URLs of the spec.
+//
+// The Server enforces the Company's side of the spec and reports the agent's
+// protocol violations through the T it was given, as test failures. It records
+// every request it receives, so a test can assert that a retry really happened.
+//
+// poppytest imports none of the agent's packages: it checks the agent with its
+// own code, so one misreading of the spec cannot hide on both sides.
+//
+// Features are files: each one registers its handlers with Server.Handle from
+// an install method called by NewUnstartedServer (see install below), and
+// tests can override any endpoint the same way.
+package poppytest
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// T is what poppytest needs from a test; *testing.T and testing.TB satisfy it.
+// The demo passes its own. Errorf may be called from server goroutines.
+type T interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Cleanup(func())
+}
+
+// Options configure a Server. The zero value of every field is usable.
+type Options struct {
+	// Domain is the Company's domain. Zero: "example.com". The Server serves
+	// Domain and "www."+Domain (poppy.json, website), "auth."+Domain (OAuth
+	// server), "api."+Domain (APIs, conversations) and "mcp."+Domain (MCP).
+	Domain string
+	// AgentHost is the agent's host, where the Server serves the documents
+	// given to SetAgentDocuments. Zero: "agent.example".
+	AgentHost string
+
+	// Mutators, applied to the default documents before they are served, so a
+	// test can break one rule at a time. Nil: the defaults are served.
+
+	// PoppyJSON edits the poppy.json document (spec §3).
+	PoppyJSON func(doc map[string]any)
+	// Metadata edits the issuer's RFC 8414 authorization server metadata.
+	Metadata func(md map[string]any)
+	// ResourceMetadata edits the MCP server's RFC 9728 protected resource metadata.
+	ResourceMetadata func(md map[string]any)
+
+	// CacheControl is the Cache-Control header of the discovery documents.
+	// Zero: "max-age=300". An ETag is always set.
+	CacheControl string
+	// Now is the Server's clock. Zero: time.Now.
+	Now func() time.Time
+}
+
+// Server is a reference Company. Its methods are safe for concurrent use,
+// from the test and from the Server's own handlers.
+type Server struct {
+	t         T
+	domain    string
+	agentHost string
+	opts      Options
+	timeNow   func() time.Time
+	tls       *authority
+
+	// started and closed are set once, by Start and Close, under mu.
+	mu        sync.Mutex
+	started   bool
+	closed    bool
+	hosts     []string                           // every host with handlers, in Hosts order
+	handlers  map[string]map[string]http.Handler // host -> pattern -> handler
+	muxes     map[string]*http.ServeMux          // host -> mux built from handlers
+	docs      map[string]*document               // host+path -> served document; nil: removed
+	agentDocs []string                           // paths of SetAgentDocuments on AgentHost
+	reqs      []Request
+	viols     []string
+	secrets   []string            // IssuedSecrets, in order
+	secretSet map[string]struct{} // the same, as a set
+
+	listener net.Listener
+	srv      *http.Server
+
+	transport *http.Transport // set once by NewUnstartedServer
+	client    *http.Client    // set once by NewUnstartedServer
+	inflight  sync.WaitGroup
+}
+
+// NewServer returns a started Server. Its Close is registered with t.Cleanup.
+func NewServer(t T, opts *Options) *Server {
+	t.Helper()
+	s := NewUnstartedServer(t, opts)
+	s.Start()
+	return s
+}
+
+// NewUnstartedServer returns a Server that serves nothing until Start, so a
+// test can add handlers and documents first. Close is registered with
+// t.Cleanup, and is safe to call on a Server that never started.
+func NewUnstartedServer(t T, opts *Options) *Server {
+	t.Helper()
+	s := &Server{t: t, handlers: map[string]map[string]http.Handler{},
+		muxes: map[string]*http.ServeMux{}, docs: map[string]*document{},
+		secretSet: map[string]struct{}{}}
+	if opts != nil {
+		s.opts = *opts
+	}
+	s.domain = strings.ToLower(orDefault(s.opts.Domain, "example.com"))
+	s.agentHost = strings.ToLower(orDefault(s.opts.AgentHost, "agent.example"))
+	s.opts.CacheControl = orDefault(s.opts.CacheControl, "max-age=300")
+	s.timeNow = s.opts.Now
+	if s.timeNow == nil {
+		s.timeNow = time.Now
+	}
+	auth, err := newAuthority(s.domain, s.agentHost, s.timeNow())
+	if err != nil {
+		panic("poppytest: " + err.Error()) // only a broken crypto/rand gets here
+	}
+	s.tls = auth
+	s.transport = s.newTransport()
+	s.client = &http.Client{Transport: s.transport}
+	s.install()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// install registers the handlers of every feature. Each feature lives in its
+// own file and adds its endpoints with s.Handle.
+func (s *Server) install() {
+	for _, h := range []string{s.domain, "www." + s.domain, "auth." + s.domain,
+		"api." + s.domain, "mcp." + s.domain, s.agentHost} {
+		s.addHost(h)
+	}
+	s.installDiscovery()
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// Start starts serving on a loopback port. It panics if the Server has
+// already been started or closed, or if it cannot listen.
+func (s *Server) Start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.closed {
+		panic("poppytest: Start on a started or closed Server")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic("poppytest: listen: " + err.Error())
+	}
+	s.started = true
+	s.listener = ln
+	s.srv = &http.Server{
+		Handler:           s,
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{s.tls.leaf}, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          nil,
+	}
+	go func() { _ = s.srv.ServeTLS(ln, "", "") }()
+}
+
+// Close stops the Server: it closes the listener and every connection, then
+// waits for handlers still running to return. Violations found after Close
+// are recorded but no longer reported to T. Close may be called more than once.
+func (s *Server) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	srv := s.srv
+	s.mu.Unlock()
+	s.transport.CloseIdleConnections()
+	if srv == nil {
+		return
+	}
+	_ = srv.Close()
+	s.inflight.Wait()
+}
+
+// Addr is the "127.0.0.1:PORT" address of the Server's single TLS listener.
+// It is empty before Start.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listener == nil {
+		return ""
+	}
+	return s.listener.Addr().String()
+}
+
+// Domain is the Company's domain, such as "example.com".
+func (s *Server) Domain() string { return s.domain }
+
+// AgentHost is the agent's host, such as "agent.example".
+func (s *Server) AgentHost() string { return s.agentHost }
+
+// Issuer is the Company's auth.issuer, "https://auth.<domain>".
+func (s *Server) Issuer() string { return s.URL("auth."+s.domain, "") }
+
+// URL returns "https://" + host + path. It has no port: Client and Transport
+// dial every port of the Server's hosts to its listener.
+func (s *Server) URL(host, path string) string { return "https://" + host + path }
+
+// Hosts lists the hosts the Server answers for: Domain, www.Domain,
+// auth.Domain, api.Domain, mcp.Domain, AgentHost, then any added by Handle.
+func (s *Server) Hosts() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.hosts...)
+}
+
+// Handle registers h for pattern (an http.ServeMux pattern without a host,
+// such as "POST /oauth/token") on host, replacing a handler registered
+// before with the same pattern. A new host must be Domain, AgentHost or one
+// of their subdomains, the names the certificate covers. Like ServeMux, it
+// panics on a pattern that conflicts with another.
+func (s *Server) Handle(host, pattern string, h http.Handler) {
+	host = strings.ToLower(host)
+	if !s.tls.covers(host) {
+		panic("poppytest: Handle: host " + host + " is not covered by the certificate")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addHost(host)
+	s.handlers[host][pattern] = h
+	mux := http.NewServeMux()
+	for p, hh := range s.handlers[host] {
+		mux.Handle(p, hh)
+	}
+	s.muxes[host] = mux
+}
+
+// HandleFunc is Handle for a function.
+func (s *Server) HandleFunc(host, pattern string, f func(http.ResponseWriter, *http.Request)) {
+	s.Handle(host, pattern, http.HandlerFunc(f))
+}
+
+// addHost adds host to the served hosts; the caller holds mu or owns s.
+func (s *Server) addHost(host string) {
+	if _, ok := s.handlers[host]; ok {
+		return
+	}
+	s.hosts = append(s.hosts, host)
+	s.handlers[host] = map[string]http.Handler{}
+	s.muxes[host] = http.NewServeMux()
+}
+
+// ServeHTTP records the request, runs the checks that apply to every request,
+// and routes it by host. An unknown host gets 421 Misdirected Request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.inflight.Add(1)
+	defer s.inflight.Done()
+	host := hostOnly(r.Host)
+	s.record(r, host)
+	s.checkEveryRequest(r, host)
+	s.mu.Lock()
+	mux := s.muxes[host]
+	s.mu.Unlock()
+	if mux == nil {
+		http.Error(w, "poppytest: no such host "+host, http.StatusMisdirectedRequest)
+		return
+	}
+	mux.ServeHTTP(w, r)
+}
+
+// hostOnly lowercases a Host header and strips its port.
+func hostOnly(hostport string) string {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	return strings.ToLower(strings.TrimSuffix(host, "."))
+}
+
+// newTransport returns a transport that trusts only the Server's CA and dials
+// every name the certificate covers, at any port, to the listener.
+func (s *Server) newTransport() *http.Transport {
+	dialer := &net.Dialer{Timeout: 10 * time.Second}
+	return &http.Transport{
+		DialContext: func(ctx context.Context, network, hostport string) (net.Conn, error) {
+			host, _, err := net.SplitHostPort(hostport)
+			if err != nil {
+				return nil, err
+			}
+			if !s.tls.covers(strings.ToLower(host)) {
+				return nil, errors.New("poppytest: transport does not dial " + host)
+			}
+			addr := s.Addr()
+			if addr == "" {
+				return nil, errors.New("poppytest: server not started")
+			}
+			return dialer.DialContext(ctx, network, addr)
+		},
+		TLSClientConfig:     &tls.Config{RootCAs: s.tls.pool, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 8,
+		IdleConnTimeout:     30 * time.Second,
+	}
+}
+
+// Transport returns the Server's shared transport: it trusts only the
+// Server's CA and dials any of its hosts, at any port, to the listener. Clone
+// it before changing it. It is nil before Start.
+func (s *Server) Transport() *http.Transport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.transport
+}
+
+// Client returns an *http.Client over Transport, with the default redirect
+// policy. It is nil before Start.
+func (s *Server) Client() *http.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.client
+}
+
+// CAPEM is the PEM encoding of the Server's CA certificate, for SSL_CERT_FILE.
+func (s *Server) CAPEM() []byte { return append([]byte(nil), s.tls.caPEM...) }
+
+// CertPool returns a new pool holding only the Server's CA.
+func (s *Server) CertPool() *x509.CertPool { return s.tls.pool.Clone() }
