@@ -1,0 +1,224 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Options configure a Client. The zero value is usable.
+type Options struct {
+	// MaxBodyBytes caps each document. Zero means 1 MiB.
+	MaxBodyBytes int64
+}
+
+// Client discovers Companies. It is safe for concurrent use.
+type Client struct {
+	http    *http.Client
+	maxBody int64
+}
+
+// New returns a Client that fetches through hc, which should cache (see package
+// cache). A nil hc uses http.DefaultClient. Redirects are always limited to
+// HTTPS, whatever hc's own policy.
+func New(hc *http.Client, opts *Options) *Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	c := *hc
+	c.CheckRedirect = checkRedirect
+	d := &Client{http: &c, maxBody: 1 << 20}
+	if opts != nil && opts.MaxBodyBytes > 0 {
+		d.maxBody = opts.MaxBodyBytes
+	}
+	return d
+}
+
+// Company is what discovery learned about one Company.
+type Company struct {
+	// Domain is the host (and port, in development) the User asked for.
+	Domain string `json:"domain"`
+	// URL is where poppy.json was finally found, after redirects.
+	URL string `json:"url,omitempty"`
+
+	Document  *Document                    `json:"document,omitempty"`
+	Metadata  *Metadata                    `json:"metadata,omitempty"`
+	Resources map[string]*ResourceMetadata `json:"resources,omitempty"` // by MCP API url
+	Findings  []Finding                    `json:"findings"`
+}
+
+// OK reports whether the Company is usable: no finding is an error.
+func (c *Company) OK() bool { return !hasErrors(c.Findings) }
+
+// Err returns a *RefusedError listing the error findings, or nil.
+func (c *Company) Err() error {
+	var errs []Finding
+	for _, f := range c.Findings {
+		if f.Severity == Error {
+			errs = append(errs, f)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &RefusedError{Domain: c.Domain, Findings: errs}
+}
+
+// Discover fetches and checks a Company's documents. The returned error is
+// non-nil only when nothing could be checked (bad input, DNS, TLS, timeouts,
+// server errors): a Company that breaks rules comes back with findings; use
+// Company.Err to refuse it. With refresh, cached documents are revalidated.
+func (c *Client) Discover(ctx context.Context, domain string, refresh bool) (*Company, error) {
+	host, err := NormalizeDomain(domain)
+	if err != nil {
+		return nil, err
+	}
+	co := &Company{Domain: host}
+	// Poppy 0.1 §3: "https://{domain}/.well-known/poppy.json over HTTPS".
+	doc, err := c.document(ctx, co, "https://"+host+"/.well-known/poppy.json", refresh)
+	if err != nil || doc == nil {
+		return co, err
+	}
+	co.Document = doc
+	co.Findings = append(co.Findings, CheckDocument(doc, host)...)
+	if doc.Auth == nil || !isHTTPSURL(doc.Auth.Issuer) {
+		return co, nil
+	}
+	if err := c.metadata(ctx, co, refresh); err != nil {
+		return co, err
+	}
+	return co, c.resources(ctx, co, refresh)
+}
+
+// document fetches and parses poppy.json.
+func (c *Client) document(ctx context.Context, co *Company, u string, refresh bool) (*Document, error) {
+	got, fs, err := c.fetch(ctx, u, "3", refresh)
+	co.Findings = append(co.Findings, fs...)
+	if err != nil || got == nil {
+		return nil, err
+	}
+	co.URL = got.url
+	doc, fs := ParseDocument(got.body)
+	co.Findings = append(co.Findings, fs...)
+	return doc, nil
+}
+
+func (c *Client) metadata(ctx context.Context, co *Company, refresh bool) error {
+	u, err := MetadataURL(co.Document.Auth.Issuer)
+	if err != nil {
+		return err
+	}
+	got, fs, err := c.fetch(ctx, u, "3.2", refresh)
+	co.Findings = append(co.Findings, fs...)
+	if err != nil || got == nil {
+		return err
+	}
+	md, fs := ParseMetadata(got.body)
+	co.Findings = append(co.Findings, fs...)
+	if md != nil {
+		co.Metadata = md
+		co.Findings = append(co.Findings, CheckMetadata(md, co.Document)...)
+	}
+	return nil
+}
+
+// resources fetches the protected resource metadata of every MCP API.
+func (c *Client) resources(ctx context.Context, co *Company, refresh bool) error {
+	for _, api := range co.Document.APIs {
+		if api.Type != "mcp" {
+			continue
+		}
+		u, err := ResourceMetadataURL(api.URL)
+		if err != nil {
+			continue // already reported by CheckDocument
+		}
+		got, fs, err := c.fetch(ctx, u, "6", refresh)
+		co.Findings = append(co.Findings, fs...)
+		if err != nil {
+			return err
+		}
+		if got == nil {
+			continue
+		}
+		md, fs := ParseResourceMetadata(got.body)
+		co.Findings = append(co.Findings, fs...)
+		if md != nil {
+			if co.Resources == nil {
+				co.Resources = map[string]*ResourceMetadata{}
+			}
+			co.Resources[api.URL] = md
+			co.Findings = append(co.Findings, CheckResourceMetadata(md, api, co.Document.Auth.Issuer)...)
+		}
+	}
+	return nil
+}
+
+// InputError is a domain the User gave that cannot name a Company.
+type InputError struct{ Domain, Reason string }
+
+func (e *InputError) Error() string {
+	return fmt.Sprintf("discovery: %q is not a domain: %s", e.Domain, e.Reason)
+}
+
+// NormalizeDomain turns what a User typed ("Example.com", "https://example.com/",
+// "localhost:8443") into host or host:port, lower case. It refuses http URLs,
+// paths, user info and empty input.
+func NormalizeDomain(in string) (string, error) {
+	s := strings.TrimSpace(in)
+	if rest, ok := strings.CutPrefix(strings.ToLower(s), "http://"); ok && rest != "" {
+		return "", &InputError{in, "Poppy URLs are HTTPS only"}
+	}
+	if len(s) >= 8 && strings.EqualFold(s[:8], "https://") {
+		s = s[8:]
+	}
+	s = strings.TrimSuffix(s, "/")
+	switch {
+	case s == "":
+		return "", &InputError{in, "it is empty"}
+	case strings.ContainsAny(s, "/?#@ \t"):
+		return "", &InputError{in, "give only the domain, like example.com"}
+	}
+	host, port := s, ""
+	if h, p, err := net.SplitHostPort(s); err == nil {
+		host, port = h, p
+		if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
+			return "", &InputError{in, "the port is not a number from 1 to 65535"}
+		}
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if port == "" && strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1]
+	}
+	if !validHost(host) {
+		return "", &InputError{in, "the host is empty or malformed"}
+	}
+	if port != "" {
+		return net.JoinHostPort(host, port), nil
+	}
+	if strings.Contains(host, ":") {
+		return "[" + host + "]", nil
+	}
+	return host, nil
+}
+
+// validHost accepts a DNS name (labels of letters, digits and hyphens) or an IP address.
+func validHost(host string) bool {
+	if net.ParseIP(host) != nil {
+		return true
+	}
+	if host == "" || len(host) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(host, ".") {
+		if label == "" || len(label) > 63 || strings.Trim(label, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+			return false
+		}
+	}
+	return true
+}
+
+func asErr[T error](err error, target *T) bool { return errors.As(err, target) }

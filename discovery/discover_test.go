@@ -1,0 +1,264 @@
+package discovery_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/poppytest"
+)
+
+func discover(t *testing.T, srv *poppytest.Server, domain string) *discovery.Company {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	co, err := discovery.New(srv.Client(), nil).Discover(ctx, domain, false)
+	if err != nil {
+		t.Fatalf("Discover(%q): %v", domain, err)
+	}
+	return co
+}
+
+func TestDiscoverReferenceCompany(t *testing.T) {
+	srv := poppytest.NewServer(t, nil)
+	co := discover(t, srv, "example.com")
+	if len(co.Findings) != 0 {
+		t.Fatalf("findings on the reference Company: %v", co.Findings)
+	}
+	if !co.OK() || co.Err() != nil {
+		t.Fatalf("OK() = false for the reference Company")
+	}
+	if co.Metadata == nil || co.Metadata.TokenEndpoint != "https://auth.example.com/oauth/token" {
+		t.Errorf("metadata = %+v", co.Metadata)
+	}
+	if md := co.Resources["https://mcp.example.com/mcp"]; md == nil || md.AuthorizationServers[0] != srv.Issuer() {
+		t.Errorf("resource metadata = %+v", co.Resources)
+	}
+	if got := co.Document.Auth.Mediated.Fields[1]; got.Name != "password" || !got.Secret {
+		t.Errorf("mediated field = %+v", got)
+	}
+}
+
+// TestDiscoverWWW: the document is fetched from the host as given and speaks
+// for the domain ignoring a leading www. (§3.1).
+func TestDiscoverWWW(t *testing.T) {
+	srv := poppytest.NewServer(t, nil)
+	co := discover(t, srv, "WWW.Example.com")
+	if !co.OK() {
+		t.Fatalf("findings: %v", co.Findings)
+	}
+	if n := srv.Count("www.example.com", "/.well-known/poppy.json"); n != 1 {
+		t.Errorf("www.example.com poppy.json requests = %d, want 1", n)
+	}
+}
+
+// Each case breaks one rule of §3, §3.1, §3.2, §3.3, §4.4 or §6 and names the
+// section and a part of the message the finding must have.
+var ruleCases = []struct {
+	name     string
+	opts     poppytest.Options
+	section  string
+	contains string
+	severity discovery.Severity
+}{
+	{"no protocol_version", poppytest.Options{PoppyJSON: func(d map[string]any) { delete(d, "protocol_version") }}, "3.1", "protocol_version is missing", discovery.Error},
+	{"malformed version", poppytest.Options{PoppyJSON: func(d map[string]any) { d["protocol_version"] = "0" }}, "3.1", "not major.minor", discovery.Error},
+	{"unsupported major", poppytest.Options{PoppyJSON: func(d map[string]any) { d["protocol_version"] = "1.0" }}, "3.1", "major version 1", discovery.Error},
+	{"newer minor is fine but name missing", poppytest.Options{PoppyJSON: func(d map[string]any) {
+		d["protocol_version"] = "0.7"
+		d["organization"].(map[string]any)["name"] = ""
+	}}, "3.1", "organization.name is missing", discovery.Error},
+	{"no organization", poppytest.Options{PoppyJSON: func(d map[string]any) { delete(d, "organization") }}, "3.1", "organization is missing", discovery.Error},
+	{"foreign domain", poppytest.Options{PoppyJSON: func(d map[string]any) { d["organization"].(map[string]any)["domain"] = "example.net" }}, "3.1", `"example.net" does not match`, discovery.Error},
+	{"auth missing", poppytest.Options{PoppyJSON: func(d map[string]any) { delete(d, "auth") }}, "3.1", "auth is missing", discovery.Error},
+	{"nothing offered", poppytest.Options{PoppyJSON: func(d map[string]any) {
+		delete(d, "agent")
+		delete(d, "apis")
+		delete(d, "web")
+	}}, "3.1", "none of agent, apis or web", discovery.Error},
+	{"http issuer", poppytest.Options{PoppyJSON: func(d map[string]any) { d["auth"].(map[string]any)["issuer"] = "http://auth.example.com" }}, "3.1", "auth.issuer", discovery.Error},
+	{"http conversation endpoint", poppytest.Options{PoppyJSON: func(d map[string]any) {
+		d["agent"] = map[string]any{"protocols": []any{map[string]any{"type": "poppy", "endpoint": "http://api.example.com/c"}}}
+	}}, "7.1", "not an HTTPS URL", discovery.Error},
+	{"unknown protocol skipped", poppytest.Options{PoppyJSON: func(d map[string]any) {
+		d["agent"] = map[string]any{"protocols": []any{map[string]any{"type": "a2a", "endpoint": "https://api.example.com/a2a"}}}
+	}}, "7.1", `type "a2a"`, discovery.Warning},
+	{"http api url", poppytest.Options{PoppyJSON: func(d map[string]any) {
+		d["apis"] = []any{map[string]any{"type": "openapi", "url": "http://api.example.com/openapi.json", "description": "x"}}
+	}}, "3.1", "apis[0].url", discovery.Error},
+	{"unknown api type skipped", poppytest.Options{PoppyJSON: func(d map[string]any) {
+		d["apis"] = []any{map[string]any{"type": "graphql", "url": "https://api.example.com/graphql", "description": "x"}}
+	}}, "6", `type "graphql"`, discovery.Warning},
+	{"http browser session endpoint", poppytest.Options{PoppyJSON: func(d map[string]any) {
+		d["web"] = map[string]any{"browser_session_endpoint": "http://example.com/poppy/browser-session"}
+	}}, "3.1", "web.browser_session_endpoint", discovery.Error},
+	{"reserved scope", poppytest.Options{PoppyJSON: func(d map[string]any) {
+		d["auth"].(map[string]any)["device"] = map[string]any{"scopes": []any{"poppy:admin"}}
+	}}, "4.4", `"poppy:admin"`, discovery.Error},
+	{"reserved custom scope", poppytest.Options{PoppyJSON: func(d map[string]any) {
+		d["auth"].(map[string]any)["custom_scopes"] = map[string]any{"addresses": "x", "poppy:all": "everything"}
+	}}, "4.4", `"poppy:all"`, discovery.Error},
+	{"empty scopes", poppytest.Options{PoppyJSON: func(d map[string]any) {
+		d["auth"].(map[string]any)["direct"] = map[string]any{"scopes": []any{}}
+	}}, "4.4", "auth.direct.scopes is empty", discovery.Error},
+	{"undescribed custom scope", poppytest.Options{PoppyJSON: func(d map[string]any) {
+		d["auth"].(map[string]any)["custom_scopes"] = map[string]any{}
+	}}, "4.4", `"addresses"`, discovery.Warning},
+	{"mediated without endpoint", poppytest.Options{PoppyJSON: func(d map[string]any) {
+		delete(d["auth"].(map[string]any)["mediated"].(map[string]any), "endpoint")
+	}}, "4.7", "auth.mediated.endpoint is missing", discovery.Error},
+	{"extension without domain", poppytest.Options{PoppyJSON: func(d map[string]any) {
+		d["extensions"] = map[string]any{"gift-wrap": map[string]any{"version": "1"}}
+	}}, "3.3", `"gift-wrap"`, discovery.Error},
+	{"extension without version", poppytest.Options{PoppyJSON: func(d map[string]any) {
+		d["extensions"] = map[string]any{"example.com/gift-wrap": map[string]any{}}
+	}}, "3.3", "has no version", discovery.Error},
+	{"wrong field type", poppytest.Options{PoppyJSON: func(d map[string]any) { d["apis"] = "all of them" }}, "3.1", `"apis"`, discovery.Error},
+	{"issuer mismatch", poppytest.Options{Metadata: func(m map[string]any) { m["issuer"] = "https://auth.example.com/" }}, "3.2", "does not exactly match", discovery.Error},
+	{"poppy_domains without the domain", poppytest.Options{Metadata: func(m map[string]any) { m["poppy_domains"] = []any{"example.co.uk"} }}, "3.2", "poppy_domains", discovery.Error},
+	{"no token endpoint", poppytest.Options{Metadata: func(m map[string]any) { delete(m, "token_endpoint") }}, "3.2", "no token_endpoint", discovery.Error},
+	{"no revocation endpoint", poppytest.Options{Metadata: func(m map[string]any) { delete(m, "revocation_endpoint") }}, "3.2", "no revocation_endpoint", discovery.Error},
+	{"direct without authorization endpoint", poppytest.Options{Metadata: func(m map[string]any) { delete(m, "authorization_endpoint") }}, "3.2", "auth.direct requires", discovery.Error},
+	{"device without device endpoint", poppytest.Options{Metadata: func(m map[string]any) { delete(m, "device_authorization_endpoint") }}, "3.2", "auth.device requires", discovery.Error},
+	{"http token endpoint", poppytest.Options{Metadata: func(m map[string]any) { m["token_endpoint"] = "http://auth.example.com/oauth/token" }}, "3.2", "token_endpoint", discovery.Error},
+	{"mcp without our issuer", poppytest.Options{ResourceMetadata: func(m map[string]any) { m["authorization_servers"] = []any{"https://auth.evil.example"} }}, "6", "authorization_servers", discovery.Error},
+	{"mcp resource mismatch", poppytest.Options{ResourceMetadata: func(m map[string]any) { m["resource"] = "https://mcp.example.com/other" }}, "6", "RFC 9728 §3.3", discovery.Error},
+}
+
+func TestDiscoverRules(t *testing.T) {
+	for _, tc := range ruleCases {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := tc.opts
+			srv := poppytest.NewServer(t, &opts)
+			co := discover(t, srv, "example.com")
+			requireFinding(t, co.Findings, tc.severity, tc.section, tc.contains)
+			if tc.severity == discovery.Error && co.OK() {
+				t.Errorf("OK() = true with an error finding")
+			}
+			if tc.severity == discovery.Warning && !co.OK() {
+				t.Errorf("a warning made the Company unusable: %v", co.Findings)
+			}
+		})
+	}
+}
+
+func requireFinding(t *testing.T, fs []discovery.Finding, sev discovery.Severity, section, contains string) {
+	t.Helper()
+	for _, f := range fs {
+		if f.Severity == sev && f.Section == section && strings.Contains(f.Message, contains) {
+			return
+		}
+	}
+	t.Fatalf("no %s finding §%s containing %q in %v", sev, section, contains, fs)
+}
+
+func TestDiscoverServedDocuments(t *testing.T) {
+	html := http.Header{"Content-Type": {"text/html; charset=utf-8"}}
+	cases := []struct {
+		name     string
+		status   int
+		header   http.Header
+		body     string
+		section  string
+		contains string
+	}{
+		{"redirect to http", http.StatusFound, http.Header{"Location": {"http://example.com/poppy.json"}}, "", "3", "not HTTPS"},
+		{"soft 404", http.StatusOK, html, "<html>Welcome to our store</html>", "3", "not JSON"},
+		{"not found", http.StatusNotFound, nil, "", "3", "HTTP 404"},
+		{"not an object", http.StatusOK, http.Header{"Content-Type": {"application/json"}}, `["a"]`, "3.1", "not a JSON object"},
+		{"truncated JSON", http.StatusOK, http.Header{"Content-Type": {"application/json"}}, `{"protocol_version":`, "3.1", "not valid JSON"},
+		{"oversized", http.StatusOK, http.Header{"Content-Type": {"application/json"}}, `{"x":"` + strings.Repeat("a", 2<<20) + `"}`, "3", "larger than"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := poppytest.NewServer(t, nil)
+			srv.SetDocument("example.com", "/.well-known/poppy.json", tc.status, tc.header, []byte(tc.body))
+			co := discover(t, srv, "example.com")
+			requireFinding(t, co.Findings, discovery.Error, tc.section, tc.contains)
+		})
+	}
+}
+
+// TestDiscoverRedirect: the well-known URL may redirect to HTTPS hosting
+// elsewhere (§3), and the document still speaks for the requested domain.
+func TestDiscoverRedirect(t *testing.T) {
+	srv := poppytest.NewServer(t, nil)
+	body := fetchBody(t, srv, "https://example.com/.well-known/poppy.json")
+	srv.SetDocument("api.example.com", "/hosted/poppy.json", http.StatusOK, http.Header{"Content-Type": {"application/json"}}, body)
+	srv.SetDocument("example.com", "/.well-known/poppy.json", http.StatusMovedPermanently,
+		http.Header{"Location": {"https://api.example.com/hosted/poppy.json"}}, nil)
+	co := discover(t, srv, "example.com")
+	if !co.OK() || co.URL != "https://api.example.com/hosted/poppy.json" {
+		t.Fatalf("URL = %q, findings %v", co.URL, co.Findings)
+	}
+}
+
+func TestDiscoverRedirectLoop(t *testing.T) {
+	srv := poppytest.NewServer(t, nil)
+	srv.SetDocument("example.com", "/.well-known/poppy.json", http.StatusFound,
+		http.Header{"Location": {"https://example.com/.well-known/poppy.json"}}, nil)
+	co := discover(t, srv, "example.com")
+	requireFinding(t, co.Findings, discovery.Error, "3", "redirects more than")
+}
+
+func fetchBody(t *testing.T, srv *poppytest.Server, u string) []byte {
+	t.Helper()
+	resp, err := srv.Client().Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	return []byte(b.String())
+}
+
+// TestDiscoverCouldNotCheck: server errors and unreachable hosts are errors,
+// not findings: nothing could be checked.
+func TestDiscoverCouldNotCheck(t *testing.T) {
+	srv := poppytest.NewServer(t, nil)
+	srv.SetDocument("example.com", "/.well-known/poppy.json", http.StatusServiceUnavailable, nil, nil)
+	_, err := discovery.New(srv.Client(), nil).Discover(context.Background(), "example.com", false)
+	var fe *discovery.FetchError
+	if !errors.As(err, &fe) {
+		t.Fatalf("err = %v, want *FetchError", err)
+	}
+	_, err = discovery.New(srv.Client(), nil).Discover(context.Background(), "unknown.invalid", false)
+	if !errors.As(err, &fe) {
+		t.Fatalf("unknown host: err = %v, want *FetchError", err)
+	}
+}
+
+func TestNormalizeDomain(t *testing.T) {
+	good := map[string]string{
+		"example.com": "example.com", "Example.COM.": "example.com", "https://example.com/": "example.com",
+		"localhost:8443": "localhost:8443", " www.example.com ": "www.example.com",
+	}
+	for in, want := range good {
+		if got, err := discovery.NormalizeDomain(in); err != nil || got != want {
+			t.Errorf("NormalizeDomain(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "http://example.com", "example.com/path", "user@example.com", "a..b", "https://"} {
+		if got, err := discovery.NormalizeDomain(in); err == nil {
+			t.Errorf("NormalizeDomain(%q) = %q, want an error", in, got)
+		}
+	}
+}
+
+func TestSameDomain(t *testing.T) {
+	if !discovery.SameDomain("www.example.com", "example.com:8443") || discovery.SameDomain("example.com", "badexample.com") {
+		t.Error("SameDomain is wrong")
+	}
+}
