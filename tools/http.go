@@ -1,0 +1,21 @@
+package tools
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// HTTPHandler serves MCP over streamable HTTP at /mcp, configured as
+// notes/mcp-go.md advises: an event store so 2025-revision clients lose no
+// notification, an idle TTL so per-session state cannot leak. Both MCP
+// revisions (2025-11-25 with sessions, 2026-07-28 stateless) are served.
+// Authentication of the caller is the wrapping middleware's concern.
+func (s *Server) HTTPHandler() http.Handler {
+	return server.NewStreamableHTTPServer(s.mcp,
+		server.WithEndpointPath("/mcp"),
+		server.WithEventStore(server.NewInMemoryEventStore()),
+		server.WithSessionIdleTTL(30*time.Minute),
+	)
+}

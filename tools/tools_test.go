@@ -1,0 +1,195 @@
+package tools_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/poppytest"
+	"github.com/poppy-mcp/poppy-mcp/tools"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// revisions are the MCP revisions every client test runs under.
+var revisions = []string{"2025-11-25", "2026-07-28"}
+
+// harness is poppy-mcp's tools over a poppytest Company, served over
+// streamable HTTP for real MCP clients.
+type harness struct {
+	company *poppytest.Server
+	tools   *tools.Server
+	url     string
+}
+
+func newHarness(t *testing.T, opts *poppytest.Options) *harness {
+	t.Helper()
+	company := poppytest.NewServer(t, opts)
+	ts := tools.New(tools.Deps{Discovery: discovery.New(company.Client(), nil)})
+	hs := httptest.NewServer(ts.HTTPHandler())
+	t.Cleanup(hs.Close)
+	return &harness{company: company, tools: ts, url: hs.URL + "/mcp"}
+}
+
+// connect opens a session with the official go-sdk client at one revision.
+func (h *harness) connect(t *testing.T, revision string) *sdk.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-test", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: h.url, MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: revision})
+	if err != nil {
+		t.Fatalf("connect at %s: %v", revision, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if got := cs.InitializeResult().ProtocolVersion; got != revision {
+		t.Fatalf("negotiated %s, want %s", got, revision)
+	}
+	return cs
+}
+
+func call(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) (*sdk.CallToolResult, map[string]any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var structured map[string]any
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, &structured); err != nil || structured == nil {
+		t.Fatalf("%s: structured content %s: %v", name, raw, err)
+	}
+	if len(res.Content) == 0 {
+		t.Fatalf("%s: no text content for text-only clients", name)
+	}
+	return res, structured
+}
+
+func TestDiscoverCompany(t *testing.T) {
+	for _, rev := range revisions {
+		t.Run(rev, func(t *testing.T) {
+			h := newHarness(t, nil)
+			cs := h.connect(t, rev)
+			res, got := call(t, cs, "discover_company", map[string]any{"domain": "example.com"})
+			if res.IsError || got["usable"] != true {
+				t.Fatalf("isError=%v structured=%v", res.IsError, got)
+			}
+			if got["company_agent"] != true || got["website_join"] != true {
+				t.Errorf("company_agent/website_join = %v/%v", got["company_agent"], got["website_join"])
+			}
+			signIn, _ := got["sign_in"].([]any)
+			if len(signIn) != 3 {
+				t.Fatalf("sign_in = %v", got["sign_in"])
+			}
+			med := signIn[2].(map[string]any)
+			fields := med["fields"].([]any)
+			if med["type"] != "mediated" || fields[1].(map[string]any)["secret"] != true {
+				t.Errorf("mediated = %v", med)
+			}
+			if apis := got["apis"].([]any); len(apis) != 2 {
+				t.Errorf("apis = %v", apis)
+			}
+		})
+	}
+}
+
+// TestDiscoverCompanyRefused: a Company that breaks a rule is refused, and
+// the model reads why with the section.
+func TestDiscoverCompanyRefused(t *testing.T) {
+	h := newHarness(t, &poppytest.Options{Metadata: func(m map[string]any) { m["issuer"] = "https://auth.evil.example" }})
+	cs := h.connect(t, revisions[0])
+	res, got := call(t, cs, "discover_company", map[string]any{"domain": "example.com"})
+	if !res.IsError || got["usable"] != false {
+		t.Fatalf("isError=%v usable=%v", res.IsError, got["usable"])
+	}
+	text := res.Content[0].(*sdk.TextContent).Text
+	if !strings.Contains(text, "§3.2") || !strings.Contains(text, "cannot be used") {
+		t.Errorf("text = %q", text)
+	}
+}
+
+func TestDiscoverCompanyBadInput(t *testing.T) {
+	h := newHarness(t, nil)
+	cs := h.connect(t, revisions[1])
+	for _, d := range []string{"http://example.com", "example.com/orders", "unknown.invalid"} {
+		res, _ := call(t, cs, "discover_company", map[string]any{"domain": d})
+		if !res.IsError {
+			t.Errorf("%q: not an error result", d)
+		}
+	}
+}
+
+var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// TestToolInvariants checks rules across every tool (STYLE.md: github-mcp-server).
+func TestToolInvariants(t *testing.T) {
+	h := newHarness(t, nil)
+	cs := h.connect(t, revisions[0])
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, tool := range list.Tools {
+		if !toolName.MatchString(tool.Name) || seen[tool.Name] {
+			t.Errorf("tool name %q is invalid or repeated", tool.Name)
+		}
+		seen[tool.Name] = true
+		a := tool.Annotations
+		if a == nil || a.DestructiveHint == nil || a.OpenWorldHint == nil || a.Title == "" {
+			t.Errorf("%s: annotations not all set: %+v", tool.Name, a)
+		}
+		if n := len(tool.Description); n == 0 || n > 400 {
+			t.Errorf("%s: description of %d bytes (budget 400)", tool.Name, n)
+		}
+		var schema map[string]any
+		raw, _ := json.Marshal(tool.InputSchema)
+		_ = json.Unmarshal(raw, &schema)
+		if schema["type"] != "object" {
+			t.Errorf("%s: input schema type %v", tool.Name, schema["type"])
+		}
+		for _, k := range []string{"oneOf", "anyOf", "allOf"} {
+			if _, ok := schema[k]; ok {
+				t.Errorf("%s: top-level %s in input schema", tool.Name, k)
+			}
+		}
+	}
+	golden(t, "tools.golden.json", list.Tools)
+}
+
+// golden compares v, as indented JSON, with testdata/name; -update rewrites it.
+func golden(t *testing.T, name string, v any) {
+	t.Helper()
+	got, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if strings.TrimSpace(string(want)) != strings.TrimSpace(string(got)) {
+		t.Errorf("%s differs from the golden file; review, then run go test ./tools -update\ngot:\n%s", name, got)
+	}
+}
