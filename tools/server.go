@@ -90,7 +90,7 @@ func newTool(name, description, schema string, a annotations) mcp.Tool {
 }
 
 type annotations struct {
-	title                                     string
+	title                                        string
 	readOnly, destructive, idempotent, openWorld bool
 }
 
