@@ -1,0 +1,318 @@
+// This file implements Sessions (Poppy 0.1 §4.2): starting one with the JWT
+// bearer grant (RFC 7523 §2.1), renewing it before its Session Token expires
+// (one renewal at a time), and starting anew when the Company ended it.
+
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Session is one User at one Company through this agent (Poppy 0.1 §4).
+// It is safe for concurrent use.
+type Session struct {
+	a       *Agent
+	company Company
+	userID  string
+	proof   *ProofKey
+	client  *http.Client
+
+	cell tokenCell // the DPoP Session Token
+
+	// mu guards bearer.
+	mu     sync.Mutex
+	bearer map[string]*tokenCell // MCP server url -> its Bearer token
+}
+
+// SessionInfo describes a Session without its tokens.
+type SessionInfo struct {
+	// ID is session_id. It changes when the Company ended the Session and
+	// a new one was started in its place.
+	ID string
+	// SignedIn says whether the Session is signed in to an account.
+	SignedIn bool
+	// Scopes are the account scopes of the current Session Token.
+	Scopes []string
+	// ExpiresAt is when the current Session Token expires; the Session
+	// renews it before then by itself.
+	ExpiresAt time.Time
+}
+
+// renewal is one token request shared by everyone waiting for it.
+type renewal struct {
+	done chan struct{}
+	tok  *Token
+	err  error
+}
+
+// StartSession starts a new signed-out Session for userID, the User's ID
+// at this Company (Poppy 0.1 §4.2).
+func (a *Agent) StartSession(ctx context.Context, c Company, userID string) (*Session, error) {
+	s, err := a.newSession(ctx, c, userID)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := s.request(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	s.cell.set(tok)
+	return s, nil
+}
+
+// ResumeSession continues a Session known by its ID, for example after a
+// restart: it renews the Session's token (Poppy 0.1 §4.2 "Renewing"), and
+// starts a new Session when the Company has ended that one.
+func (a *Agent) ResumeSession(ctx context.Context, c Company, userID, sessionID string) (*Session, error) {
+	if sessionID == "" || !printable(sessionID) {
+		return nil, errors.New("auth: resume needs a session ID")
+	}
+	s, err := a.newSession(ctx, c, userID)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := s.renewFrom(ctx, &Token{SessionID: sessionID})
+	if err != nil {
+		return nil, err
+	}
+	s.cell.set(tok)
+	return s, nil
+}
+
+func (a *Agent) newSession(ctx context.Context, c Company, userID string) (*Session, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	// Poppy 0.1 §4.2: the User ID is opaque; we only require it to be a sane sub.
+	if userID == "" || !printable(userID) {
+		return nil, errors.New("auth: a Session needs a User ID")
+	}
+	pk, err := a.proofKey(ctx, c.Issuer, userID)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{a: a, company: c, userID: userID, proof: pk, bearer: map[string]*tokenCell{}}
+	s.client = s.newClient(&sessionTransport{s: s})
+	return s, nil
+}
+
+// Info returns the Session's ID, state and expiry, never its token.
+func (s *Session) Info() SessionInfo {
+	tok := s.cell.current()
+	return SessionInfo{
+		ID: tok.SessionID, SignedIn: tok.SignedIn,
+		Scopes: slices.Clone(tok.Scopes), ExpiresAt: tok.ExpiresAt,
+	}
+}
+
+// Company returns the Company the Session is at.
+func (s *Session) Company() Company { return s.company }
+
+// UserID returns the User ID the Session was started for.
+func (s *Session) UserID() string { return s.userID }
+
+// Renew gets a new Session Token now.
+func (s *Session) Renew(ctx context.Context) error {
+	_, err := s.renewAfter(ctx, s.cell.current())
+	return err
+}
+
+// Client returns the HTTP client through which every API call, conversation
+// and sign-in of this Session goes: its transport adds the Session Token and
+// a DPoP proof to each request, renews, and retries (see DESIGN.md). It
+// follows redirects only within the same origin, so the token never goes
+// elsewhere.
+func (s *Session) Client() *http.Client { return s.client }
+
+func (s *Session) newClient(rt http.RoundTripper) *http.Client {
+	return &http.Client{
+		Transport: rt,
+		Timeout:   s.a.base.Timeout,
+		Jar:       nil, // Poppy 0.1 §4.3: the token goes in the Authorization header, without cookies.
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 10 {
+				return errors.New("auth: stopped after 10 redirects")
+			}
+			if origin(req.URL) != origin(via[0].URL) {
+				return http.ErrUseLastResponse
+			}
+			return nil
+		},
+	}
+}
+
+// token returns a Session Token that is not about to expire, renewing it
+// first if needed.
+func (s *Session) token(ctx context.Context) (*Token, error) {
+	return s.cell.get(ctx, s.a, s.company.TokenEndpoint, s.fetch)
+}
+
+// renewAfter returns a Session Token newer than used, renewing unless
+// someone already has.
+func (s *Session) renewAfter(ctx context.Context, used *Token) (*Token, error) {
+	return s.cell.renewAfter(ctx, s.a, s.company.TokenEndpoint, used, s.fetch)
+}
+
+// fetch renews the Session; when the Company started a new Session in place
+// of an ended one, the old Session's Bearer tokens are dropped.
+func (s *Session) fetch(ctx context.Context, used *Token) (*Token, error) {
+	tok, err := s.renewFrom(ctx, used)
+	if err == nil && tok.SessionID != used.SessionID {
+		s.mu.Lock()
+		clear(s.bearer)
+		s.mu.Unlock()
+	}
+	return tok, err
+}
+
+// tokenCell holds one current token and renews it, one renewal at a time:
+// concurrent callers share one token request. It is safe for concurrent use.
+type tokenCell struct {
+	// mu guards tok and flight.
+	mu     sync.Mutex
+	tok    *Token
+	flight *renewal
+}
+
+func (c *tokenCell) current() *Token {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tok
+}
+
+func (c *tokenCell) set(tok *Token) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tok = tok
+}
+
+// get returns the current token, renewing it first when it is missing or
+// about to expire.
+func (c *tokenCell) get(ctx context.Context, a *Agent, endpoint string, fetch fetchFunc) (*Token, error) {
+	tok := c.current()
+	if tok != nil && !a.expiring(tok) {
+		return tok, nil
+	}
+	return c.renewAfter(ctx, a, endpoint, tok, fetch)
+}
+
+type fetchFunc func(ctx context.Context, used *Token) (*Token, error)
+
+// renewAfter returns a token newer than used, calling fetch unless someone
+// already has or is doing so.
+func (c *tokenCell) renewAfter(ctx context.Context, a *Agent, endpoint string, used *Token, fetch fetchFunc) (*Token, error) {
+	// A caller whose deadline cannot outlast a rate limit fails at once.
+	if err := a.limits.check(ctx, endpoint); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.tok != used && c.tok != nil && !a.expiring(c.tok) {
+		tok := c.tok
+		c.mu.Unlock()
+		return tok, nil
+	}
+	f := c.flight
+	if f == nil {
+		f = &renewal{done: make(chan struct{})}
+		c.flight = f
+		// The renewal serves every waiter, so no one caller's cancellation ends it.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.renewTimeout)
+		go c.run(rctx, cancel, f, c.tok, fetch)
+	}
+	c.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.tok, f.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *tokenCell) run(ctx context.Context, cancel context.CancelFunc, f *renewal, used *Token, fetch fetchFunc) {
+	defer cancel()
+	if used == nil {
+		used = &Token{}
+	}
+	tok, err := fetch(ctx, used)
+	c.mu.Lock()
+	if err == nil {
+		// Poppy 0.1 §4.3: "Whenever the Personal Agent gets a new Session
+		// Token for a Session, it MUST use the new token from then on."
+		c.tok = tok
+	}
+	c.flight = nil
+	c.mu.Unlock()
+	f.tok, f.err = tok, err
+	close(f.done)
+}
+
+// expiring reports whether tok is due for renewal: a little before it
+// expires, by at most 30 s and at most half its lifetime.
+func (a *Agent) expiring(tok *Token) bool {
+	early := min(30*time.Second, tok.Lifetime/2)
+	return !a.now().Before(tok.ExpiresAt.Add(-early))
+}
+
+// renewFrom renews the Session of used, and starts a new Session when the
+// Company says it has ended.
+// Poppy 0.1 §4.2: "If it has ended, the Company returns invalid_session, and
+// the Personal Agent starts a new Session."
+func (s *Session) renewFrom(ctx context.Context, used *Token) (*Token, error) {
+	tok, err := s.request(ctx, used.SessionID)
+	if errors.Is(err, ErrInvalidSession) {
+		tok, err = s.request(ctx, "")
+	}
+	return tok, err
+}
+
+// request asks the token endpoint for a DPoP Session Token: a new Session
+// when sessionID is empty, else a renewal of that Session.
+func (s *Session) request(ctx context.Context, sessionID string) (*Token, error) {
+	tok, err := s.a.postToken(ctx, tokenRequest{
+		endpoint: s.company.TokenEndpoint,
+		form:     s.grantForm(sessionID, ""),
+		proof:    s.proof,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if tok.SessionID == "" {
+		return nil, errors.New("auth: token response has no session_id (Poppy 0.1 §4.2)")
+	}
+	if sessionID != "" && tok.SessionID != sessionID {
+		return nil, fmt.Errorf("auth: renewal of Session %s returned Session %s", sessionID, tok.SessionID)
+	}
+	return tok, nil
+}
+
+// grantForm returns the form builder of the JWT bearer grant that starts
+// (sessionID "") or renews a Session, optionally for one resource. Each call
+// of the builder signs a new Session assertion.
+func (s *Session) grantForm(sessionID, resource string) func() (url.Values, error) {
+	return func() (url.Values, error) {
+		as, err := s.a.id.SessionAssertion(s.userID, s.company.TokenEndpoint)
+		if err != nil {
+			return nil, err
+		}
+		f := url.Values{
+			"grant_type": {GrantJWTBearer},
+			"assertion":  {as.Reveal()},
+		}
+		if sessionID != "" {
+			// Poppy 0.1 §4.2: "sends the same request with fresh assertions and the session_id"
+			f.Set("session_id", sessionID)
+		}
+		if resource != "" {
+			// Poppy 0.1 §4.3: "MUST include resource set to the MCP server's url"
+			f.Set("resource", resource)
+		}
+		return f, nil
+	}
+}

@@ -1,0 +1,198 @@
+// This file implements the Session transport (Poppy 0.1 §4.3, RFC 9449 §7):
+// each request gets the Session Token and a fresh DPoP proof; use_dpop_nonce
+// is retried once at once, invalid_token renews and retries once, and a 429
+// holds back every request to that endpoint until its Retry-After.
+// roundTrip is the policy; attempt is one straight try.
+
+package auth
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+)
+
+// authorizer is what differs between the DPoP and the Bearer transports.
+type authorizer interface {
+	// token returns the token to send, renewing it first if it is due.
+	token(ctx context.Context) (*Token, error)
+	// renewAfter returns a token newer than used.
+	renewAfter(ctx context.Context, used *Token) (*Token, error)
+	// authorize adds the token (and proof) to an outgoing request.
+	authorize(r *http.Request, tok *Token) error
+	// scheme is the WWW-Authenticate scheme errors come in.
+	scheme() string
+}
+
+// sessionTransport is the DPoP transport of a Session.
+type sessionTransport struct{ s *Session }
+
+func (t *sessionTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return t.s.a.roundTrip(req, t)
+}
+
+func (t *sessionTransport) token(ctx context.Context) (*Token, error) { return t.s.token(ctx) }
+
+func (t *sessionTransport) renewAfter(ctx context.Context, used *Token) (*Token, error) {
+	return t.s.renewAfter(ctx, used)
+}
+
+func (t *sessionTransport) scheme() string { return "DPoP" }
+
+func (t *sessionTransport) authorize(r *http.Request, tok *Token) error {
+	// RFC 9449 §7.1: "the access token ... using the DPoP authentication scheme"
+	// Poppy 0.1 §4.3: "MUST NOT send tokens in a URL"
+	p, err := t.s.proof.Proof(r.Method, r.URL.String(), tok.AccessToken, t.s.a.nonces.get(origin(r.URL)))
+	if err != nil {
+		return err
+	}
+	r.Header.Set("Authorization", "DPoP "+tok.AccessToken.Reveal())
+	r.Header.Set("DPoP", p)
+	return nil
+}
+
+// retryState records which retries a request has used; each runs once.
+type retryState struct {
+	nonce, renew, rate bool
+}
+
+// roundTrip is the retry policy around attempt.
+func (a *Agent) roundTrip(req *http.Request, az authorizer) (*http.Response, error) {
+	ctx := req.Context()
+	getBody, err := a.replayable(req)
+	if err != nil {
+		return nil, err
+	}
+	ep := endpointOf(req.URL)
+	var st retryState
+	tok, err := az.token(ctx)
+	for err == nil {
+		if err = a.limits.wait(ctx, ep); err != nil {
+			break
+		}
+		var resp *http.Response
+		resp, err = a.attempt(req, getBody, az, tok)
+		if err != nil {
+			break
+		}
+		var retry bool
+		if tok, retry, err = a.judge(ctx, resp, az, tok, &st); !retry && err == nil {
+			return resp, nil
+		}
+	}
+	return nil, err
+}
+
+// attempt sends one clone of req with the token.
+func (a *Agent) attempt(req *http.Request, getBody func() (io.ReadCloser, error), az authorizer, tok *Token) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	if getBody != nil {
+		body, err := getBody()
+		if err != nil {
+			return nil, err
+		}
+		r.Body, r.GetBody = body, getBody
+	}
+	if err := az.authorize(r, tok); err != nil {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, err
+	}
+	resp, err := a.transport().RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	a.observe(resp)
+	return resp, nil
+}
+
+// judge decides what a response means. It returns retry true (with the
+// token to use) after closing the response; otherwise it returns the
+// response's error, or nil when resp goes to the caller as it is.
+func (a *Agent) judge(ctx context.Context, resp *http.Response, az authorizer, tok *Token, st *retryState) (*Token, bool, error) {
+	if resp.StatusCode == http.StatusTooManyRequests {
+		ep := endpointOf(resp.Request.URL)
+		drain(resp.Body)
+		if !st.rate {
+			st.rate = true
+			return tok, true, nil // the next limits.wait waits, or fails with *RetryAfterError
+		}
+		return nil, false, a.limits.retryAfter(ep)
+	}
+	e := a.responseError(resp, az.scheme())
+	if e == nil {
+		return tok, false, nil
+	}
+	drain(resp.Body)
+	switch {
+	// RFC 9449 §8: "the client ... retries the request with the new nonce"; once.
+	case e.Is(ErrUseDPoPNonce) && !st.nonce:
+		st.nonce = true
+		return tok, true, nil
+	// SPEC-NOTES: invalid_token: "renew the Session Token ... and retry once".
+	case e.Is(ErrInvalidToken) && !st.renew:
+		st.renew = true
+		next, err := az.renewAfter(ctx, tok)
+		return next, err == nil, err
+	}
+	return nil, false, e
+}
+
+// responseError returns the protocol error a resource's response carries:
+// an error in its WWW-Authenticate challenge of the scheme (401, 403), or
+// extension_required in a JSON body (Poppy 0.1 §3.3, HTTP 403). For a 403
+// without one, the body is restored for the caller.
+func (a *Agent) responseError(resp *http.Response, scheme string) *Error {
+	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
+		return nil
+	}
+	if e := challengeError(scheme, resp.StatusCode, resp.Header); e != nil {
+		return e
+	}
+	if resp.StatusCode != http.StatusForbidden || !isJSON(resp.Header.Get("Content-Type")) {
+		return nil
+	}
+	body, err := readLimited(resp.Body, 64<<10)
+	if err != nil {
+		// Too large to be an error document: hand back what was read and the rest.
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
+		return nil
+	}
+	if e := parseErrorBody(resp.StatusCode, resp.Header, body); e != nil && e.Code == ErrExtensionRequired.Code {
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		return e
+	}
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return nil
+}
+
+// replayable returns a function that gives the request body afresh for
+// every attempt, or nil when the request has no body. A body without
+// GetBody is buffered up to MaxBody; a larger one is refused. It takes
+// ownership of req.Body as a RoundTripper must.
+func (a *Agent) replayable(req *http.Request) (func() (io.ReadCloser, error), error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil, nil
+	}
+	if req.GetBody != nil {
+		req.Body.Close()
+		return req.GetBody, nil
+	}
+	defer req.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(req.Body, a.maxBody+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > a.maxBody {
+		return nil, errors.New("auth: request body larger than the replay limit; set GetBody")
+	}
+	return replayBody(b), nil
+}
