@@ -73,11 +73,11 @@ func (t *bearerTransport) cell() *tokenCell {
 }
 
 func (t *bearerTransport) token(ctx context.Context) (*Token, error) {
-	return t.cell().get(ctx, t.s.a, t.s.company.TokenEndpoint, t.fetch)
+	return t.cell().get(ctx, t.s.a, t.s.tokenEP, t.fetch)
 }
 
 func (t *bearerTransport) renewAfter(ctx context.Context, used *Token) (*Token, error) {
-	return t.cell().renewAfter(ctx, t.s.a, t.s.company.TokenEndpoint, used, t.fetch)
+	return t.cell().renewAfter(ctx, t.s.a, t.s.tokenEP, used, t.fetch)
 }
 
 func (t *bearerTransport) scheme() string { return "Bearer" }

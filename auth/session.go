@@ -23,6 +23,7 @@ type Session struct {
 	userID  string
 	proof   *ProofKey
 	client  *http.Client
+	tokenEP string // rate-limit key of the token endpoint
 
 	cell tokenCell // the DPoP Session Token
 
@@ -98,7 +99,11 @@ func (a *Agent) newSession(ctx context.Context, c Company, userID string) (*Sess
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{a: a, company: c, userID: userID, proof: pk, bearer: map[string]*tokenCell{}}
+	ep, err := endpointKey(c.TokenEndpoint)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{a: a, company: c, userID: userID, proof: pk, tokenEP: ep, bearer: map[string]*tokenCell{}}
 	s.client = s.newClient(&sessionTransport{s: s})
 	return s, nil
 }
@@ -151,13 +156,13 @@ func (s *Session) newClient(rt http.RoundTripper) *http.Client {
 // token returns a Session Token that is not about to expire, renewing it
 // first if needed.
 func (s *Session) token(ctx context.Context) (*Token, error) {
-	return s.cell.get(ctx, s.a, s.company.TokenEndpoint, s.fetch)
+	return s.cell.get(ctx, s.a, s.tokenEP, s.fetch)
 }
 
 // renewAfter returns a Session Token newer than used, renewing unless
 // someone already has.
 func (s *Session) renewAfter(ctx context.Context, used *Token) (*Token, error) {
-	return s.cell.renewAfter(ctx, s.a, s.company.TokenEndpoint, used, s.fetch)
+	return s.cell.renewAfter(ctx, s.a, s.tokenEP, used, s.fetch)
 }
 
 // fetch renews the Session; when the Company started a new Session in place
