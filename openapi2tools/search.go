@@ -1,0 +1,143 @@
+package openapi2tools
+
+// This file implements Search: a small ranked keyword search over tool names,
+// operation IDs, paths, summaries, tags and descriptions, for a model that
+// looks for the operation to call among hundreds.
+
+import (
+	"sort"
+	"strings"
+	"unicode"
+)
+
+const defaultSearchLimit = 20
+
+// Field weights: a word in the name counts most, in the description least.
+const (
+	weightName    = 8
+	weightTag     = 5
+	weightPath    = 4
+	weightSummary = 3
+	weightDesc    = 1
+	weightPhrase  = 10 // the whole query appears in the name or summary
+)
+
+type searchEntry struct {
+	name, path, summary, desc, tags map[string]bool
+	text                            string // lower-case name, path and summary
+}
+
+// words splits s into lower-case words at anything not a letter or digit and
+// at camelCase boundaries ("getRepoContent" → get, repo, content).
+func words(s string) []string {
+	var out []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	prevLower := false
+	for _, r := range s {
+		switch {
+		case unicode.IsUpper(r):
+			if prevLower {
+				flush()
+			}
+			cur = append(cur, r)
+			prevLower = false
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			cur = append(cur, r)
+			prevLower = true
+		default:
+			flush()
+			prevLower = false
+		}
+	}
+	flush()
+	return out
+}
+
+func wordSet(parts ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, p := range parts {
+		for _, w := range words(p) {
+			m[w] = true
+		}
+	}
+	return m
+}
+
+func (c *Catalog) buildIndex() {
+	c.index = make([]searchEntry, len(c.Tools))
+	for i := range c.Tools {
+		t := &c.Tools[i]
+		c.index[i] = searchEntry{
+			name:    wordSet(t.Name, t.OperationID),
+			path:    wordSet(t.Method, t.Path),
+			summary: wordSet(t.Summary),
+			desc:    wordSet(t.Description),
+			tags:    wordSet(t.Tags...),
+			text:    strings.ToLower(t.Name + " " + t.OperationID + " " + t.Path + " " + t.Summary),
+		}
+	}
+}
+
+// Search returns up to limit tools ranked by how well they match query (all
+// tools in catalog order for an empty query). limit <= 0 means 20. A word
+// matches a word of a field exactly or as a prefix of at least 3 letters.
+func (c *Catalog) Search(query string, limit int) []*Tool {
+	if limit <= 0 {
+		limit = defaultSearchLimit
+	}
+	c.searchOnce.Do(c.buildIndex)
+	terms := words(query)
+	type hit struct {
+		i, score int
+	}
+	var hits []hit
+	phrase := strings.ToLower(strings.TrimSpace(query))
+	for i := range c.index {
+		e := &c.index[i]
+		score, matched := 0, 0
+		for _, term := range terms {
+			s := weightName*match(e.name, term) + weightTag*match(e.tags, term) +
+				weightPath*match(e.path, term) + weightSummary*match(e.summary, term) + weightDesc*match(e.desc, term)
+			if s > 0 {
+				matched++
+			}
+			score += s
+		}
+		if len(terms) > 0 && matched == 0 {
+			continue
+		}
+		score += matched * matched * weightName // all terms beat some terms
+		if len(phrase) > 2 && strings.Contains(e.text, phrase) {
+			score += weightPhrase
+		}
+		hits = append(hits, hit{i, score})
+	}
+	sort.SliceStable(hits, func(a, b int) bool { return hits[a].score > hits[b].score })
+	out := make([]*Tool, 0, min(limit, len(hits)))
+	for _, h := range hits[:min(limit, len(hits))] {
+		out = append(out, &c.Tools[h.i])
+	}
+	return out
+}
+
+// match is 2 for an exact word, 1 for a prefix match, 0 for none.
+func match(set map[string]bool, term string) int {
+	if set[term] {
+		return 2
+	}
+	if len(term) < 3 {
+		return 0
+	}
+	for w := range set {
+		if strings.HasPrefix(w, term) {
+			return 1
+		}
+	}
+	return 0
+}
