@@ -12,7 +12,14 @@
 // and validated when it is not. Requests that carry credentials bypass it.
 //
 // Each response that went through the cache carries the header
-// X-Poppy-Cache: hit, miss or revalidated.
+// X-Poppy-Cache: hit, miss or revalidated. A caller that wants the server's
+// current document (discover_company refresh=true) sends the request with
+// "Cache-Control: no-cache": the stored response is validated, or fetched
+// again when it has no validator.
+//
+// One response is kept per URL: a request that does not match the stored
+// response's Vary fields is sent, and its response replaces the stored one.
+// Concurrent misses for one URL are each sent; the last stored wins.
 package cache
 
 import (
@@ -47,7 +54,7 @@ const (
 	DefaultMaxEntryBytes = 16 << 20
 )
 
-// Options configure a Transport. The zero value is usable.
+// Options configure a Transport. The zero value is usable. New copies it.
 type Options struct {
 	// MaxEntries is how many responses are held. Zero or less: 512.
 	MaxEntries int
@@ -60,7 +67,8 @@ type Options struct {
 	MaxEntryBytes int64
 }
 
-// Stats counts what a Transport did since it was made.
+// Stats counts what a Transport did since it was made. It is a snapshot,
+// a plain value.
 type Stats struct {
 	Hits        int64 // requests answered from the cache, nothing sent
 	Misses      int64 // requests whose response came whole from the server

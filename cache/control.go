@@ -70,9 +70,10 @@ func parseDeltaSeconds(v string) (time.Duration, bool) {
 // directive repeats, the first occurrence wins (RFC 9111 §4.2.1: "either the
 // first occurrence should be used or the response should be considered
 // stale"). A member that is not a valid directive is skipped up to the next
-// comma outside a quoted string.
+// comma outside a quoted string. The result is nil when there are no
+// directives; reading a nil cacheControl is fine.
 func parseCacheControl(lines []string) cacheControl {
-	cc := cacheControl{}
+	var cc cacheControl // nil until there is a directive
 	for _, line := range lines {
 		for line != "" {
 			var name, value string
@@ -80,6 +81,9 @@ func parseCacheControl(lines []string) cacheControl {
 			name, value, ok, line = nextDirective(line)
 			if !ok {
 				continue
+			}
+			if cc == nil {
+				cc = cacheControl{}
 			}
 			if _, dup := cc[name]; !dup {
 				cc[name] = value
@@ -213,30 +217,8 @@ func requestControl(h http.Header) cacheControl {
 	if lines := h.Values("Cache-Control"); len(lines) > 0 {
 		return parseCacheControl(lines)
 	}
-	cc := cacheControl{}
-	for _, p := range h.Values("Pragma") {
-		if parseCacheControl([]string{p}).has("no-cache") {
-			cc["no-cache"] = ""
-		}
+	if parseCacheControl(h.Values("Pragma")).has("no-cache") {
+		return cacheControl{"no-cache": ""}
 	}
-	return cc
-}
-
-// mustRevalidateRequest reports whether the request directives forbid
-// serving a stored response of the given current age without validation.
-func mustRevalidateRequest(cc cacheControl, age time.Duration) bool {
-	// RFC 9111 §5.2.1.4: "The no-cache request directive indicates that the
-	// client prefers a stored response not be used to satisfy the request
-	// without successful validation on the origin server."
-	if cc.has("no-cache") {
-		return true
-	}
-	// RFC 9111 §5.2.1.1: "the client prefers a response whose age is less
-	// than or equal to the specified number of seconds". Ages here are
-	// measured finer than seconds, so the bound is taken as exclusive: that
-	// makes max-age=0 always validate, as it is used in practice.
-	if maxAge, ok, invalid := cc.deltaSeconds("max-age"); ok {
-		return invalid || age >= maxAge
-	}
-	return false
+	return nil // most requests: nothing to allocate
 }

@@ -151,7 +151,9 @@ func (e *entry) response(req *http.Request, how string, now time.Time) *http.Res
 	}
 	var body io.ReadCloser = http.NoBody
 	if req.Method != http.MethodHead && len(e.body) > 0 {
-		body = io.NopCloser(bytes.NewReader(e.body))
+		b := new(byteBody)
+		b.Reset(e.body)
+		body = b
 	}
 	return &http.Response{
 		Status:        e.status,
@@ -167,6 +169,12 @@ func (e *entry) response(req *http.Request, how string, now time.Time) *http.Res
 		Uncompressed:  e.uncompressed,
 	}
 }
+
+// byteBody is a response body read from memory.
+type byteBody struct{ bytes.Reader }
+
+// Close does nothing: the bytes stay stored.
+func (*byteBody) Close() error { return nil }
 
 // notUpdated lists fields a 304 does not replace in a stored response:
 // RFC 9111 §3.2 excepts Content-Length and fields about one connection or

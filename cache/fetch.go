@@ -111,7 +111,9 @@ var cacheableStatus = map[int]bool{
 }
 
 // storable reports whether resp may and should be stored. RFC 9111 §3
-// lists when a cache MUST NOT store a response.
+// lists when a cache MUST NOT store a response. private and public need no
+// check: this is a private cache (RFC 9111 §5.2.2.7), and every status here
+// is heuristically cacheable, so needs no public (§5.2.2.9).
 func (t *Transport) storable(resp *http.Response, respCC, reqCC cacheControl, tm timing) bool {
 	switch {
 	case !cacheableStatus[resp.StatusCode]:

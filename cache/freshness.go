@@ -90,7 +90,8 @@ func (t timing) currentAge(now time.Time) time.Duration {
 
 // fresh reports whether the response may be used at now without validation,
 // given the request's directives. RFC 9111 §4.2: "response_is_fresh =
-// (freshness_lifetime > current_age)".
+// (freshness_lifetime > current_age)". A stale response is never used
+// without validation, so must-revalidate (RFC 9111 §5.2.2.2) always holds.
 func (t timing) fresh(now time.Time, req cacheControl) bool {
 	if t.noCache {
 		// RFC 9111 §5.2.2.4: "the response MUST NOT be used to satisfy any
@@ -99,6 +100,25 @@ func (t timing) fresh(now time.Time, req cacheControl) bool {
 	}
 	age := t.currentAge(now)
 	return t.lifetime > age && !mustRevalidateRequest(req, age)
+}
+
+// mustRevalidateRequest reports whether the request directives forbid
+// serving a stored response of the given current age without validation.
+func mustRevalidateRequest(cc cacheControl, age time.Duration) bool {
+	// RFC 9111 §5.2.1.4: "The no-cache request directive indicates that the
+	// client prefers a stored response not be used to satisfy the request
+	// without successful validation on the origin server."
+	if cc.has("no-cache") {
+		return true
+	}
+	// RFC 9111 §5.2.1.1: "the client prefers a response whose age is less
+	// than or equal to the specified number of seconds". Ages here are
+	// measured finer than seconds, so the bound is taken as exclusive: that
+	// makes max-age=0 always validate, as it is used in practice.
+	if maxAge, ok, invalid := cc.deltaSeconds("max-age"); ok {
+		return invalid || age >= maxAge
+	}
+	return false
 }
 
 // usable reports whether storing the response can ever save a request:
