@@ -71,7 +71,7 @@ func readDocument(data []byte) (json.RawMessage, *wireTop, error) {
 	}
 	top, err := decodeTop(raw)
 	if err != nil {
-		return nil, nil, invalidDocument("document is not a JSON or YAML object: %v", err)
+		return nil, nil, invalidDocument("cannot read the document: %v", err)
 	}
 	switch {
 	case strings.HasPrefix(top.OpenAPI, "3."):

@@ -40,7 +40,7 @@ func sanitize(s string, ok func(rune) bool) string {
 	for _, r := range s {
 		if ok(r) {
 			b.WriteRune(r)
-			under = false
+			under = r == '_'
 		} else if !under {
 			b.WriteByte('_')
 			under = true

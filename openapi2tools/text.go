@@ -23,7 +23,7 @@ func trimText(s string, max int) string {
 		}
 		n++
 	}
-	if sp := strings.LastIndexByte(s[:cut], ' '); sp > cut*2/3 {
+	if sp := strings.LastIndexByte(s[:cut], ' '); sp > cut/2 {
 		cut = sp
 	}
 	return strings.TrimRight(s[:cut], " ,;:.") + "…"
