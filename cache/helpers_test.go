@@ -168,6 +168,14 @@ func wantRequests(t *testing.T, o *origin, want int) {
 	}
 }
 
+// wantSent checks a field of the last request the origin received.
+func wantSent(t *testing.T, o *origin, field, want string) {
+	t.Helper()
+	if got := o.last(t).Header.Get(field); got != want {
+		t.Errorf("request sent %s %q, want %q", field, got, want)
+	}
+}
+
 // static answers every request with body and the given header fields.
 func static(body string, fields ...string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
