@@ -6,8 +6,6 @@ package auth
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -130,8 +128,7 @@ func (a *Agent) Identity() *Identity { return a.id }
 // proofKey loads or creates the DPoP key of userID at the Company.
 // Poppy 0.1 §4.3: "The Personal Agent generates a key pair for each User at each Company".
 func (a *Agent) proofKey(ctx context.Context, issuer, userID string) (*ProofKey, error) {
-	sum := sha256.Sum256([]byte(issuer + "\x00" + userID))
-	name := "auth/dpop/" + base64.RawURLEncoding.EncodeToString(sum[:])
+	name := "dpop/" + issuer + "/" + userID // the store's naming convention
 	a.keysMu.Lock()
 	defer a.keysMu.Unlock()
 	if pk, ok := a.keys[name]; ok {

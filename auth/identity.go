@@ -16,24 +16,27 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
-// SecretStore keeps named secrets. The store package's *Store satisfies it.
-// Secret must return an error matching errors.Is(err, ErrNotFound) for a
-// name never put.
+// SecretStore keeps named secrets. The store package's *store.Store
+// satisfies it. Secret must return an error matching
+// errors.Is(err, ErrNotFound) for a name never put.
 type SecretStore interface {
 	PutSecret(ctx context.Context, name string, value []byte) error
 	Secret(ctx context.Context, name string) ([]byte, error)
 }
 
-// ErrNotFound is what a SecretStore returns for a missing secret.
-var ErrNotFound = errors.New("auth: not found")
+// ErrNotFound is store.ErrNotFound, what a SecretStore returns for a
+// missing secret.
+var ErrNotFound = store.ErrNotFound
 
 // DefaultRetireAfter is how long a rotated-out key stays in jwks.json.
 const DefaultRetireAfter = 7 * 24 * time.Hour
 
 // identitySecret names the identity's keys in the SecretStore.
-const identitySecret = "auth/identity"
+const identitySecret = "agent-key"
 
 // IdentityOptions configures NewIdentity. A nil *IdentityOptions means all defaults.
 type IdentityOptions struct {

@@ -130,7 +130,7 @@ func TestJWKSHasOnlyPublicKeys(t *testing.T) {
 
 func TestRotation(t *testing.T) {
 	clock := newClock()
-	store := &memStore{}
+	store := newStore(t)
 	id := newTestIdentity(t, &IdentityOptions{Store: store})
 	id.now = clock.Now
 	old := id.CurrentKeyID()
@@ -179,16 +179,15 @@ func keyIDs(set jose.JSONWebKeySet) []string {
 }
 
 func TestLoadOrCreate(t *testing.T) {
-	store := &memStore{}
+	store := newStore(t)
 	a := newTestIdentity(t, &IdentityOptions{Store: store})
 	b := newTestIdentity(t, &IdentityOptions{Store: store})
 	if a.CurrentKeyID() != b.CurrentKeyID() {
 		t.Error("second NewIdentity made a new key instead of loading")
 	}
-	if store.puts != 1 {
-		t.Errorf("puts = %d, want 1", store.puts)
+	if err := store.PutSecret(context.Background(), identitySecret, []byte(`{"current":{"kty":"EC"}}`)); err != nil {
+		t.Fatal(err)
 	}
-	store.m[identitySecret] = []byte(`{"current":{"kty":"EC"}}`)
 	if _, err := NewIdentity(context.Background(), testClientID, &IdentityOptions{Store: store}); err == nil {
 		t.Error("a corrupt stored key was accepted")
 	}

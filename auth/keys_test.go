@@ -16,6 +16,8 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
 // rfc9449Key is the public key of RFC 9449 §4.1 Figure 3 (and Poppy 0.1 §4.3).
@@ -114,32 +116,15 @@ func TestRedaction(t *testing.T) {
 	}
 }
 
-// memStore is a SecretStore in memory, for tests of persistence logic.
-type memStore struct {
-	mu   sync.Mutex
-	m    map[string][]byte
-	puts int
-}
-
-func (m *memStore) PutSecret(_ context.Context, name string, v []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.m == nil {
-		m.m = map[string][]byte{}
+// newStore opens a real store in a temporary directory.
+func newStore(t testing.TB) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), t.TempDir(), &store.Options{Key: make([]byte, 32), Keychain: store.NoKeychain{}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	m.m[name] = bytes.Clone(v)
-	m.puts++
-	return nil
-}
-
-func (m *memStore) Secret(_ context.Context, name string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	v, ok := m.m[name]
-	if !ok {
-		return nil, fmt.Errorf("memStore: %q: %w", name, ErrNotFound)
-	}
-	return bytes.Clone(v), nil
+	t.Cleanup(func() { st.Close() })
+	return st
 }
 
 // fakeClock is a settable clock.

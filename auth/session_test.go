@@ -221,7 +221,7 @@ func TestInvalidSessionStartsANewOne(t *testing.T) {
 }
 
 func TestResumeSession(t *testing.T) {
-	store := &memStore{}
+	store := newStore(t)
 	co := newCompany(t, nil, nil, store)
 	s := co.start(t)
 	// A restart: a new Agent on the same store.
