@@ -67,7 +67,7 @@ func (s *Store) Conversation(ctx context.Context, issuer, id string) (Conversati
 	c, err := scanConversation(s.db.QueryRowContext(ctx,
 		`SELECT `+conversationColumns+` FROM conversations WHERE issuer = ? AND id = ?`, issuer, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Conversation{}, fmt.Errorf("store: conversation %s: %w", id, ErrNotFound)
+		return Conversation{}, notFound("conversation " + id)
 	}
 	if err != nil {
 		return Conversation{}, fmt.Errorf("store: conversation %s: %w", id, err)
@@ -175,7 +175,7 @@ func (s *Store) PutBlob(ctx context.Context, name, version string, data []byte) 
 func (s *Store) Blob(ctx context.Context, name string) (version string, data []byte, err error) {
 	err = s.db.QueryRowContext(ctx, `SELECT version, data FROM blobs WHERE name = ?`, name).Scan(&version, &data)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil, fmt.Errorf("store: blob %q: %w", name, ErrNotFound)
+		return "", nil, notFound(fmt.Sprintf("blob %q", name))
 	}
 	if err != nil {
 		return "", nil, fmt.Errorf("store: blob %q: %w", name, err)

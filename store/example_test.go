@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -36,15 +37,20 @@ func ExampleOpen() {
 	// Output: true
 }
 
-func ExampleStore_UserID() {
-	ctx := context.Background()
+// exampleStore opens a Store in a temporary directory with a fixed key.
+func exampleStore(ctx context.Context) (s *store.Store, done func()) {
 	dir, _ := os.MkdirTemp("", "poppy-state")
-	defer os.RemoveAll(dir)
 	s, err := store.Open(ctx, dir, &store.Options{Key: make([]byte, 32)})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer s.Close()
+	return s, func() { s.Close(); os.RemoveAll(dir) }
+}
+
+func ExampleStore_UserID() {
+	ctx := context.Background()
+	s, done := exampleStore(ctx)
+	defer done()
 
 	// The same Company (auth.issuer) always gets the same random User ID;
 	// another Company gets another.
@@ -70,4 +76,51 @@ func ExampleSecret() {
 	// [REDACTED]
 	// {"Issuer":"https://auth.example.com","UserID":"usr_Q7c1vK","Account":"personal","Scopes":null,"ExpiresAt":"0001-01-01T00:00:00Z","Token":"[REDACTED]"}
 	// true
+}
+
+func ExampleStore_PutAccountToken() {
+	ctx := context.Background()
+	s, done := exampleStore(ctx)
+	defer done()
+
+	const issuer = "https://auth.example.com"
+	userID, _ := s.UserID(ctx, issuer)
+	// After sign-in (Poppy 0.1 §4.4) keep the refresh_token as the Account
+	// Token; a later one for the same account replaces it (§4.8).
+	err := s.PutAccountToken(ctx, store.AccountToken{
+		Issuer:  issuer,
+		UserID:  userID,
+		Account: "personal",
+		Scopes:  []string{"poppy:read", "orders:write"},
+		Token:   store.NewSecretString("rt_8xLOxBtZp8"),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	toks, _ := s.AccountTokens(ctx, issuer, userID)
+	for _, t := range toks {
+		fmt.Println(t.Account, t.Scopes, t.Token, t.ExpiresAt.IsZero())
+	}
+	// Output: personal [poppy:read orders:write] [REDACTED] true
+}
+
+func ExampleStore_Blob() {
+	ctx := context.Background()
+	s, done := exampleStore(ctx)
+	defer done()
+
+	// Cache a translated OpenAPI catalog under its URL with the ETag it was
+	// translated from; on the next start, reuse it if the ETag still matches.
+	const url = "https://api.example.com/openapi.json"
+	if _, _, err := s.Blob(ctx, url); errors.Is(err, store.ErrNotFound) {
+		fmt.Println("not cached yet")
+	}
+	if err := s.PutBlob(ctx, url, `"v42"`, []byte("catalog bytes")); err != nil {
+		log.Fatal(err)
+	}
+	etag, data, _ := s.Blob(ctx, url)
+	fmt.Println(etag, string(data))
+	// Output:
+	// not cached yet
+	// "v42" catalog bytes
 }

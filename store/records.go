@@ -107,7 +107,7 @@ func (s *Store) Session(ctx context.Context, issuer, id string) (Session, error)
 	sess, err := scanSession(s.db.QueryRowContext(ctx,
 		`SELECT `+sessionColumns+` FROM sessions WHERE issuer = ? AND id = ?`, issuer, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Session{}, fmt.Errorf("store: session %s: %w", id, ErrNotFound)
+		return Session{}, notFound("session " + id)
 	}
 	if err != nil {
 		return Session{}, fmt.Errorf("store: session %s: %w", id, err)
@@ -137,13 +137,13 @@ func (s *Store) DeleteSession(ctx context.Context, issuer, id string) error {
 // AccountToken is an Account Token (Poppy 0.1 §4.8) with what the Personal
 // Agent needs to choose it. Token is encrypted at rest.
 type AccountToken struct {
-	Issuer  string // the Company's auth.issuer; required
-	UserID  string // required
-	Account string // the account it signs in to; required
-	Scopes  []string
+	Issuer  string   // the Company's auth.issuer; required
+	UserID  string   // required
+	Account string   // the account it signs in to; required
+	Scopes  []string // granted scopes; nil when none
 	// ExpiresAt is when the Account Token expires. Zero: no expiry.
 	ExpiresAt time.Time
-	// Token is the OAuth refresh token.
+	// Token is the OAuth refresh token; required.
 	Token Secret
 }
 
@@ -155,8 +155,8 @@ func accountTokenAAD(issuer, userID, account string) []byte {
 // PutAccountToken stores t, replacing the Account Token for the same
 // issuer, User and account.
 func (s *Store) PutAccountToken(ctx context.Context, t AccountToken) error {
-	if t.Issuer == "" || t.UserID == "" || t.Account == "" {
-		return errors.New("store: put account token: Issuer, UserID and Account are required")
+	if t.Issuer == "" || t.UserID == "" || t.Account == "" || t.Token.IsZero() {
+		return errors.New("store: put account token: Issuer, UserID, Account and Token are required")
 	}
 	scopes, err := joinScopes(t.Scopes)
 	if err != nil {
@@ -193,7 +193,7 @@ func (s *Store) AccountToken(ctx context.Context, issuer, userID, account string
 		expires_at, token FROM account_tokens WHERE issuer = ? AND user_id = ? AND account = ?`,
 		issuer, userID, account))
 	if errors.Is(err, sql.ErrNoRows) {
-		return AccountToken{}, fmt.Errorf("store: account token for %s: %w", account, ErrNotFound)
+		return AccountToken{}, notFound("account token for " + account)
 	}
 	if err != nil && !isDecryptError(err) {
 		return AccountToken{}, fmt.Errorf("store: account token for %s: %w", account, err)

@@ -1,9 +1,18 @@
 package store
 
+// This file holds the secrets: the redacting Secret type, encryption at rest
+// with AES-256-GCM (NIST SP 800-38D), a random 96-bit nonce per record and
+// the record's identity as additional authenticated data, and the secrets
+// table.
+
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
 	"crypto/subtle"
 	"database/sql"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,7 +120,7 @@ func (s *Store) Secret(ctx context.Context, name string) ([]byte, error) {
 	var sealed []byte
 	err := s.db.QueryRowContext(ctx, `SELECT value FROM secrets WHERE name = ?`, name).Scan(&sealed)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("store: secret %q: %w", name, ErrNotFound)
+		return nil, notFound(fmt.Sprintf("secret %q", name))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: secret %q: %w", name, err)
@@ -126,4 +135,147 @@ func (s *Store) DeleteSecret(ctx context.Context, name string) error {
 		return fmt.Errorf("store: delete secret %q: %w", name, err)
 	}
 	return nil
+}
+
+// keySize is the length of the AES-256 state key.
+const keySize = 32
+
+// sealVersion is the first byte of every sealed value, so the format can
+// change later without guessing.
+const sealVersion = 1
+
+// ErrWrongKey is matched (with errors.Is) by every failure to decrypt a
+// record: the state key is not the one the record was encrypted with, or
+// the record was altered or moved to another row.
+var ErrWrongKey = errors.New("store: wrong state key")
+
+// decryptError says which record could not be decrypted. It never holds
+// any part of the ciphertext or plaintext.
+type decryptError struct{ what string }
+
+func (e *decryptError) Error() string {
+	return "store: cannot decrypt " + e.what + ": wrong state key?"
+}
+
+func (e *decryptError) Is(target error) bool { return target == ErrWrongKey }
+
+func isDecryptError(err error) bool {
+	var de *decryptError
+	return errors.As(err, &de)
+}
+
+func newAEAD(key []byte) (cipher.AEAD, error) {
+	if len(key) != keySize {
+		return nil, fmt.Errorf("store: state key has %d bytes, want %d", len(key), keySize)
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	return aead, nil
+}
+
+// recordAAD binds a ciphertext to the record it belongs to: the kind of
+// record and the parts of its key, each length-prefixed so that no two
+// different records share additional data (names may contain any byte).
+func recordAAD(kind string, parts ...string) []byte {
+	b := []byte("poppy-mcp/store\x00")
+	b = append(b, sealVersion)
+	b = binary.AppendUvarint(b, uint64(len(kind)))
+	b = append(b, kind...)
+	for _, p := range parts {
+		b = binary.AppendUvarint(b, uint64(len(p)))
+		b = append(b, p...)
+	}
+	return b
+}
+
+// sealWith encrypts plaintext as version || nonce || ciphertext+tag.
+func sealWith(aead cipher.AEAD, plaintext, aad []byte) []byte {
+	out := make([]byte, 1+aead.NonceSize(), 1+aead.NonceSize()+len(plaintext)+aead.Overhead())
+	out[0] = sealVersion
+	rand.Read(out[1:]) // crypto/rand.Read never fails (Go 1.24+)
+	return aead.Seal(out, out[1:1+aead.NonceSize()], plaintext, aad)
+}
+
+// openWith decrypts what sealWith made, or fails with a *decryptError
+// naming what.
+func openWith(aead cipher.AEAD, sealed, aad []byte, what string) ([]byte, error) {
+	n := aead.NonceSize()
+	if len(sealed) < 1+n+aead.Overhead() || sealed[0] != sealVersion {
+		return nil, &decryptError{what: what}
+	}
+	plain, err := aead.Open(nil, sealed[1:1+n], sealed[1+n:], aad)
+	if err != nil {
+		return nil, &decryptError{what: what}
+	}
+	return plain, nil
+}
+
+func (s *Store) seal(plaintext, aad []byte) []byte { return sealWith(s.aead, plaintext, aad) }
+
+func (s *Store) open(sealed, aad []byte, what string) ([]byte, error) {
+	return openWith(s.aead, sealed, aad, what)
+}
+
+// keyCheckPlaintext is sealed under the state key into the meta row
+// "key_check" when the state gets its key, so that opening the state with
+// another key fails at Open rather than record by record.
+const keyCheckPlaintext = "poppy-mcp state key check"
+
+// Names of rows in the meta table.
+const (
+	metaKeyCheck = "key_check"
+	metaStoreID  = "store_id"
+)
+
+// checkKey verifies the state key against the key check, recording one if
+// the state has none yet. Of processes racing here, the first insert wins
+// and the others verify against it.
+func (s *Store) checkKey(ctx context.Context) error {
+	what := "the state in " + s.dir + " with the key from " + s.keySource
+	aad := recordAAD("key-check")
+	sealed, err := metaValue(ctx, s.db, metaKeyCheck)
+	if errors.Is(err, ErrNotFound) {
+		_, err = s.db.ExecContext(ctx,
+			`INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`,
+			metaKeyCheck, s.seal([]byte(keyCheckPlaintext), aad))
+		if err != nil {
+			return fmt.Errorf("store: key check: %w", err)
+		}
+		sealed, err = metaValue(ctx, s.db, metaKeyCheck)
+	}
+	if err != nil {
+		return err
+	}
+	plain, err := s.open(sealed, aad, what)
+	if err != nil {
+		return err
+	}
+	if string(plain) != keyCheckPlaintext {
+		return &decryptError{what: what}
+	}
+	return nil
+}
+
+// queryRower is what both *sql.DB and *sql.Tx offer for one-row queries.
+type queryRower interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// metaValue returns the value of a meta row, or ErrNotFound.
+func metaValue(ctx context.Context, q queryRower, name string) ([]byte, error) {
+	var v []byte
+	err := q.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = ?`, name).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: meta %s: %w", name, err)
+	}
+	return v, nil
 }

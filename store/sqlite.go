@@ -22,6 +22,9 @@ import (
 // keychain timeout (3 s) inside a transaction.
 const busyTimeoutMillis = 15000
 
+// maxOpenConns bounds the connections of one Store.
+const maxOpenConns = 4
+
 // dsn returns the modernc.org/sqlite data source name for the database file
 // at the absolute path dbPath.
 func dsn(dbPath string) string {
@@ -52,6 +55,10 @@ func openDB(ctx context.Context, dbPath string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open database: %w", err)
 	}
+	// Writers take turns anyway; a few connections let reads run beside a
+	// write without opening one SQLite connection per waiting goroutine.
+	db.SetMaxOpenConns(maxOpenConns)
+	db.SetMaxIdleConns(maxOpenConns)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: open database %s: %w", dbPath, err)

@@ -32,8 +32,18 @@ import (
 	"time"
 )
 
-// ErrNotFound is returned (wrapped or as is) when a record does not exist.
+// ErrNotFound is matched (with errors.Is) by the error of every lookup of a
+// record that does not exist.
 var ErrNotFound = errors.New("store: not found")
+
+// notFoundError names the record that does not exist.
+type notFoundError struct{ what string }
+
+func notFound(what string) error { return &notFoundError{what: what} }
+
+func (e *notFoundError) Error() string { return "store: " + e.what + " not found" }
+
+func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
 
 // Names of the files in the state directory.
 const (

@@ -412,3 +412,73 @@ func TestDefaultDir(t *testing.T) {
 		t.Errorf("DefaultDir without XDG_STATE_HOME = %q, %v", d, err)
 	}
 }
+
+// BenchmarkUserID measures the common case: the User ID exists already.
+func BenchmarkUserID(b *testing.B) {
+	ctx := context.Background()
+	s := openTest(b, b.TempDir(), nil)
+	if _, err := s.UserID(ctx, "https://auth.example.com"); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.UserID(ctx, "https://auth.example.com"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSecretRoundTrip stores and reads back a 256-byte secret: one
+// committed write and one read, with encryption and decryption.
+func BenchmarkSecretRoundTrip(b *testing.B) {
+	ctx := context.Background()
+	s := openTest(b, b.TempDir(), nil)
+	value := make([]byte, 256)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.PutSecret(ctx, "dpop/https://auth.example.com/usr_a", value); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Secret(ctx, "dpop/https://auth.example.com/usr_a"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkOpen measures opening an existing state directory, which every
+// poppy-mcp start does.
+func BenchmarkOpen(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	openTest(b, dir, nil).Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := Open(ctx, dir, &Options{Key: testKey})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}
+
+// TestOpenOddPath opens a directory whose name holds characters that mean
+// something in a URI: the DSN must escape them, not cut the path short.
+func TestOpenOddPath(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "a dir?with=#odd%20chars")
+	s := openTest(t, dir, nil)
+	if err := s.PutBlob(ctx, "b", "1", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, dbFileName)); err != nil {
+		t.Fatalf("the database is not in %q: %v", dir, err)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(dir))
+	if len(entries) != 1 {
+		t.Errorf("Open created %d entries next to the state directory, want only it", len(entries))
+	}
+	_, err := s.Secret(ctx, "missing")
+	if !errors.Is(err, ErrNotFound) || err.Error() != `store: secret "missing" not found` {
+		t.Errorf("Secret(missing) = %v", err)
+	}
+}
