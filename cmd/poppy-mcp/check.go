@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/poppy-mcp/poppy-mcp/discovery"
+)
+
+// checkReport is `check --json`'s output.
+type checkReport struct {
+	Domain   string              `json:"domain"`
+	OK       bool                `json:"ok"`
+	Findings []discovery.Finding `json:"findings"`
+	Error    string              `json:"error,omitempty"` // set when the Company could not be checked
+}
+
+// runCheck validates a Company's public documents as an agent reads them. It
+// never signs in. Exit 0: no errors; 1: errors found; 2: could not check.
+func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	pos, ok := parseInterspersed(fs, args, stderr)
+	if !ok || len(pos) != 1 {
+		fmt.Fprintln(stderr, "usage: poppy-mcp check [--json] [--resolve HOST:PORT:ADDR]... DOMAIN")
+		return 2
+	}
+	d := discovery.New(documentClient(c.transport()), nil)
+	co, err := d.Discover(ctx, pos[0], true)
+	rep := checkReport{Domain: pos[0], Findings: []discovery.Finding{}}
+	if co != nil {
+		rep.Domain, rep.OK = co.Domain, co.OK()
+		if co.Findings != nil {
+			rep.Findings = co.Findings
+		}
+	}
+	code := 1
+	switch {
+	case err != nil:
+		rep.OK, rep.Error, code = false, err.Error(), 2
+	case rep.OK:
+		code = 0
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rep)
+		return code
+	}
+	printReport(stdout, stderr, rep, err)
+	return code
+}
+
+func printReport(stdout, stderr io.Writer, rep checkReport, err error) {
+	var inErr *discovery.InputError
+	if errors.As(err, &inErr) {
+		fmt.Fprintf(stderr, "poppy-mcp check: %v\n", err)
+		return
+	}
+	for _, f := range rep.Findings {
+		fmt.Fprintf(stdout, "%s: %-7s §%-4s %s\n", rep.Domain, f.Severity, f.Section, f.Message)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "poppy-mcp check: could not check %s: %v\n", rep.Domain, err)
+		return
+	}
+	errs, warns := 0, 0
+	for _, f := range rep.Findings {
+		if f.Severity == discovery.Error {
+			errs++
+		} else {
+			warns++
+		}
+	}
+	verdict := "usable"
+	if errs > 0 {
+		verdict = "NOT usable"
+	}
+	fmt.Fprintf(stdout, "%s: %d error(s), %d warning(s): %s\n", rep.Domain, errs, warns, verdict)
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/cache"
+)
+
+// common holds the flags shared by subcommands (TOOLS.md "Flags shared where they apply").
+type common struct {
+	stateDir string
+	clientID string
+	logLevel string
+	resolve  resolveFlag
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.stateDir, "state-dir", "", "state directory (default $XDG_STATE_HOME/poppy-mcp)")
+	fs.StringVar(&c.clientID, "client-id", os.Getenv("POPPY_CLIENT_ID"), "the agent's client_id URL (or POPPY_CLIENT_ID)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.Var(&c.resolve, "resolve", "HOST:PORT:ADDR, map a name to a local address like curl's (repeatable)")
+}
+
+// logger returns a text logger on stderr at the chosen level. stdout is never
+// written by logs: in stdio mode it carries MCP.
+func (c *common) logger(stderr io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})), nil
+}
+
+// transport is the base HTTP transport: system roots plus SSL_CERT_FILE (Go's
+// default), with --resolve mappings applied at dial time so TLS still checks
+// the real name.
+func (c *common) transport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	t.DialContext = c.resolve.dialContext(dialer.DialContext)
+	return t
+}
+
+// documentClient is the client for public documents: cached (package cache)
+// and bounded in time.
+func documentClient(base http.RoundTripper) *http.Client {
+	return &http.Client{Transport: cache.New(base, nil), Timeout: 30 * time.Second}
+}
+
+// parse parses flags, writing errors to stderr. It reports false on a usage error.
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) bool {
+	fs.SetOutput(stderr)
+	return fs.Parse(args) == nil
+}
+
+// parseInterspersed parses flags that may come after positional arguments
+// ("check example.com --json") and returns the positional ones.
+func parseInterspersed(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, bool) {
+	var pos []string
+	for {
+		if !parse(fs, args, stderr) {
+			return nil, false
+		}
+		if args = fs.Args(); len(args) == 0 {
+			return pos, true
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+}

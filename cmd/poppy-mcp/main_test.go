@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/poppy-mcp/poppy-mcp/poppytest"
+)
+
+// binary is poppy-mcp built once for the process tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "poppy-mcp-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "poppy-mcp")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		panic("go build: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// runBinary runs poppy-mcp and returns stdout, stderr and the exit code.
+func runBinary(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return stdout.String(), stderr.String(), 0
+	case errors.As(err, &exit):
+		return stdout.String(), stderr.String(), exit.ExitCode()
+	default:
+		t.Fatalf("running poppy-mcp: %v", err)
+		return "", "", -1
+	}
+}
+
+// companyArgs are the environment and --resolve flags that reach a poppytest
+// Company from another process under its real names.
+func companyArgs(t *testing.T, srv *poppytest.Server) ([]string, []string) {
+	t.Helper()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, srv.CAPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	for _, h := range srv.Hosts() {
+		args = append(args, "--resolve", h+":443:"+srv.Addr())
+	}
+	return []string{"SSL_CERT_FILE=" + ca}, args
+}
+
+func TestCheckClean(t *testing.T) {
+	srv := poppytest.NewServer(t, nil)
+	env, args := companyArgs(t, srv)
+	out, errOut, code := runBinary(t, env, append(append([]string{"check", "--json"}, args...), "example.com")...)
+	if code != 0 {
+		t.Fatalf("exit %d, stdout %s stderr %s", code, out, errOut)
+	}
+	var rep checkReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("--json output %q: %v", out, err)
+	}
+	if !rep.OK || rep.Domain != "example.com" || len(rep.Findings) != 0 {
+		t.Errorf("report = %+v", rep)
+	}
+	if srv.Count("auth.example.com", "/oauth/token") != 0 {
+		t.Error("check signed in: it must read only public documents")
+	}
+}
+
+func TestCheckErrors(t *testing.T) {
+	srv := poppytest.NewServer(t, &poppytest.Options{
+		Metadata: func(m map[string]any) { m["poppy_domains"] = []any{"example.org"} },
+	})
+	env, args := companyArgs(t, srv)
+	out, _, code := runBinary(t, env, append([]string{"check", "example.com"}, args...)...)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; output %s", code, out)
+	}
+	if !strings.Contains(out, "error   §3.2") || !strings.Contains(out, "NOT usable") {
+		t.Errorf("output:\n%s", out)
+	}
+	out, _, code = runBinary(t, env, append(append([]string{"check", "--json"}, args...), "example.com")...)
+	var rep checkReport
+	if code != 1 || json.Unmarshal([]byte(out), &rep) != nil || rep.OK || rep.Findings[0].Section != "3.2" {
+		t.Errorf("json exit %d: %s", code, out)
+	}
+}
+
+func TestCheckCouldNotCheck(t *testing.T) {
+	srv := poppytest.NewServer(t, nil)
+	env, _ := companyArgs(t, srv)
+	// Port 1 on loopback: connection refused.
+	out, errOut, code := runBinary(t, env, "check", "--json", "--resolve", "example.com:443:127.0.0.1:1", "example.com")
+	var rep checkReport
+	if code != 2 || json.Unmarshal([]byte(out), &rep) != nil || rep.OK || rep.Error == "" {
+		t.Fatalf("exit %d, stdout %s, stderr %s", code, out, errOut)
+	}
+	if _, _, code := runBinary(t, nil, "check"); code != 2 {
+		t.Errorf("check without a domain: exit %d, want 2", code)
+	}
+	if _, _, code := runBinary(t, nil, "check", "http://example.com"); code != 2 {
+		t.Errorf("check of an http URL: exit %d, want 2", code)
+	}
+}
+
+// TestServeStdio drives `serve --demo` as a subprocess with the official
+// go-sdk client at both MCP revisions.
+func TestServeStdio(t *testing.T) {
+	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(rev, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.Command(binary, "serve", "--demo", "--state-dir", t.TempDir())
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-test", Version: "1"}, nil)
+			cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, &sdk.ClientSessionOptions{ProtocolVersion: rev})
+			if err != nil {
+				t.Fatalf("connect: %v\nstderr: %s", err, stderr.String())
+			}
+			defer cs.Close()
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "discover_company", Arguments: map[string]any{"domain": demoDomain}})
+			if err != nil || res.IsError {
+				t.Fatalf("discover_company: %v %+v\nstderr: %s", err, res, stderr.String())
+			}
+			text := res.Content[0].(*sdk.TextContent).Text
+			if !strings.Contains(text, "speaks Poppy") {
+				t.Errorf("text = %q", text)
+			}
+		})
+	}
+}
+
+func TestDemo(t *testing.T) {
+	out, errOut, code := runBinary(t, nil, "demo", "--state-dir", t.TempDir())
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"discover_company", "speaks Poppy", "no protocol violation"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestVersionAndUsage(t *testing.T) {
+	if out, _, code := runBinary(t, nil, "version"); code != 0 || !strings.HasPrefix(out, "poppy-mcp ") {
+		t.Errorf("version: %d %q", code, out)
+	}
+	if _, _, code := runBinary(t, nil, "frobnicate"); code != 2 {
+		t.Errorf("unknown command: exit %d", code)
+	}
+}
+
+func TestResolveFlag(t *testing.T) {
+	var r resolveFlag
+	for _, v := range []string{"example.com:443:127.0.0.1", "auth.example.com:443:127.0.0.1:8443", "x.example:443:[::1]"} {
+		if err := r.Set(v); err != nil {
+			t.Errorf("Set(%q): %v", v, err)
+		}
+	}
+	want := map[string]string{"example.com:443": "127.0.0.1:443", "auth.example.com:443": "127.0.0.1:8443", "x.example:443": "[::1]:443"}
+	for k, v := range want {
+		if r[k] != v {
+			t.Errorf("r[%q] = %q, want %q", k, r[k], v)
+		}
+	}
+	for _, bad := range []string{"example.com", "example.com:443", "example.com:x:127.0.0.1", "example.com:443:not-an-ip"} {
+		if err := r.Set(bad); err == nil {
+			t.Errorf("Set(%q) accepted", bad)
+		}
+	}
+}
