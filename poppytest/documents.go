@@ -144,7 +144,8 @@ func (s *Server) setJSONDocument(host, path string, v any) {
 }
 
 // SetDocument serves body with status and header at host+path from now on,
-// replacing whatever was served there (a discovery document, a handler), so a
+// replacing the document or the handler registered there with the pattern
+// path (a more specific pattern, such as "GET "+path, still wins), so a
 // test can serve a soft-404 HTML page, a redirect to http, a changed
 // document, and so on. The header is sent as given; a 200 document without
 // an ETag gets one computed from body, and an ETag enables conditional GET
@@ -163,14 +164,11 @@ func (s *Server) SetDocument(host, path string, status int, header http.Header, 
 	doc := &document{status: status, header: h, body: append([]byte(nil), body...)}
 	key := host + path
 	s.mu.Lock()
-	_, registered := s.docs[key]
 	s.docs[key] = doc
 	s.mu.Unlock()
-	if !registered {
-		s.Handle(host, exactPattern(path), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			s.serveDocument(w, r, key)
-		}))
-	}
+	s.Handle(host, exactPattern(path), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.serveDocument(w, r, key)
+	}))
 }
 
 // exactPattern is a ServeMux pattern that matches only path.
@@ -264,6 +262,7 @@ func (s *Server) SetAgentDocuments(agentJSON, jwksJSON []byte) {
 	h.Set("Cache-Control", "max-age=60")
 	s.SetDocument(s.agentHost, agentPath, http.StatusOK, h, agentJSON)
 	s.SetDocument(s.agentHost, jwksPath, http.StatusOK, h, jwksJSON)
+	s.forgetClients()
 }
 
 // agentPath is the path of rawURL when it is an https URL on AgentHost.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"net/http"
+	"strings"
 
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
@@ -44,4 +46,30 @@ func ExampleNewServer() {
 	// Output:
 	// 200 application/json https://auth.example.com
 	// 1 request, 0 violations
+}
+
+func ExampleServer_Authenticate() {
+	t := &exampleT{}
+	defer t.close()
+	s := poppytest.NewServer(t, nil)
+
+	// A protected MCP endpoint: Authenticate checks the Session Token and
+	// writes the challenge when it fails.
+	mcpURL := s.URL("mcp."+s.Domain(), "/mcp")
+	s.HandleFunc("mcp."+s.Domain(), "POST /mcp", func(w http.ResponseWriter, r *http.Request) {
+		caller, ok := s.Authenticate(w, r, mcpURL)
+		if !ok {
+			return
+		}
+		fmt.Fprintf(w, "hello %s", caller.UserID)
+	})
+
+	resp, err := s.Client().Post(mcpURL, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	// Output:
+	// 401 Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
 }

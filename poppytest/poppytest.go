@@ -18,7 +18,9 @@
 //
 // Features are files: each one registers its handlers with Server.Handle from
 // an install method called by NewUnstartedServer (see install below), and
-// tests can override any endpoint the same way.
+// tests can override any endpoint the same way. Token grants register in
+// s.grants the same way; the token endpoint checks the DPoP proof and client
+// assertion before calling them. Resource handlers call Server.Authenticate.
 package poppytest
 
 import (
@@ -26,6 +28,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"strings"
@@ -61,6 +65,14 @@ type Options struct {
 	// ResourceMetadata edits the MCP server's RFC 9728 protected resource metadata.
 	ResourceMetadata func(md map[string]any)
 
+	// RequireNonce makes every DPoP proof carry the Server's current nonce
+	// (RFC 9449 §8, §9): a proof without it gets use_dpop_nonce, and every
+	// response of a Company host carries the current DPoP-Nonce. Each host
+	// has its own nonce; RotateNonce changes them. Zero: no nonce.
+	RequireNonce bool
+	// TokenLifetime is the lifetime of the Session Tokens issued. Zero: 1 h.
+	TokenLifetime time.Duration
+
 	// CacheControl is the Cache-Control header of the discovery documents.
 	// Zero: "max-age=300". An ETag is always set.
 	CacheControl string
@@ -78,10 +90,10 @@ type Server struct {
 	timeNow   func() time.Time
 	tls       *authority
 
-	// started and closed are set once, by Start and Close, under mu.
+	// mu guards every field from here to srv.
 	mu        sync.Mutex
-	started   bool
-	closed    bool
+	started   bool                               // set once, by Start
+	closed    bool                               // set once, by Close
 	hosts     []string                           // every host with handlers, in Hosts order
 	handlers  map[string]map[string]http.Handler // host -> pattern -> handler
 	muxes     map[string]*http.ServeMux          // host -> mux built from handlers
@@ -91,6 +103,16 @@ type Server struct {
 	viols     []string
 	secrets   []string            // IssuedSecrets, in order
 	secretSet map[string]struct{} // the same, as a set
+	served    map[string]int      // Served counters
+	limits    map[string]*rateLimit
+
+	grants       map[string]grantFunc // grant_type -> handler; written by install only, so read without mu
+	clients      map[string]*client   // client_id -> fetched documents
+	jtis         map[string]time.Time // kind+jti -> until when it is remembered
+	nonces       map[string]string    // host -> current DPoP nonce
+	sessions     map[string]*Session
+	sessionOrder []string
+	tokens       map[string]*token // access token -> what it is bound to
 
 	listener net.Listener
 	srv      *http.Server
@@ -115,7 +137,9 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 	t.Helper()
 	s := &Server{t: t, handlers: map[string]map[string]http.Handler{},
 		muxes: map[string]*http.ServeMux{}, docs: map[string]*document{},
-		secretSet: map[string]struct{}{}}
+		secretSet: map[string]struct{}{}, served: map[string]int{}, limits: map[string]*rateLimit{},
+		grants: map[string]grantFunc{}, clients: map[string]*client{}, jtis: map[string]time.Time{},
+		nonces: map[string]string{}, sessions: map[string]*Session{}, tokens: map[string]*token{}}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -126,7 +150,8 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 	if s.timeNow == nil {
 		s.timeNow = time.Now
 	}
-	auth, err := newAuthority(s.domain, s.agentHost, s.timeNow())
+	// Certificates follow the real clock, which TLS clients check, not Options.Now.
+	auth, err := newAuthority(s.domain, s.agentHost, time.Now())
 	if err != nil {
 		panic("poppytest: " + err.Error()) // only a broken crypto/rand gets here
 	}
@@ -146,6 +171,8 @@ func (s *Server) install() {
 		s.addHost(h)
 	}
 	s.installDiscovery()
+	s.installToken()
+	s.installResource()
 }
 
 func orDefault(v, def string) string {
@@ -173,7 +200,7 @@ func (s *Server) Start() {
 		Handler:           s,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{s.tls.leaf}, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          nil,
+		ErrorLog:          log.New(io.Discard, "", 0), // handshake errors of clients under test are theirs to report
 	}
 	go func() { _ = s.srv.ServeTLS(ln, "", "") }()
 }
@@ -274,6 +301,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	host := hostOnly(r.Host)
 	s.record(r, host)
 	s.checkEveryRequest(r, host)
+	if s.opts.RequireNonce && host != s.agentHost {
+		w.Header().Set("DPoP-Nonce", s.nonce(host)) // RFC 9449 §8.2: a new nonce may come on any response
+	}
+	if s.checkRateLimit(w, r, host) {
+		return
+	}
 	s.mu.Lock()
 	mux := s.muxes[host]
 	s.mu.Unlock()

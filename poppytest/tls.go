@@ -38,8 +38,8 @@ func newAuthority(domain, agentHost string, now time.Time) (*authority, error) {
 	caTmpl := &x509.Certificate{
 		SerialNumber:          serial(),
 		Subject:               pkix.Name{CommonName: "poppytest CA for " + domain},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(7 * 24 * time.Hour),
+		NotBefore:             now.Add(-24 * time.Hour),
+		NotAfter:              now.Add(90 * 24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
@@ -63,8 +63,8 @@ func newAuthority(domain, agentHost string, now time.Time) (*authority, error) {
 		Subject:      pkix.Name{CommonName: domain},
 		DNSNames:     names,
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(7 * 24 * time.Hour),
+		NotBefore:    now.Add(-24 * time.Hour),
+		NotAfter:     now.Add(90 * 24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
