@@ -95,3 +95,15 @@ func TestParseRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseRetryAfter(f *testing.F) {
+	for _, s := range []string{"3", "0", "", "Fri, 02 Oct 2026 17:00:10 GMT", "-1", "99999999999999999999", "1.5"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 10, 2, 17, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, v string) {
+		if d := parseRetryAfter(v, now); d < 0 || d > maxRetryAfter {
+			t.Fatalf("parseRetryAfter(%q) = %v", v, d)
+		}
+	})
+}

@@ -2,10 +2,12 @@ package auth_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
 // The agent's identity gives the two documents to publish: agent.json at
@@ -34,4 +36,58 @@ func ExampleNewIdentity() {
 	//   "extensions": {}
 	// }
 	// 1 public key, kid true
+}
+
+// exampleT is a poppytest.T outside a test: it logs violations.
+type exampleT struct{ cleanups []func() }
+
+func (*exampleT) Helper()                           {}
+func (*exampleT) Errorf(format string, args ...any) { log.Printf(format, args...) }
+func (e *exampleT) Cleanup(f func())                { e.cleanups = append(e.cleanups, f) }
+func (e *exampleT) close() {
+	for i := len(e.cleanups) - 1; i >= 0; i-- {
+		e.cleanups[i]()
+	}
+}
+
+// A Session's client signs every request; callers never build auth headers.
+func ExampleAgent_StartSession() {
+	t := &exampleT{} // in a test, the *testing.T
+	defer t.close()
+	company := poppytest.NewServer(t, &poppytest.Options{RequireNonce: true})
+	ctx := context.Background()
+
+	id, err := auth.NewIdentity(ctx, "https://"+company.AgentHost()+"/agent.json", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	agentJSON, _ := id.AgentJSON()
+	jwks, _ := id.JWKSJSON()
+	company.SetAgentDocuments(agentJSON, jwks) // what publishing them does
+
+	agent := auth.New(id, &auth.Options{HTTPClient: company.Client()})
+	d := company.Domain()
+	sess, err := agent.StartSession(ctx, auth.Company{
+		Issuer:        company.Issuer(), // from discovery: poppy.json and RFC 8414 metadata
+		Domain:        d,
+		TokenEndpoint: company.URL("auth."+d, "/oauth/token"),
+	}, "usr_Q7c1vK")
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp, err := sess.Client().Get(company.URL("api."+d, "/poppy/whoami"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var who struct {
+		SessionID string `json:"session_id"`
+		UserID    string `json:"user_id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&who); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(resp.StatusCode, who.UserID, who.SessionID == sess.Info().ID, sess.Info().SignedIn)
+	// Output:
+	// 200 usr_Q7c1vK true false
 }

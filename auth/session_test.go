@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -143,6 +145,18 @@ func TestStartSession(t *testing.T) {
 	}
 	if n := co.srv.Served("session_token"); n != 1 {
 		t.Errorf("session tokens issued = %d, want 1", n)
+	}
+	// Nothing a program might print about a Session shows a secret.
+	shown := fmt.Sprintf("%v %+v %#v %v %+v %#v", s, s.Info(), s.Info(), s.cell.current(), *s.cell.current(), s.proof)
+	j, _ := json.Marshal(s.cell.current())
+	shown += string(j)
+	for _, secret := range co.srv.IssuedSecrets() {
+		if strings.Contains(shown, secret) {
+			t.Errorf("a secret the Company issued or received is shown: %s", shown)
+		}
+	}
+	if len(co.srv.IssuedSecrets()) == 0 {
+		t.Error("poppytest listed no secrets to look for")
 	}
 }
 

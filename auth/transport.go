@@ -155,22 +155,21 @@ func (a *Agent) responseError(resp *http.Response, scheme string) *Error {
 	if resp.StatusCode != http.StatusForbidden || !isJSON(resp.Header.Get("Content-Type")) {
 		return nil
 	}
-	body, err := readLimited(resp.Body, 64<<10)
-	if err != nil {
-		// Too large to be an error document: hand back what was read and the rest.
+	const limit = 64 << 10
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if err != nil || len(body) == limit {
+		// Not a whole error document: hand back what was read and the rest.
 		resp.Body = struct {
 			io.Reader
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
 		return nil
 	}
-	if e := parseErrorBody(resp.StatusCode, resp.Header, body); e != nil && e.Code == ErrExtensionRequired.Code {
-		resp.Body.Close()
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		return e
-	}
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if e := parseErrorBody(resp.StatusCode, resp.Header, body); e != nil && e.Is(ErrExtensionRequired) {
+		return e
+	}
 	return nil
 }
 

@@ -96,6 +96,16 @@ func TestResourceErrors(t *testing.T) {
 		w.Write([]byte(`{"error":"not_yours"}`))
 	})
 
+	big := `{"error":"x","pad":"` + strings.Repeat("a", 100<<10) + `"}`
+	co.srv.HandleFunc("api."+d, "GET /big", func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := co.srv.Authenticate(w, r, ""); !ok {
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte(big))
+	})
+
 	_, err := s.Client().Get(co.srv.URL("api."+d, "/orders"))
 	var e *Error
 	if !errors.As(err, &e) || !errors.Is(err, ErrSignInRequired) && !errors.Is(err, ErrInsufficientScope) {
@@ -117,6 +127,15 @@ func TestResourceErrors(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 403 || string(b) != `{"error":"not_yours"}` {
 		t.Errorf("HTTP %d %q", resp.StatusCode, b)
+	}
+	resp, err = s.Client().Get(co.srv.URL("api."+d, "/big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != big {
+		t.Errorf("a large 403 body came back with %d bytes, want %d", len(b), len(big))
 	}
 }
 
