@@ -25,7 +25,8 @@ type storedCatalog struct {
 type storedTool struct {
 	Name, Description string
 	InputSchema       []byte
-	Annotations       Annotations
+	Title             string
+	Hints             string // readOnly, destructive, idempotent, openWorld: 't', 'f' or 'n' (unset)
 	Method, Path      string
 	OperationID       string
 	Summary           string
@@ -43,8 +44,9 @@ func (c *Catalog) MarshalBinary() ([]byte, error) {
 	for i := range c.Tools {
 		t := &c.Tools[i]
 		s.Tools[i] = storedTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema,
-			Annotations: t.Annotations, Method: t.Method, Path: t.Path, OperationID: t.OperationID,
-			Summary: t.Summary, Tags: t.Tags, Deprecated: t.Deprecated, Server: t.server, Args: t.args, Body: t.body}
+			Title: t.Annotations.Title, Hints: encodeHints(t.Annotations), Method: t.Method, Path: t.Path,
+			OperationID: t.OperationID, Summary: t.Summary, Tags: t.Tags, Deprecated: t.Deprecated,
+			Server: t.server, Args: t.args, Body: t.body}
 	}
 	var buf bytes.Buffer
 	buf.WriteString(binaryMagic)
@@ -71,11 +73,38 @@ func UnmarshalCatalog(data []byte) (*Catalog, error) {
 			return nil, newError("invalid_document", "stored catalog: invalid tool name %q", t.Name)
 		}
 		c.Tools[i] = Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema,
-			Annotations: t.Annotations, Method: t.Method, Path: t.Path, OperationID: t.OperationID,
+			Annotations: decodeHints(t.Title, t.Hints), Method: t.Method, Path: t.Path, OperationID: t.OperationID,
 			Summary: t.Summary, Tags: t.Tags, Deprecated: t.Deprecated, server: t.Server, args: t.Args, body: t.Body}
 	}
 	if err := c.indexNames(); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// Hints are stored as letters: gob drops a pointer to false.
+func encodeHints(a Annotations) string {
+	b := make([]byte, 0, 4)
+	for _, h := range []*bool{a.ReadOnlyHint, a.DestructiveHint, a.IdempotentHint, a.OpenWorldHint} {
+		switch {
+		case h == nil:
+			b = append(b, 'n')
+		case *h:
+			b = append(b, 't')
+		default:
+			b = append(b, 'f')
+		}
+	}
+	return string(b)
+}
+
+func decodeHints(title, hints string) Annotations {
+	a := Annotations{Title: title}
+	for i, dst := range []**bool{&a.ReadOnlyHint, &a.DestructiveHint, &a.IdempotentHint, &a.OpenWorldHint} {
+		if i < len(hints) && hints[i] != 'n' {
+			v := hints[i] == 't'
+			*dst = &v
+		}
+	}
+	return a
 }

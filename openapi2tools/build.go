@@ -282,15 +282,27 @@ func bodyFieldArgs(s, props map[string]any, bodyRequired bool, kind string) []in
 	for _, name := range sortedKeys(props) {
 		ps, _ := props[name].(map[string]any)
 		a := inputArg{arg: arg{In: inBody, Key: name, Required: required[name]}, schema: ps}
-		if kind == mediaMultipart && ps["format"] == "binary" {
-			a.Binary = true
-			delete(ps, "format")
-			d, _ := ps["description"].(string)
-			ps["description"] = trimText(strings.TrimSpace(d+" (file contents, sent as a file part)"), propertyDescription)
+		if kind == mediaMultipart {
+			a.Binary = markFile(ps)
+			if items, ok := ps["items"].(map[string]any); ok && ps["type"] == "array" {
+				a.Binary = markFile(items)
+			}
 		}
 		out = append(out, a)
 	}
 	return out
+}
+
+// markFile turns a binary string schema (OpenAPI 3.1 §4.8.14.3: a file in
+// multipart/form-data) into text a model can give, and reports whether it was one.
+func markFile(s map[string]any) bool {
+	if s["format"] != "binary" {
+		return false
+	}
+	delete(s, "format")
+	d, _ := s["description"].(string)
+	s["description"] = trimText(strings.TrimSpace(d+" (file contents, sent as a file part)"), propertyDescription)
+	return true
 }
 
 // textBodySchema is the schema of a body sent as it is: a string.

@@ -126,7 +126,7 @@ func (c *Catalog) Search(query string, limit int) []*Tool {
 	return out
 }
 
-// match is 2 for an exact word, 1 for a prefix match, 0 for none.
+// match is 2 for an exact word, 1 for a near one, 0 for none.
 func match(set map[string]bool, term string) int {
 	if set[term] {
 		return 2
@@ -135,9 +135,27 @@ func match(set map[string]bool, term string) int {
 		return 0
 	}
 	for w := range set {
-		if strings.HasPrefix(w, term) {
+		if near(w, term) {
 			return 1
 		}
 	}
 	return 0
+}
+
+// near reports whether word and term share a stem: one is a prefix of the
+// other ("issue", "issues"), or they differ only in the last two letters of
+// the shorter ("repository", "repositories").
+func near(word, term string) bool {
+	if strings.HasPrefix(word, term) || len(word) >= 4 && strings.HasPrefix(term, word) {
+		return true
+	}
+	short := min(len(word), len(term))
+	if short < 5 {
+		return false
+	}
+	common := 0
+	for common < short && word[common] == term[common] {
+		common++
+	}
+	return common >= short-2
 }

@@ -1,0 +1,211 @@
+package openapi2tools
+
+// Tests on real documents fetched by scripts/fetch-openapi-specs.sh into
+// testdata-external/ (gitignored). Without them these tests skip, except
+// under POPPY_REQUIRE_SPECS=1 (CI), where they fail.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const externalModules = "../testdata-external/node_modules"
+
+var (
+	githubSpec  = filepath.Join(externalModules, "@octokit/openapi/generated/api.github.com.json")
+	oasExamples = filepath.Join(externalModules, "@readme/oas-examples")
+)
+
+// requireSpec returns path, or skips (fails under POPPY_REQUIRE_SPECS=1)
+// when it is absent.
+func requireSpec(t testing.TB, path string) string {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		msg := path + " is absent: run scripts/fetch-openapi-specs.sh"
+		if os.Getenv("POPPY_REQUIRE_SPECS") == "1" {
+			t.Fatal(msg + " (POPPY_REQUIRE_SPECS=1)")
+		}
+		t.Skip(msg)
+	}
+	return path
+}
+
+// The spread of @readme/oas-examples pinned in golden files; every other
+// document of the package is still checked against the rules.
+var oasGolden = []string{
+	"3.0/json/petstore.json", "3.0/json/parameters-style.json", "3.0/json/schema-circular.json",
+	"3.0/json/circular-request-bodies.json", "3.0/json/polymorphism.json", "3.0/json/form-data.json",
+	"3.0/json/file-uploads.json", "3.0/json/server-variables.json", "3.0/json/parameters-common.json",
+	"3.0/json/complex-nesting.json", "3.1/json/train-travel.json", "3.1/json/schema-types.json",
+	"2.0/json/petstore.json", "2.0/json/schema-circular.json",
+}
+
+func TestOASExamples(t *testing.T) {
+	root := requireSpec(t, oasExamples)
+	pinned := map[string]bool{}
+	for _, p := range oasGolden {
+		pinned[p] = true
+	}
+	files, _ := filepath.Glob(filepath.Join(root, "[23].[01]", "json", "*.json"))
+	if len(files) < 50 {
+		t.Fatalf("only %d documents under %s", len(files), root)
+	}
+	for _, file := range files {
+		rel, _ := filepath.Rel(root, file)
+		t.Run(rel, func(t *testing.T) {
+			c := loadFile(t, file, &Options{Prefix: "rd_"})
+			checkCatalog(t, c, "rd_")
+			if pinned[rel] {
+				golden(t, "oas-examples/"+strings.NewReplacer("/json/", "-", ".json", ".golden").Replace(rel), toolsJSON(t, c))
+			}
+			// The package's YAML twins differ in places (a description, a
+			// method), so they are held to the rules and the same tool names.
+			yamlFile := strings.NewReplacer("/json/", "/yaml/", ".json", ".yaml").Replace(file)
+			if _, err := os.Stat(yamlFile); err == nil {
+				y := loadFile(t, yamlFile, &Options{Prefix: "rd_"})
+				checkCatalog(t, y, "rd_")
+				if a, b := toolNames(c), toolNames(y); !cmp.Equal(a, b) {
+					t.Errorf("YAML and JSON versions give different tools: %v, %v", a, b)
+				}
+			}
+		})
+	}
+}
+
+func toolNames(c *Catalog) []string {
+	var out []string
+	for _, t := range c.Tools {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+func TestGitHubSummary(t *testing.T) {
+	data, err := os.ReadFile(requireSpec(t, githubSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c := load(t, data, &Options{Prefix: "gh_"})
+	elapsed := time.Since(start)
+	checkCatalog(t, c, "gh_")
+	names := sha256.New()
+	schemas := sha256.New()
+	var first []string
+	for i, tool := range c.Tools {
+		names.Write([]byte(tool.Name + "\n"))
+		schemas.Write(append(tool.InputSchema, '\n'))
+		if i < 25 {
+			first = append(first, tool.Name)
+		}
+	}
+	summary, _ := json.MarshalIndent(map[string]any{
+		"title":          c.Title,
+		"operations":     len(c.Tools),
+		"skipped":        c.Skipped,
+		"hosts":          c.Hosts,
+		"first_names":    first,
+		"names_sha256":   hex.EncodeToString(names.Sum(nil)),
+		"schemas_sha256": hex.EncodeToString(schemas.Sum(nil)),
+	}, "", "  ")
+	golden(t, "github-summary.golden", append(summary, '\n'))
+
+	blob, err := c.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	back, err := UnmarshalCatalog(blob)
+	if err != nil || len(back.Tools) != len(c.Tools) {
+		t.Fatalf("UnmarshalCatalog: %v", err)
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	t.Logf("Load %v; MarshalBinary %d bytes; UnmarshalCatalog %v; TotalAlloc %d MB, HeapSys %d MB",
+		elapsed, len(blob), time.Since(start), ms.TotalAlloc>>20, ms.HeapSys>>20)
+}
+
+// The GitHub document through every request path: each operation builds a
+// request from made-up values for its required arguments.
+func TestGitHubRequests(t *testing.T) {
+	data, err := os.ReadFile(requireSpec(t, githubSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := load(t, data, &Options{Prefix: "gh_"})
+	for i := range c.Tools {
+		tool := &c.Tools[i]
+		args := map[string]any{}
+		for _, a := range tool.args {
+			if a.Required {
+				args[a.Name] = "x"
+			}
+		}
+		req, err := c.NewRequest(context.Background(), tool.Name, args)
+		if err != nil {
+			t.Errorf("%s: %v", tool.Name, err)
+			continue
+		}
+		if req.URL.Host != "api.github.com" && req.URL.Host != "uploads.github.com" || strings.Contains(req.URL.Path, "{") {
+			t.Errorf("%s: URL %s", tool.Name, req.URL)
+		}
+	}
+}
+
+func BenchmarkTranslateGitHub(b *testing.B) {
+	data, err := os.ReadFile(requireSpec(b, githubSpec))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Load(context.Background(), data, "", &Options{Prefix: "gh_"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeGitHub(b *testing.B) {
+	data, err := os.ReadFile(requireSpec(b, githubSpec))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var v any
+		if err := json.Unmarshal(data, &v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkUnmarshalCatalogGitHub(b *testing.B) {
+	data, err := os.ReadFile(requireSpec(b, githubSpec))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := load(b, data, nil)
+	blob, err := c.MarshalBinary()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(blob)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := UnmarshalCatalog(blob); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
