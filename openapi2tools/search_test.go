@@ -36,7 +36,7 @@ func TestSearch(t *testing.T) {
 		{"create issue", 2, []string{"issues_create", "issues_list-for-repo"}},
 		{"pull requests", 5, []string{"pulls_list"}},
 		{"exchange", 5, []string{"createExchange"}},
-		{"swap size", 5, []string{"createExchange"}},  // from the description
+		{"swap size", 5, []string{"createExchange"}}, // from the description
 		{"repositories", 2, []string{"repos_list-for-authenticated-user", "issues_list-for-repo"}},
 		{"nothing matches zzz", 5, []string{}},
 		{"", 2, []string{"createExchange", "issues_list-for-repo"}}, // catalog order
