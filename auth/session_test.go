@@ -425,7 +425,9 @@ func TestCompanyChecked(t *testing.T) {
 // BenchmarkWhoami compares a GET of /poppy/whoami through the Session
 // transport (token, fresh DPoP proof, and poppytest's verification of it)
 // with the same GET of an unauthenticated twin, /poppy/whoami-open, that
-// answers the same JSON through poppytest's bare client.
+// answers the same JSON through poppytest's bare client. "session-open"
+// sends the twin through the Session transport: the agent's own cost,
+// without the Company's proof verification.
 func BenchmarkWhoami(b *testing.B) {
 	co := newCompany(b, nil, nil, nil)
 	s, err := co.agent.StartSession(context.Background(), co.c, testUser)
@@ -453,5 +455,6 @@ func BenchmarkWhoami(b *testing.B) {
 		}
 	}
 	b.Run("bare", func(b *testing.B) { run(b, co.srv.Client(), co.srv.URL("api."+d, "/poppy/whoami-open")) })
+	b.Run("session-open", func(b *testing.B) { run(b, s.Client(), co.srv.URL("api."+d, "/poppy/whoami-open")) })
 	b.Run("session", func(b *testing.B) { run(b, s.Client(), co.whoamiURL()) })
 }
