@@ -8,6 +8,7 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -64,6 +65,9 @@ func (id *Identity) Sign(typ string, c AssertionClaims) (Secret, error) {
 	if c.Subject == "" || c.Audience == "" {
 		return Secret{}, errors.New("auth: assertion needs a subject and an audience")
 	}
+	if typ != TypeJWT && typ != TypeBrowser {
+		return Secret{}, fmt.Errorf("auth: assertion typ %q is neither %s nor %s", typ, TypeJWT, TypeBrowser)
+	}
 	key, hdr := id.signingKey(typ)
 	now := id.now()
 	w := assertionWire{
@@ -107,4 +111,23 @@ func (id *Identity) BrowserAssertion(userID, endpoint, sessionID, returnTo strin
 	return id.Sign(TypeBrowser, AssertionClaims{
 		Subject: userID, Audience: endpoint, SessionID: sessionID, ReturnTo: returnTo,
 	})
+}
+
+// BrowserAssertion signs the assertion with which the agent's browser joins
+// this Session on the Company's website (Poppy 0.1 §5). returnTo is the page
+// to open afterwards.
+func (s *Session) BrowserAssertion(returnTo string) (Secret, error) {
+	if s.company.BrowserSessionEndpoint == "" {
+		return Secret{}, errors.New("auth: the Company offers no browser_session_endpoint")
+	}
+	// Poppy 0.1 §5: "It MUST be an HTTPS URL on the Company's organization.domain or one of its subdomains."
+	u, err := httpsURL("return_to", returnTo)
+	if err != nil {
+		return Secret{}, err
+	}
+	host, domain := strings.ToLower(u.Hostname()), strings.ToLower(s.company.Domain)
+	if domain == "" || host != domain && !strings.HasSuffix(host, "."+domain) {
+		return Secret{}, fmt.Errorf("auth: return_to %q is not on %q (Poppy 0.1 §5)", returnTo, s.company.Domain)
+	}
+	return s.a.id.BrowserAssertion(s.userID, s.company.BrowserSessionEndpoint, s.Info().ID, returnTo)
 }

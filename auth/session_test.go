@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -457,4 +458,25 @@ func BenchmarkWhoami(b *testing.B) {
 	b.Run("bare", func(b *testing.B) { run(b, co.srv.Client(), co.srv.URL("api."+d, "/poppy/whoami-open")) })
 	b.Run("session-open", func(b *testing.B) { run(b, s.Client(), co.srv.URL("api."+d, "/poppy/whoami-open")) })
 	b.Run("session", func(b *testing.B) { run(b, s.Client(), co.whoamiURL()) })
+}
+
+func TestSessionBrowserAssertion(t *testing.T) {
+	co := newCompany(t, nil, nil, nil)
+	d := co.srv.Domain()
+	co.c.BrowserSessionEndpoint = co.srv.URL(d, "/poppy/browser-session")
+	s := co.start(t)
+	as, err := s.BrowserAssertion("https://www." + d + "/orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr, c := verifyJWS(t, as.Reveal(), co.agent.Identity().JWKS().Keys[0].Key.(*ecdsa.PublicKey))
+	if hdr.ExtraHeaders["typ"] != TypeBrowser || c["session_id"] != s.Info().ID || c["sub"] != testUser ||
+		c["aud"] != co.c.BrowserSessionEndpoint || c["return_to"] != "https://www."+d+"/orders" {
+		t.Errorf("header %v, claims %v", hdr.ExtraHeaders, c)
+	}
+	for _, bad := range []string{"https://evil.example/", "http://" + d + "/", "https://not" + d + "/", "/orders"} {
+		if _, err := s.BrowserAssertion(bad); err == nil {
+			t.Errorf("return_to %q accepted", bad)
+		}
+	}
 }
