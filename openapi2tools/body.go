@@ -45,7 +45,7 @@ func (t *Tool) encodeBody(args map[string]any) (io.Reader, string, error) {
 	case kind == mediaForm:
 		data, err = formBody(fields)
 	case kind == mediaMultipart:
-		data, ct, err = t.multipartBody(fields)
+		data, ct, err = multipartBody(fields)
 	default:
 		data, err = json.Marshal(orderedFields(fields))
 	}
@@ -103,16 +103,12 @@ func formBody(fields []bodyField) ([]byte, error) {
 }
 
 func formValues(v any) ([]string, error) {
-	if _, vals, isObj, ok := members(v); ok && !isObj {
-		out := make([]string, 0, len(vals))
-		for _, e := range vals {
-			s, err := scalar(e)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, s)
-		}
-		return out, nil
+	_, vals, isObj, ok, err := members(v)
+	if err != nil {
+		return nil, err
+	}
+	if ok && !isObj {
+		return vals, nil
 	}
 	s, err := scalar(v)
 	return []string{s}, err
@@ -120,7 +116,7 @@ func formValues(v any) ([]string, error) {
 
 // multipartBody writes one part per field (a file part for a binary field),
 // arrays as repeated parts.
-func (t *Tool) multipartBody(fields []bodyField) ([]byte, string, error) {
+func multipartBody(fields []bodyField) ([]byte, string, error) {
 	var buf bytes.Buffer
 	w := multipart.NewWriter(&buf)
 	for _, f := range fields {

@@ -40,6 +40,16 @@ func requireSpec(t testing.TB, path string) string {
 	return path
 }
 
+// readSpec reads a fetched document, or skips as requireSpec does.
+func readSpec(t testing.TB, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(requireSpec(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 // The spread of @readme/oas-examples pinned in golden files; every other
 // document of the package is still checked against the rules.
 var oasGolden = []string{
@@ -91,10 +101,7 @@ func toolNames(c *Catalog) []string {
 }
 
 func TestGitHubSummary(t *testing.T) {
-	data, err := os.ReadFile(requireSpec(t, githubSpec))
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := readSpec(t, githubSpec)
 	start := time.Now()
 	c := load(t, data, &Options{Prefix: "gh_"})
 	elapsed := time.Since(start)
@@ -138,10 +145,7 @@ func TestGitHubSummary(t *testing.T) {
 // The GitHub document through every request path: each operation builds a
 // request from made-up values for its required arguments.
 func TestGitHubRequests(t *testing.T) {
-	data, err := os.ReadFile(requireSpec(t, githubSpec))
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := readSpec(t, githubSpec)
 	c := load(t, data, &Options{Prefix: "gh_"})
 	for i := range c.Tools {
 		tool := &c.Tools[i]
@@ -163,10 +167,7 @@ func TestGitHubRequests(t *testing.T) {
 }
 
 func BenchmarkTranslateGitHub(b *testing.B) {
-	data, err := os.ReadFile(requireSpec(b, githubSpec))
-	if err != nil {
-		b.Fatal(err)
-	}
+	data := readSpec(b, githubSpec)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -177,10 +178,7 @@ func BenchmarkTranslateGitHub(b *testing.B) {
 }
 
 func BenchmarkDecodeGitHub(b *testing.B) {
-	data, err := os.ReadFile(requireSpec(b, githubSpec))
-	if err != nil {
-		b.Fatal(err)
-	}
+	data := readSpec(b, githubSpec)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -192,10 +190,7 @@ func BenchmarkDecodeGitHub(b *testing.B) {
 }
 
 func BenchmarkUnmarshalCatalogGitHub(b *testing.B) {
-	data, err := os.ReadFile(requireSpec(b, githubSpec))
-	if err != nil {
-		b.Fatal(err)
-	}
+	data := readSpec(b, githubSpec)
 	c := load(b, data, nil)
 	blob, err := c.MarshalBinary()
 	if err != nil {

@@ -215,39 +215,45 @@ func escape(s string) string {
 	return b.String()
 }
 
-// members lists an object's keys sorted with their values, or an array's
-// items; ok is false for a scalar.
-func members(v any) (keys []string, vals []any, isObject, ok bool) {
+// members formats an array's items, or an object's members sorted by key,
+// as strings; ok is false for a scalar.
+func members(v any) (keys, vals []string, isObject, ok bool, err error) {
+	var raw []any
 	switch x := v.(type) {
 	case []any:
-		return nil, x, false, true
+		raw = x
 	case []string:
-		for _, s := range x {
-			vals = append(vals, s)
-		}
-		return nil, vals, false, true
+		return nil, x, false, true, nil
 	case map[string]any:
-		for _, k := range sortedKeys(x) {
-			keys, vals = append(keys, k), append(vals, x[k])
+		keys = sortedKeys(x)
+		for _, k := range keys {
+			raw = append(raw, x[k])
 		}
-		return keys, vals, true, true
+		isObject = true
+	default:
+		return nil, nil, false, false, nil
 	}
-	return nil, nil, false, false
+	vals = make([]string, len(raw))
+	for i, e := range raw {
+		if vals[i], err = scalar(e); err != nil {
+			return nil, nil, false, false, err
+		}
+	}
+	return keys, vals, isObject, true, nil
 }
 
-// simpleValue is style simple (and form's value part): items joined by sep;
-// object members as k,v,k,v or, exploded, k=v,k=v. Nothing is escaped.
+// simpleValue is style simple (headers) and form (cookies): items joined by
+// sep; object members as k,v,k,v or, exploded, k=v,k=v. Nothing is escaped.
 func simpleValue(v any, explode bool, sep string) (string, error) {
-	keys, vals, isObj, ok := members(v)
+	keys, vals, isObj, ok, err := members(v)
+	if err != nil {
+		return "", err
+	}
 	if !ok {
 		return scalar(v)
 	}
 	parts := make([]string, 0, len(vals)*2)
-	for i, e := range vals {
-		s, err := scalar(e)
-		if err != nil {
-			return "", err
-		}
+	for i, s := range vals {
 		switch {
 		case isObj && explode:
 			parts = append(parts, keys[i]+"="+s)
@@ -263,17 +269,16 @@ func simpleValue(v any, explode bool, sep string) (string, error) {
 // pathValue expands one path parameter: styles simple, label and matrix,
 // every value percent-encoded so it stays inside its segment.
 func pathValue(a arg, v any) (string, error) {
-	keys, vals, isObj, ok := members(v)
+	keys, vals, isObj, ok, err := members(v)
+	if err != nil {
+		return "", err
+	}
 	if !ok || a.Style == "json" {
 		s, err := scalar(v)
 		return prefixed(a, escape(s)), err
 	}
 	parts := make([]string, 0, len(vals)*2)
-	for i, e := range vals {
-		s, err := scalar(e)
-		if err != nil {
-			return "", err
-		}
+	for i, s := range vals {
 		switch {
 		case isObj && a.Explode:
 			parts = append(parts, escape(keys[i])+"="+escape(s))
@@ -308,17 +313,16 @@ func prefixed(a arg, s string) string {
 // (exploded or not), spaceDelimited, pipeDelimited and deepObject.
 func queryPairs(a arg, v any) ([]string, error) {
 	k := escape(a.Key)
-	keys, vals, isObj, ok := members(v)
+	keys, vals, isObj, ok, err := members(v)
+	if err != nil {
+		return nil, err
+	}
 	if !ok || a.Style == "json" {
 		s, err := scalar(v)
 		return []string{k + "=" + escape(s)}, err
 	}
 	var out []string
-	for i, e := range vals {
-		s, err := scalar(e)
-		if err != nil {
-			return nil, err
-		}
+	for i, s := range vals {
 		switch {
 		case isObj && a.Style == "deepObject":
 			out = append(out, k+"%5B"+escape(keys[i])+"%5D="+escape(s))

@@ -104,13 +104,16 @@ func (t *Tool) narrowingArgs() []string {
 // errForeignRedirect stops a redirect to a host outside the allowed set.
 var errForeignRedirect = newError("foreign_host", "refusing a redirect to a host the document's servers do not name")
 
-// Do sends req through client and reads the response into a Result. A
-// redirect to a host outside opts.Hosts (or, by default, req's own host) is
-// refused. The response body is always closed.
+// Do sends req through client (the Session's DPoP client; nil is an error)
+// and reads the response into a Result. A redirect to a host outside
+// opts.Hosts (or, by default, req's own host) is refused. The response body
+// is always closed.
 func Do(ctx context.Context, client *http.Client, req *http.Request, opts *ResultOptions) (*Result, error) {
 	o := opts.withDefaults()
 	if client == nil {
-		client = http.DefaultClient
+		// Poppy 0.1 §4.3: "Personal Agents MUST send a Session Token on every
+		// API and conversation request": only the Session's client does.
+		return nil, newError("invalid_arguments", "no client: calls go through the Session's client")
 	}
 	hosts := o.Hosts
 	if len(hosts) == 0 {

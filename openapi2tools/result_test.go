@@ -3,6 +3,7 @@ package openapi2tools
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -97,6 +98,13 @@ func TestResultErrorStatusIsAResult(t *testing.T) {
 	}
 	if res.Status != 404 || res.Body != `{"title":"not found"}` || res.ContentType != "application/problem+json" {
 		t.Errorf("result %+v", res)
+	}
+}
+
+func TestDoNeedsAClient(t *testing.T) {
+	req, _ := http.NewRequest("GET", "https://api.example.com/x", nil)
+	if _, err := Do(context.Background(), nil, req, nil); !errors.Is(err, ErrInvalidArguments) {
+		t.Errorf("nil client: err %v, want ErrInvalidArguments", err)
 	}
 }
 
