@@ -64,7 +64,7 @@ func TestSearchConcurrent(t *testing.T) {
 
 func TestWords(t *testing.T) {
 	got := words("getRepoContent repos/list-for-user HTTPServer")
-	want := []string{"get", "repo", "content", "repos", "list", "for", "user", "httpserver"}
+	want := []string{"get", "repo", "content", "repo", "list", "for", "user", "httpserver"}
 	if !cmp.Equal(got, want) {
 		t.Errorf("words = %v, want %v", got, want)
 	}

@@ -166,6 +166,36 @@ func TestGitHubRequests(t *testing.T) {
 	}
 }
 
+// Search finds the operation a model would mean among GitHub's 1,200.
+func TestGitHubSearch(t *testing.T) {
+	c := load(t, readSpec(t, githubSpec), &Options{Prefix: "gh_"})
+	for query, want := range map[string]string{
+		"create issue":           "gh_issues_create",
+		"list pull requests":     "gh_pulls_list",
+		"get repository content": "gh_repos_get-content",
+		"star a repo":            "gh_activity_star-repo-for-authenticated-user",
+		"workflow runs":          "gh_actions_list-workflow-runs",
+		"search code":            "gh_search_code",
+		"merge pull request":     "gh_pulls_merge",
+	} {
+		if got := c.Search(query, 1); len(got) == 0 || got[0].Name != want {
+			t.Errorf("Search(%q) first = %v, want %s", query, names(got), want)
+		}
+	}
+}
+
+// GitHub's other generated documents (Enterprise Cloud and Server) meet the
+// same rules.
+func TestGitHubVariants(t *testing.T) {
+	for _, f := range []string{"ghec.json", "ghes-3.17.json", "ghes-3.18.json", "ghes-3.19.json"} {
+		c := load(t, readSpec(t, filepath.Join(filepath.Dir(githubSpec), f)), &Options{Prefix: "gh_"})
+		if len(c.Tools) < 900 || len(c.Skipped) != 0 {
+			t.Errorf("%s: %d tools, skipped %v", f, len(c.Tools), c.Skipped)
+		}
+		checkCatalog(t, c, "gh_")
+	}
+}
+
 func BenchmarkTranslateGitHub(b *testing.B) {
 	data := readSpec(b, githubSpec)
 	b.SetBytes(int64(len(data)))

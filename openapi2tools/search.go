@@ -5,6 +5,7 @@ package openapi2tools
 // looks for the operation to call among hundreds.
 
 import (
+	"cmp"
 	"sort"
 	"strings"
 	"unicode"
@@ -20,21 +21,24 @@ const (
 	weightSummary = 3
 	weightDesc    = 1
 	weightPhrase  = 10 // the whole query appears in the name or summary
+	weightCover   = 24 // times the share of the operation's name the query covers
 )
 
 type searchEntry struct {
 	name, path, summary, desc, tags map[string]bool
-	text                            string // lower-case name, path and summary
+	text                            string   // lower-case name, path and summary
+	opWords                         []string // words of the operationId (else the name)
 }
 
 // words splits s into lower-case words at anything not a letter or digit and
-// at camelCase boundaries ("getRepoContent" → get, repo, content).
+// at camelCase boundaries ("getRepoContent" → get, repo, content), each
+// stemmed.
 func words(s string) []string {
 	var out []string
 	var cur []rune
 	flush := func() {
 		if len(cur) > 0 {
-			out = append(out, strings.ToLower(string(cur)))
+			out = append(out, stem(strings.ToLower(string(cur))))
 			cur = cur[:0]
 		}
 	}
@@ -59,6 +63,28 @@ func words(s string) []string {
 	return out
 }
 
+// stem drops a plural "s", so "pulls" finds "pull" and "issue" finds "issues".
+func stem(w string) string {
+	if len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") {
+		return w[:len(w)-1]
+	}
+	return w
+}
+
+// covered counts the words that some term matches.
+func covered(ws, terms []string) int {
+	n := 0
+	for _, w := range ws {
+		for _, t := range terms {
+			if w == t || len(t) >= 3 && near(w, t) {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
 func wordSet(parts ...string) map[string]bool {
 	m := map[string]bool{}
 	for _, p := range parts {
@@ -80,6 +106,7 @@ func (c *Catalog) buildIndex() {
 			desc:    wordSet(t.Description),
 			tags:    wordSet(t.Tags...),
 			text:    strings.ToLower(t.Name + " " + t.OperationID + " " + t.Path + " " + t.Summary),
+			opWords: words(cmp.Or(t.OperationID, t.Name)),
 		}
 	}
 }
@@ -113,6 +140,7 @@ func (c *Catalog) Search(query string, limit int) []*Tool {
 			continue
 		}
 		score += matched * matched * weightName // all terms beat some terms
+		score += weightCover * covered(e.opWords, terms) / max(len(e.opWords), 1)
 		if len(phrase) > 2 && strings.Contains(e.text, phrase) {
 			score += weightPhrase
 		}
