@@ -154,6 +154,13 @@ func readResult(resp *http.Response, data []byte, o *ResultOptions) *Result {
 	overRead := int64(len(data)) > o.ReadLimit
 	if overRead {
 		data = data[:o.ReadLimit]
+		// Do not let a character split by the limit make text look binary.
+		for i := 0; i < utf8.UTFMax-1 && len(data) > 0; i++ {
+			if r, size := utf8.DecodeLastRune(data); r != utf8.RuneError || size != 1 {
+				break
+			}
+			data = data[:len(data)-1]
+		}
 	}
 	size := sizeText(int64(len(data)), overRead)
 	switch bodyKind(r.ContentType, data) {

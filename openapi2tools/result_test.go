@@ -84,6 +84,17 @@ func TestResultReadLimit(t *testing.T) {
 	}
 }
 
+func TestResultReadLimitSplitsNoCharacter(t *testing.T) {
+	c, client := serve(t, "text/plain; charset=utf-8", bytes.Repeat([]byte("é"), 1000))
+	res, err := c.Call(context.Background(), client, "list", nil, &ResultOptions{ReadLimit: 101, MaxBody: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Body != strings.Repeat("é", 50) || !res.Truncated {
+		t.Errorf("result %q, %+v", res.Body, res.Note)
+	}
+}
+
 func TestResultErrorStatusIsAResult(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/problem+json")
