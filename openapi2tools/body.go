@@ -25,23 +25,25 @@ func (t *Tool) encodeBody(args map[string]any) (io.Reader, string, error) {
 	if !hasWhole && len(fields) == 0 && !t.body.Required {
 		return nil, "", nil
 	}
+	ct, kind := t.body.MediaType, mediaKind(t.body.MediaType)
+	if m, ok := whole.(map[string]any); ok && hasWhole && (kind == mediaForm || kind == mediaMultipart) {
+		for _, k := range sortedKeys(m) { // a form described by no object schema
+			fields = append(fields, bodyField{arg{Key: k}, m[k]})
+		}
+		hasWhole = false
+	}
 	var (
 		data []byte
-		ct   = t.body.MediaType
 		err  error
 	)
-	switch kind := mediaKind(ct); {
-	case hasWhole && (kind == mediaText || kind == mediaOther):
+	switch {
+	case hasWhole && kind != mediaJSON: // sent as it is
 		var s string
 		if s, err = scalar(whole); err == nil {
 			data = []byte(s)
 		}
-	case hasWhole || kind == mediaJSON:
-		var v any = orderedFields(fields)
-		if hasWhole {
-			v = whole
-		}
-		data, err = json.Marshal(v)
+	case hasWhole:
+		data, err = json.Marshal(whole)
 	case kind == mediaForm:
 		data, err = formBody(fields)
 	case kind == mediaMultipart:

@@ -234,30 +234,26 @@ func (b *builder) pathItem(path string, raw json.RawMessage) {
 // override path servers, which override the document's) and records every
 // host those levels name.
 func (b *builder) server(item *wirePathItem, op *wireOperation) (string, error) {
-	levels := [][]wireServer{op.Servers, item.Servers, b.servers, {{URL: "/"}}}
-	chosen := ""
-	for _, level := range levels {
+	for _, level := range [][]wireServer{op.Servers, item.Servers, b.servers} {
 		if len(level) == 0 {
 			continue
 		}
-		for i, s := range level {
-			u, err := serverURL(s, b.base)
-			if err != nil {
-				if i == 0 && chosen == "" {
-					return "", err
-				}
-				continue
-			}
-			if i == 0 && chosen == "" {
-				chosen = u
-			}
-			b.addHost(u)
+		chosen, err := serverURL(level[0], b.base)
+		if err != nil {
+			return "", err
 		}
-		if chosen != "" {
-			return chosen, nil
+		for _, s := range level {
+			if u, err := serverURL(s, b.base); err == nil {
+				b.addHost(u)
+			}
 		}
+		return chosen, nil
 	}
-	return chosen, nil
+	// OpenAPI 3.1 §4.8.1.1: without servers, the default is a Server Object
+	// with url "/" (relative to the document).
+	u, err := serverURL(wireServer{URL: "/"}, b.base)
+	b.addHost(u)
+	return u, err
 }
 
 func (b *builder) addHost(u string) {

@@ -77,6 +77,7 @@ const requestsDoc = `{
       "put": {"operationId": "raw", "requestBody": {"content": {"text/plain": {"schema": {"type": "string"}}}}},
       "post": {"operationId": "list", "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "array"}}}}}
     },
+    "/loose-form": {"post": {"operationId": "looseForm", "requestBody": {"content": {"application/x-www-form-urlencoded": {}}}}},
     "/hop": {"get": {"operationId": "hop"}},
     "/away": {"get": {"operationId": "away"}}
   }
@@ -242,6 +243,10 @@ func TestWholeBodies(t *testing.T) {
 	}
 	if got := call(t, c, srv, "list", map[string]any{"body": []any{1.0, "two"}}); got.Body != `[1,"two"]` {
 		t.Errorf("array body %+v", got)
+	}
+	got := call(t, c, srv, "looseForm", map[string]any{"body": map[string]any{"b": "2", "a": []any{"x", "y"}}})
+	if got.Body != "a=x&a=y&b=2" || got.ContentType != "application/x-www-form-urlencoded" {
+		t.Errorf("form body without a schema %+v", got)
 	}
 	// An optional body with no arguments is not sent.
 	if got := call(t, c, srv, "raw", nil); got.Body != "" || got.ContentType != "" {
