@@ -78,6 +78,23 @@ type Options struct {
 	CacheControl string
 	// Now is the Server's clock. Zero: time.Now.
 	Now func() time.Time
+
+	// Conversations (Poppy 0.1 §7) and the scripted Company Agent.
+
+	// AgentDelay is how long the Company Agent takes to reply; the status
+	// is working meanwhile. Zero: 50 ms. Negative: no delay.
+	AgentDelay time.Duration
+	// NoHumans makes a handoff find no one: the status goes back to idle
+	// and the Company Agent says why (§7.9). Zero: a handoff stays queued
+	// until the test's Person joins.
+	NoHumans bool
+	// EventPageSize is the most events one read returns; a read that has
+	// more sets has_more (§7.5). Zero: 100.
+	EventPageSize int
+	// StreamLifetime ends each event stream cleanly after this long (§7.6:
+	// "The Company MAY close a stream at any time"). Zero: a stream lasts
+	// until the client leaves, the conversation closes or the Server closes.
+	StreamLifetime time.Duration
 }
 
 // Server is a reference Company. Its methods are safe for concurrent use,
@@ -120,6 +137,10 @@ type Server struct {
 	transport *http.Transport // set once by NewUnstartedServer
 	client    *http.Client    // set once by NewUnstartedServer
 	inflight  sync.WaitGroup
+
+	// Conversations and the shop (conversations*.go, companyagent.go, sse.go, shop.go).
+	conv *convState // set once by installConversations; has its own lock
+	shop *shop      // set once by installConversations; has its own lock
 }
 
 // NewServer returns a started Server. Its Close is registered with t.Cleanup.
@@ -173,6 +194,7 @@ func (s *Server) install() {
 	s.installDiscovery()
 	s.installToken()
 	s.installResource()
+	s.installConversations()
 }
 
 func orDefault(v, def string) string {
