@@ -95,6 +95,34 @@ type Options struct {
 	// "The Company MAY close a stream at any time"). Zero: a stream lasts
 	// until the client leaves, the conversation closes or the Server closes.
 	StreamLifetime time.Duration
+
+	// Sign-in (Poppy 0.1 §4.4-4.9): accounts, Account Tokens, sign-out.
+
+	// Accounts are the Company's accounts. Nil: DefaultAccounts (acct_dana
+	// and acct_sam).
+	Accounts []Account
+	// DeviceInterval is the interval of Device Sign-In, rounded up to whole
+	// seconds, at least one (RFC 8628 §3.2). Zero: 5 s.
+	DeviceInterval time.Duration
+	// AutoApprove approves every device sign-in without a person, for
+	// demos. Nil: only the verification page or ApproveDevice approves.
+	AutoApprove *AutoApproval
+	// MediatedAttempts is how many wrong answers Mediated Sign-In takes:
+	// wrong one-time codes before a sign-in fails, and wrong credentials in
+	// a row from one client and User before further attempts get 429 for a
+	// minute (§4.7). Zero: 3.
+	MediatedAttempts int
+	// RotateRefreshTokens makes each refresh_token grant return a new
+	// Account Token; the old one then gets invalid_grant (§4.8). Zero: the
+	// Account Token stays the same.
+	RotateRefreshTokens bool
+	// EndSessionsOnSignOut ends the Sessions signed in with a revoked
+	// Account Token instead of signing them out, so renewing them gets
+	// invalid_session (§4.9). Zero: they continue signed out.
+	EndSessionsOnSignOut bool
+	// AccountTokenLifetime is the lifetime of the Account Tokens issued,
+	// sent as refresh_token_expires_in. Zero: they do not expire.
+	AccountTokenLifetime time.Duration
 }
 
 // Server is a reference Company. Its methods are safe for concurrent use,
@@ -141,6 +169,9 @@ type Server struct {
 	// Conversations and the shop (conversations*.go, companyagent.go, sse.go, shop.go).
 	conv *convState // set once by installConversations; has its own lock
 	shop *shop      // set once by installConversations; has its own lock
+
+	// Sign-in (accounts.go, device.go, authorize.go, consent.go, mediated.go, refresh.go).
+	signIn signInState // set up by installSignIn; guarded by mu
 }
 
 // NewServer returns a started Server. Its Close is registered with t.Cleanup.
@@ -195,6 +226,7 @@ func (s *Server) install() {
 	s.installToken()
 	s.installResource()
 	s.installConversations()
+	s.installSignIn()
 }
 
 func orDefault(v, def string) string {

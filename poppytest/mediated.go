@@ -1,0 +1,358 @@
+package poppytest
+
+// This file implements Mediated Sign-In (Poppy 0.1 §4.7): the agent posts
+// the User's credentials to auth.mediated.endpoint with its Session Token,
+// and the Company signs the Session in, or asks for a one-time code first.
+// Answers carry status complete, code_required or failed; wrong credentials
+// are 400 with error invalid_credentials, and too many attempts 429
+// (SPEC-NOTES, our reading). No answer ever carries a credential.
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/big"
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	// maxMediatedBody bounds a mediated sign-in request body.
+	maxMediatedBody = 16 << 10
+	// signInLife is how long a one-time code can be submitted.
+	signInLife = 10 * time.Minute
+	// credentialLockout is how long a client and User wait after
+	// Options.MediatedAttempts wrong credentials in a row.
+	credentialLockout = time.Minute
+)
+
+// mediatedSignIn is a sign-in waiting for its one-time code. Its fields
+// change under mu.
+type mediatedSignIn struct {
+	sessionID string // Poppy 0.1 §4.7: "Only the Session that started a sign-in can finish it."
+	clientID  string
+	account   string
+	scopes    []string
+	code      string
+	sentTo    string
+	expires   time.Time
+	attempts  int  // wrong codes so far
+	finished  bool // complete or failed
+}
+
+// credentialFailures counts wrong credentials of one client and User.
+type credentialFailures struct {
+	count int
+	until time.Time // attempts before this get 429
+	told  bool      // a 429 with Retry-After was sent for this lockout
+}
+
+// mediatedField is one entry of auth.mediated.fields.
+type mediatedField struct {
+	Name   string `json:"name"`
+	Secret *bool  `json:"secret"`
+}
+
+// installMediated registers the mediated sign-in endpoint and its code step.
+func (s *Server) installMediated() {
+	auth := "auth." + s.domain
+	s.HandleFunc(auth, "POST "+mediatedPath, s.handleMediated)
+	s.HandleFunc(auth, "POST "+mediatedPath+"/{id}", s.handleMediatedCode)
+}
+
+// mediatedAttempts is Options.MediatedAttempts, 3 when zero.
+func (s *Server) mediatedAttempts() int {
+	if s.opts.MediatedAttempts > 0 {
+		return s.opts.MediatedAttempts
+	}
+	return 3
+}
+
+// mediatedFields returns auth.mediated.fields of the served poppy.json.
+func (s *Server) mediatedFields() []mediatedField {
+	m, _ := s.poppyAuth()["mediated"].(map[string]any)
+	raw, _ := json.Marshal(m["fields"])
+	var fields []mediatedField
+	_ = json.Unmarshal(raw, &fields)
+	return fields
+}
+
+// writeMediated writes a mediated sign-in answer that is not complete.
+func (s *Server) writeMediated(w http.ResponseWriter, status int, body map[string]any) {
+	if code, ok := body["error"].(string); ok {
+		s.countServed(code)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, status, body)
+}
+
+// failed is the body of a failed sign-in.
+func failed(e *oauthError) map[string]any {
+	return map[string]any{"status": "failed", "error": e.code, "error_description": e.desc}
+}
+
+// readMediatedBody reads a JSON request body into v, recording the values
+// of every credential not marked "secret": false as secrets first.
+func (s *Server) readMediatedBody(r *http.Request, v any) *oauthError {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		return s.agentBug("4.7", "invalid_request", "Content-Type %q, want application/json", r.Header.Get("Content-Type"))
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxMediatedBody+1))
+	if err != nil || len(body) > maxMediatedBody {
+		return newError("invalid_request", "body unreadable or larger than %d bytes", maxMediatedBody)
+	}
+	var creds struct {
+		Credentials map[string]any `json:"credentials"`
+		Code        any            `json:"code"`
+	}
+	_ = json.Unmarshal(body, &creds)
+	public := map[string]bool{}
+	for _, f := range s.mediatedFields() {
+		public[f.Name] = f.Secret != nil && !*f.Secret
+	}
+	for name, val := range creds.Credentials {
+		if v, ok := val.(string); ok && !public[name] {
+			s.addSecret(v) // IssuedSecrets: for leak scans of the agent's output
+		}
+	}
+	if c, ok := creds.Code.(string); ok {
+		s.addSecret(c)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return s.agentBug("4.7", "invalid_request", "body is not the JSON of §4.7: %v", err)
+	}
+	return nil
+}
+
+// handleMediated takes credentials (Poppy 0.1 §4.7).
+func (s *Server) handleMediated(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.Authenticate(w, r, "")
+	if !ok {
+		return
+	}
+	var req struct {
+		Scope       *string           `json:"scope"`
+		Credentials map[string]string `json:"credentials"`
+	}
+	if e := s.readMediatedBody(r, &req); e != nil {
+		s.writeMediated(w, e.status, failed(e))
+		return
+	}
+	key := c.ClientID + "\x00" + c.UserID
+	if s.credentialGate(w, r, key) {
+		return
+	}
+	scopes, e := s.requestedScopes("4.7", "mediated", deref(req.Scope), req.Scope != nil)
+	if e == nil {
+		e = s.checkCredentialFields(req.Credentials)
+	}
+	if e != nil {
+		s.writeMediated(w, e.status, failed(e))
+		return
+	}
+	a, ok := s.login(req.Credentials["email"], req.Credentials["password"])
+	if !ok {
+		s.credentialFailed(key)
+		// SPEC-NOTES (our reading): "wrong credentials give failed with HTTP 400 and error: invalid_credentials"
+		s.writeMediated(w, http.StatusBadRequest, failed(newError("invalid_credentials", "wrong credentials")))
+		return
+	}
+	s.mu.Lock()
+	delete(s.signIn.failures, key)
+	s.mu.Unlock()
+	if a.RequiresCode {
+		s.askForCode(w, c, a, scopes)
+		return
+	}
+	s.completeMediated(w, r, c, a.ID, scopes)
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// checkCredentialFields checks that credentials has every field of
+// auth.mediated.fields and no other.
+func (s *Server) checkCredentialFields(creds map[string]string) *oauthError {
+	var names []string
+	for _, f := range s.mediatedFields() {
+		names = append(names, f.Name)
+		if _, ok := creds[f.Name]; !ok {
+			// Poppy 0.1 §4.7: "The Personal Agent sends every field in credentials to auth.mediated.endpoint"
+			return s.agentBug("4.7", "invalid_request", "credentials lack the field %q", f.Name)
+		}
+	}
+	for name := range creds {
+		if !slices.Contains(names, name) {
+			// Poppy 0.1 §4.7: auth.mediated.fields "lists the ones the Company needs"
+			return s.agentBug("4.7", "invalid_request", "credentials have the field %q, which auth.mediated.fields does not list", name)
+		}
+	}
+	return nil
+}
+
+// credentialGate answers 429 when the client and User are locked out after
+// too many wrong credentials. Poppy 0.1 §4.7: "A Company that offers
+// Mediated Sign-In MUST rate-limit attempts".
+func (s *Server) credentialGate(w http.ResponseWriter, r *http.Request, key string) bool {
+	now := s.timeNow()
+	s.mu.Lock()
+	f := s.signIn.failures[key]
+	if f == nil || !now.Before(f.until) {
+		if f != nil && !f.until.IsZero() {
+			delete(s.signIn.failures, key) // the lockout is over: count afresh
+		}
+		s.mu.Unlock()
+		return false
+	}
+	early := f.told
+	f.told = true
+	wait := f.until.Sub(now)
+	s.mu.Unlock()
+	if early {
+		// Poppy 0.1 §4.3: "The Personal Agent MUST wait at least that long before sending the request again."
+		s.violate("4.3", "POST %s%s sent %s before Retry-After allowed", hostOnly(r.Host), r.URL.Path, wait.Round(time.Millisecond))
+	}
+	w.Header().Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
+	s.writeMediated(w, http.StatusTooManyRequests, map[string]any{"error": "rate_limited",
+		"error_description": "too many wrong credentials: wait before trying again"})
+	return true
+}
+
+// credentialFailed counts wrong credentials of key, locking it out at the limit.
+func (s *Server) credentialFailed(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.signIn.failures[key]
+	if f == nil {
+		f = &credentialFailures{}
+		s.signIn.failures[key] = f
+	}
+	if f.count++; f.count >= s.mediatedAttempts() {
+		f.until, f.told = s.timeNow().Add(credentialLockout), false
+	}
+}
+
+// askForCode starts a sign-in waiting for a one-time code (Poppy 0.1 §4.7
+// "One-time codes").
+func (s *Server) askForCode(w http.ResponseWriter, c *Caller, a Account, scopes []string) {
+	id := "sgn_" + randomString(9)
+	si := &mediatedSignIn{sessionID: c.SessionID, clientID: c.ClientID, account: a.ID, scopes: scopes,
+		code: sixDigits(), sentTo: a.SentTo, expires: s.timeNow().Add(signInLife)}
+	s.mu.Lock()
+	s.signIn.signIns[id] = si
+	s.mu.Unlock()
+	s.addSecret(si.code)
+	s.writeMediated(w, http.StatusOK, codeRequired(id, si))
+}
+
+// codeRequired is the code_required answer of a sign-in.
+func codeRequired(id string, si *mediatedSignIn) map[string]any {
+	return map[string]any{"status": "code_required", "sign_in_id": id,
+		"code": map[string]string{"sent_to": si.sentTo}, "expires_at": si.expires.Format(time.RFC3339)}
+}
+
+// sixDigits is a random six-digit one-time code.
+func sixDigits() string {
+	n, _ := rand.Int(rand.Reader, big.NewInt(1_000_000))
+	return fmt.Sprintf("%06d", n.Int64())
+}
+
+// completeMediated signs the caller's Session in and writes complete with
+// the tokens of §4.4; the new Session Token is bound to the caller's key.
+func (s *Server) completeMediated(w http.ResponseWriter, r *http.Request, c *Caller, account string, scopes []string) {
+	res, _, e := s.signInSession("4.7", c.SessionID, c.ClientID, account, scopes)
+	if e != nil {
+		s.writeMediated(w, e.status, failed(e))
+		return
+	}
+	res.extra["status"] = "complete"
+	_, value, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	tok, _ := s.lookupToken(strings.TrimSpace(value))
+	s.writeToken(w, &tokenRequest{r: r, jkt: tok.jkt}, res)
+}
+
+// handleMediatedCode takes a one-time code for a sign-in (Poppy 0.1 §4.7).
+func (s *Server) handleMediatedCode(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.Authenticate(w, r, "")
+	if !ok {
+		return
+	}
+	var req struct {
+		Code        string          `json:"code"`
+		Credentials json.RawMessage `json:"credentials"`
+	}
+	e := s.readMediatedBody(r, &req)
+	if e == nil && req.Credentials != nil {
+		// Poppy 0.1 §4.7: the agent "submits only the code, not the credentials again"
+		e = s.agentBug("4.7", "invalid_request", "the code step carries credentials")
+	}
+	if e != nil {
+		s.writeMediated(w, e.status, failed(e))
+		return
+	}
+	id := r.PathValue("id")
+	s.mu.Lock()
+	si := s.signIn.signIns[id]
+	ref, again := s.checkCodeLocked(si, c, req.Code)
+	s.mu.Unlock()
+	switch {
+	case ref != nil:
+		e := ref.answer(s, "4.7")
+		if ref.code == "not_found" {
+			e.status = http.StatusNotFound
+		}
+		s.writeMediated(w, e.status, failed(e))
+	case again:
+		// Poppy 0.1 §4.7: "A wrong code returns code_required again, until the Company's attempt limit, and then failed."
+		s.writeMediated(w, http.StatusOK, codeRequired(id, si))
+	default:
+		s.completeMediated(w, r, c, si.account, si.scopes)
+	}
+}
+
+// checkCodeLocked decides a code submitted for si by the caller: a refusal,
+// code_required again, or (nil, false) to complete. The caller holds mu.
+func (s *Server) checkCodeLocked(si *mediatedSignIn, c *Caller, code string) (*refusal, bool) {
+	switch {
+	case si == nil:
+		return &refusal{code: "not_found", desc: "no such sign-in", bug: true}, false
+	case si.sessionID != c.SessionID:
+		// Poppy 0.1 §4.7: "Only the Session that started a sign-in can finish it."
+		return &refusal{code: "invalid_session", desc: "the sign-in was started by another Session", bug: true}, false
+	case si.finished:
+		return &refusal{code: "invalid_request", desc: "the sign-in has already finished", bug: true}, false
+	case !s.timeNow().Before(si.expires):
+		si.finished = true
+		return &refusal{code: "expired_token", desc: "the sign-in has expired"}, false
+	}
+	if subtle.ConstantTimeCompare([]byte(code), []byte(si.code)) == 1 {
+		si.finished = true
+		return nil, false
+	}
+	if si.attempts++; si.attempts >= s.mediatedAttempts() {
+		si.finished = true
+		return &refusal{code: "invalid_code", desc: "too many wrong codes"}, false
+	}
+	return nil, true
+}
+
+// LastCode returns the one-time code sent for the mediated sign-in
+// signInID, as the User would read it from their phone, or "".
+func (s *Server) LastCode(signInID string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if si := s.signIn.signIns[signInID]; si != nil {
+		return si.code
+	}
+	return ""
+}
