@@ -1,0 +1,146 @@
+package poppytest
+
+// This file streams a conversation's events with server-sent events (Poppy
+// 0.1 §7.6, HTML Living Standard §9.2): each event with its ID as the SSE id
+// and its JSON as data, and before each Company message, pieces of its text
+// as text-delta events with no id. A reconnecting agent resumes with
+// Last-Event-ID. DropStreamAfter breaks a stream in the middle of a message;
+// Options.StreamLifetime ends streams cleanly.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// streamEvents streams the events after the cursor, or after Last-Event-ID,
+// until the client leaves, the conversation closes, the stream's lifetime
+// ends or the Server closes.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string, c *Caller, q readQuery) {
+	cursor := q.cursor
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		cursor = last // Poppy 0.1 §7.6: "The Personal Agent reconnects with Last-Event-ID ... in place of cursor."
+	}
+	drop := -1
+	e := s.withConv(id, c, func(cv *convRecord) *convError {
+		if _, _, ok := cv.after(cursor, 1); !ok {
+			return newConvError("cursor_expired", "Last-Event-ID or cursor %q names no event the Company holds", cursor)
+		}
+		drop, s.conv.dropStream = s.conv.dropStream, -1
+		return nil
+	})
+	if e != nil {
+		s.writeConvError(w, e)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	var lifetime <-chan time.Time
+	if s.opts.StreamLifetime > 0 {
+		t := time.NewTimer(s.opts.StreamLifetime)
+		defer t.Stop()
+		lifetime = t.C
+	}
+	sent := 0
+	for {
+		var evs []Event
+		var changed chan struct{}
+		closed, held := false, true
+		_ = s.withConv(id, c, func(cv *convRecord) *convError {
+			evs, _, held = cv.after(cursor, 0)
+			evs = append([]Event(nil), evs...)
+			closed, changed = cv.Status == StatusClosed, cv.changed
+			return nil
+		})
+		if !held {
+			return // the cursor expired under the stream: end it, and the reconnect gets cursor_expired
+		}
+		for _, ev := range evs {
+			if sent == drop {
+				s.dropStream(w, rc, ev)
+			}
+			if writeSSEEvent(w, ev) != nil || rc.Flush() != nil {
+				return
+			}
+			cursor = ev.ID
+			sent++
+		}
+		if closed && len(evs) == 0 {
+			return // no event follows a close
+		}
+		select {
+		case <-changed:
+		case <-lifetime:
+			return // Poppy 0.1 §7.6: "The Company MAY close a stream at any time"
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// dropStream breaks the stream before ev, after the first piece of its text
+// when it is a Company message, so the agent holds part of a message.
+func (s *Server) dropStream(w http.ResponseWriter, rc *http.ResponseController, ev Event) {
+	if pieces := textPieces(ev); len(pieces) > 0 {
+		_ = writeTextDelta(w, ev.Message.ID, pieces[0])
+		_ = rc.Flush()
+	}
+	panic(http.ErrAbortHandler) // resets the stream (HTTP/2) or closes the connection (HTTP/1.1)
+}
+
+// writeSSEEvent writes the text-delta pieces of a Company message, then the
+// event itself.
+func writeSSEEvent(w http.ResponseWriter, ev Event) error {
+	for _, p := range textPieces(ev) {
+		if err := writeTextDelta(w, ev.Message.ID, p); err != nil {
+			return err
+		}
+	}
+	data, err := json.Marshal(toWire(ev))
+	if err != nil {
+		return err
+	}
+	// Poppy 0.1 §7.6: "each event has its event ID as the SSE id and the same event JSON as data"
+	_, err = fmt.Fprintf(w, "id: %s\ndata: %s\n\n", ev.ID, data)
+	return err
+}
+
+// writeTextDelta writes one piece of a message's text, with no SSE id
+// (Poppy 0.1 §7.6: "pieces of its text as text-delta events, with no SSE id").
+func writeTextDelta(w http.ResponseWriter, messageID, text string) error {
+	data, err := json.Marshal(map[string]string{"message_id": messageID, "text": text})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "event: text-delta\ndata: %s\n\n", data)
+	return err
+}
+
+// textPieces splits a Company message's text into up to three pieces at
+// spaces. Other events have none.
+func textPieces(ev Event) []string {
+	if ev.Type != "message" || ev.Message == nil || ev.Message.Role != "company" || ev.Message.Text == "" {
+		return nil
+	}
+	text := ev.Message.Text
+	size := max(len(text)/3, 1)
+	var pieces []string
+	for len(text) > 0 && len(pieces) < 2 {
+		i := strings.IndexByte(text[min(size, len(text)-1):], ' ')
+		if i < 0 {
+			break
+		}
+		cut := min(size, len(text)-1) + i + 1
+		pieces = append(pieces, text[:cut])
+		text = text[cut:]
+	}
+	if text != "" {
+		pieces = append(pieces, text)
+	}
+	return pieces
+}
