@@ -263,6 +263,7 @@ func (s *Server) authorizationCodeGrant(_ context.Context, req *tokenRequest) (*
 	if code == "" {
 		return nil, s.agentBug("4.5", "invalid_request", "authorization_code grant without code")
 	}
+	s.addSecret(req.form.Get("code_verifier")) // IssuedSecrets: for leak scans of the agent's output
 	sid, e := s.checkSignInGrant("4.5", req)
 	if e != nil {
 		return nil, e

@@ -229,8 +229,8 @@ func (s *Server) pollLocked(d *deviceRequest, clientID string, now time.Time) *r
 	return nil
 }
 
-// deviceByUserCode returns the device request of a user code; the caller
-// holds mu.
+// deviceByUserCodeLocked returns the device request of a user code; the
+// caller holds mu.
 func (s *Server) deviceByUserCodeLocked(userCode string) (*deviceRequest, error) {
 	d := s.signIn.userCodes[normalizeUserCode(userCode)]
 	if d == nil {
@@ -243,6 +243,21 @@ func (s *Server) deviceByUserCodeLocked(userCode string) (*deviceRequest, error)
 // that expired.
 var errDecided = errors.New("poppytest: the request was already approved, declined or expired")
 
+// withDevice runs f on the device request of userCode under mu. With
+// pending set, a request already answered or expired gets errDecided.
+func (s *Server) withDevice(userCode string, pending bool, f func(d *deviceRequest) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, err := s.deviceByUserCodeLocked(userCode)
+	switch {
+	case err != nil:
+		return err
+	case pending && (d.status != devicePending || !s.timeNow().Before(d.expires)):
+		return errDecided
+	}
+	return f(d)
+}
+
 // ApproveDevice approves the device request of userCode for account, as the
 // User does on the verification page, with scopes: some or all of those
 // requested, or all of them when none are given.
@@ -250,50 +265,31 @@ func (s *Server) ApproveDevice(userCode, account string, scopes ...string) error
 	if _, ok := s.accountByID(account); !ok {
 		return fmt.Errorf("poppytest: no account %q", account)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, err := s.deviceByUserCodeLocked(userCode)
-	if err != nil {
+	return s.withDevice(userCode, true, func(d *deviceRequest) error {
+		granted, err := grantedScopes(d.scopes, scopes)
+		if err == nil {
+			d.status, d.account, d.granted = deviceApproved, account, granted
+		}
 		return err
-	}
-	if d.status != devicePending || !s.timeNow().Before(d.expires) {
-		return errDecided
-	}
-	granted, err := grantedScopes(d.scopes, scopes)
-	if err != nil {
-		return err
-	}
-	d.status, d.account, d.granted = deviceApproved, account, granted
-	return nil
+	})
 }
 
 // DenyDevice declines the device request of userCode, as the User does on
 // the verification page: the next poll gets access_denied.
 func (s *Server) DenyDevice(userCode string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, err := s.deviceByUserCodeLocked(userCode)
-	if err != nil {
-		return err
-	}
-	if d.status != devicePending || !s.timeNow().Before(d.expires) {
-		return errDecided
-	}
-	d.status = deviceDenied
-	return nil
+	return s.withDevice(userCode, true, func(d *deviceRequest) error {
+		d.status = deviceDenied
+		return nil
+	})
 }
 
 // ExpireDevice makes the device request of userCode expire now: the next
 // poll gets expired_token.
 func (s *Server) ExpireDevice(userCode string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, err := s.deviceByUserCodeLocked(userCode)
-	if err != nil {
-		return err
-	}
-	d.expires = s.timeNow()
-	return nil
+	return s.withDevice(userCode, false, func(d *deviceRequest) error {
+		d.expires = s.timeNow()
+		return nil
+	})
 }
 
 // SlowDown makes the next n polls of any device request get slow_down, as

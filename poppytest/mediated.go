@@ -124,8 +124,9 @@ func (s *Server) readMediatedBody(r *http.Request, v any) *oauthError {
 	if c, ok := creds.Code.(string); ok {
 		s.addSecret(c)
 	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return s.agentBug("4.7", "invalid_request", "body is not the JSON of §4.7: %v", err)
+	if json.Unmarshal(body, v) != nil {
+		// The decoder's message may quote the body, so it is left out: Poppy 0.1 §4.7 "MUST NOT return credentials in any response"
+		return s.agentBug("4.7", "invalid_request", "body is not the JSON object of §4.7 with string values")
 	}
 	return nil
 }
