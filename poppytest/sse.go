@@ -70,8 +70,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 			cursor = ev.ID
 			sent++
 		}
-		if closed && len(evs) == 0 {
-			return // no event follows a close
+		if closed {
+			return // everything up to the close is sent, and no event follows it
 		}
 		select {
 		case <-changed:
