@@ -310,7 +310,7 @@ func (s *Server) redeemLocked(ac *authCode, req *tokenRequest) *refusal {
 	}
 	sum := sha256.Sum256([]byte(req.form.Get("code_verifier")))
 	if subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(ac.challenge)) != 1 {
-		// RFC 7636 §4.6: "If the values are not equal, an error response indicating "invalid_grant" MUST be returned."
+		// RFC 7636 §4.6: "If the values are not equal, an error response indicating "invalid_grant" ... MUST be returned."
 		return &refusal{code: "invalid_grant", desc: "code_verifier does not match the code_challenge", bug: true}
 	}
 	return nil
