@@ -56,7 +56,15 @@ type IdentityOptions struct {
 	RetireAfter time.Duration
 	// Store persists the signing keys. Zero: keys live in memory only.
 	Store SecretStore
+	// MustExist makes NewIdentity fail with ErrNoIdentity instead of creating
+	// a key when Store holds none: a key nobody published is of no use, so
+	// `serve` loads the key `init` made and never makes its own.
+	MustExist bool
 }
+
+// ErrNoIdentity is returned by NewIdentity with MustExist when the store holds
+// no signing key yet.
+var ErrNoIdentity = errors.New("auth: no agent identity in the state directory (run poppy-mcp init)")
 
 // Identity is the Personal Agent's identity: its client_id and signing keys.
 // It is safe for concurrent use.
@@ -66,6 +74,8 @@ type Identity struct {
 	retire   time.Duration
 	store    SecretStore
 	now      func() time.Time
+	// mustExist refuses to create a key on load (IdentityOptions.MustExist).
+	mustExist bool
 
 	// mu guards current, headers and retired.
 	mu      sync.Mutex
@@ -105,7 +115,7 @@ func NewIdentity(ctx context.Context, clientID string, opts *IdentityOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	id := &Identity{clientID: clientID, meta: meta, retire: opts.RetireAfter, store: opts.Store, now: timeNow}
+	id := &Identity{clientID: clientID, meta: meta, retire: opts.RetireAfter, store: opts.Store, now: timeNow, mustExist: opts.MustExist}
 	if id.retire <= 0 {
 		id.retire = DefaultRetireAfter
 	}
@@ -283,6 +293,9 @@ func (id *Identity) load(ctx context.Context) error {
 		return nil
 	}
 	b, err := id.store.Secret(ctx, identitySecret)
+	if isNotFound(err) && id.mustExist {
+		return ErrNoIdentity
+	}
 	if isNotFound(err) {
 		k, err := GenerateKey()
 		if err != nil {

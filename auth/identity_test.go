@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -246,5 +247,22 @@ func TestAssertions(t *testing.T) {
 	}
 	if _, err := id.SessionAssertion("", tokenEP); err == nil {
 		t.Error("an assertion without sub was signed")
+	}
+}
+
+func TestIdentityMustExist(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	_, err := NewIdentity(ctx, "https://agent.example/agent.json", &IdentityOptions{Store: st, MustExist: true})
+	if !errors.Is(err, ErrNoIdentity) {
+		t.Fatalf("empty store with MustExist: err = %v, want ErrNoIdentity", err)
+	}
+	made, err := NewIdentity(ctx, "https://agent.example/agent.json", &IdentityOptions{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := NewIdentity(ctx, "https://agent.example/agent.json", &IdentityOptions{Store: st, MustExist: true})
+	if err != nil || loaded.CurrentKeyID() != made.CurrentKeyID() {
+		t.Fatalf("MustExist did not load the stored key: %v", err)
 	}
 }
