@@ -12,6 +12,10 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 )
 
+func init() {
+	toolsets = append(toolsets, func(s *Server) []tool { return []tool{s.discoverCompanyTool()} })
+}
+
 func (s *Server) discoverCompanyTool() tool {
 	return tool{newTool("discover_company",
 		"Read a Company's Poppy discovery documents: its sign-in types and scopes, Company Agent, APIs and website "+

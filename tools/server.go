@@ -14,7 +14,10 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/pages"
+	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
 // Version is poppy-mcp's version, reported to MCP clients.
@@ -24,6 +27,15 @@ var Version = "0.1.0-dev"
 type Deps struct {
 	// Discovery fetches and checks Companies. Required.
 	Discovery *discovery.Client
+	// Agent starts Sessions. Nil means poppy-mcp has no identity yet: tools
+	// that need a Session say how to get one (poppy-mcp init).
+	Agent *auth.Agent
+	// Store keeps User IDs, Sessions and later Account Tokens and cursors.
+	// Required when Agent is set.
+	Store *store.Store
+	// Pages serves one-time local pages (joining the website, mediated
+	// sign-in). Nil: tools that need one say so.
+	Pages *pages.Server
 	// Logger receives operational logs (never secrets). Nil means discard.
 	Logger *slog.Logger
 }
@@ -37,11 +49,12 @@ type Server struct {
 
 	mu        sync.Mutex
 	companies map[string]*discovery.Company // by normalized domain; guarded by mu
+	runtimes  map[string]*runtime           // by issuer; guarded by mu
 }
 
 // New builds the MCP server with every tool registered.
 func New(deps Deps) *Server {
-	s := &Server{deps: deps, log: deps.Logger, companies: map[string]*discovery.Company{}}
+	s := &Server{deps: deps, log: deps.Logger, companies: map[string]*discovery.Company{}, runtimes: map[string]*runtime{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -50,11 +63,22 @@ func New(deps Deps) *Server {
 		server.WithRecovery(),
 		server.WithInstructions(instructions),
 	)
-	for _, t := range s.definitions() {
-		s.mcp.AddTool(t.tool, t.handler)
+	for _, set := range toolsets {
+		for _, t := range set(s) {
+			s.mcp.AddTool(t.tool, t.handler)
+		}
 	}
 	return s
 }
+
+// toolsets build the tools of each capability. Each capability's file
+// registers its own in an init function, so capabilities stay in their files.
+var toolsets []func(*Server) []tool
+
+// sessionHooks run once a Session with a Company exists (TOOLS.md: a
+// Company's MCP servers are connected and its API tools announced then).
+// Capabilities register them in init functions; they must not block long.
+var sessionHooks []func(ctx context.Context, s *Server, rt *runtime)
 
 const instructions = "poppy-mcp is the user's Personal Agent for Companies that speak the Personal Agent Protocol (Poppy). " +
 	"Start with discover_company for the Company's domain. poppy-mcp keeps sessions, tokens and cursors itself: " +
@@ -67,12 +91,6 @@ func (s *Server) MCP() *server.MCPServer { return s.mcp }
 type tool struct {
 	tool    mcp.Tool
 	handler server.ToolHandlerFunc
-}
-
-func (s *Server) definitions() []tool {
-	return []tool{
-		s.discoverCompanyTool(),
-	}
 }
 
 // newTool builds a tool from a raw JSON schema (notes/mcp-go.md: do not mix

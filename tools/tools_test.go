@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,49 +13,13 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
-	"github.com/poppy-mcp/poppy-mcp/tools"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
 // revisions are the MCP revisions every client test runs under.
 var revisions = []string{"2025-11-25", "2026-07-28"}
-
-// harness is poppy-mcp's tools over a poppytest Company, served over
-// streamable HTTP for real MCP clients.
-type harness struct {
-	company *poppytest.Server
-	tools   *tools.Server
-	url     string
-}
-
-func newHarness(t *testing.T, opts *poppytest.Options) *harness {
-	t.Helper()
-	company := poppytest.NewServer(t, opts)
-	ts := tools.New(tools.Deps{Discovery: discovery.New(company.Client(), nil)})
-	hs := httptest.NewServer(ts.HTTPHandler())
-	t.Cleanup(hs.Close)
-	return &harness{company: company, tools: ts, url: hs.URL + "/mcp"}
-}
-
-// connect opens a session with the official go-sdk client at one revision.
-func (h *harness) connect(t *testing.T, revision string) *sdk.ClientSession {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-test", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: h.url, MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: revision})
-	if err != nil {
-		t.Fatalf("connect at %s: %v", revision, err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	if got := cs.InitializeResult().ProtocolVersion; got != revision {
-		t.Fatalf("negotiated %s, want %s", got, revision)
-	}
-	return cs
-}
 
 func call(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) (*sdk.CallToolResult, map[string]any) {
 	t.Helper()

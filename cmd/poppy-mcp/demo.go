@@ -86,7 +86,11 @@ func (w *walk) run(ctx context.Context, a *app) error {
 		return err
 	}
 	w.say("Discover the Company: poppy.json, its OAuth server metadata, and its MCP server's resource metadata, each rule checked.")
-	return w.call(ctx, "discover_company", map[string]any{"domain": demoDomain})
+	if err := w.call(ctx, "discover_company", map[string]any{"domain": demoDomain}); err != nil {
+		return err
+	}
+	w.say("Open a Session: a signed jwt-bearer assertion, a client assertion and a DPoP proof go to the token endpoint; the Session Token stays inside poppy-mcp.")
+	return w.call(ctx, "start_session", map[string]any{"domain": demoDomain})
 }
 
 func (w *walk) listTools(ctx context.Context) error {

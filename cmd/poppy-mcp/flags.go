@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"flag"
 	"fmt"
@@ -12,14 +13,16 @@ import (
 	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/cache"
+	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
 // common holds the flags shared by subcommands (TOOLS.md "Flags shared where they apply").
 type common struct {
-	stateDir string
-	clientID string
-	logLevel string
-	resolve  resolveFlag
+	stateDir  string
+	clientID  string
+	logLevel  string
+	resolve   resolveFlag
+	pagesAddr string
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -27,6 +30,20 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.clientID, "client-id", os.Getenv("POPPY_CLIENT_ID"), "the agent's client_id URL (or POPPY_CLIENT_ID)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.Var(&c.resolve, "resolve", "HOST:PORT:ADDR, map a name to a local address like curl's (repeatable)")
+}
+
+// openStore opens the state store in --state-dir, or the default directory.
+func (c *common) openStore(ctx context.Context) (*store.Store, string, error) {
+	dir := c.stateDir
+	if dir == "" {
+		d, err := store.DefaultDir()
+		if err != nil {
+			return nil, "", err
+		}
+		dir = d
+	}
+	st, err := store.Open(ctx, dir, nil)
+	return st, dir, err
 }
 
 // logger returns a text logger on stderr at the chosen level. stdout is never

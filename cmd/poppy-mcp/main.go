@@ -18,6 +18,8 @@ const usage = `poppy-mcp: a Personal Agent for Poppy, as an MCP server
 Usage:
   poppy-mcp [serve] [--demo] [flags]    MCP server over stdio (logs to stderr)
   poppy-mcp check [--json] DOMAIN       validate a Company's discovery documents
+  poppy-mcp init --client-id URL [--redirect-uri URL]... [--out DIR] [--rotate]
+                                        create the agent's signing key; write agent.json and jwks.json
   poppy-mcp demo                        a scripted walk against the embedded demo Company
   poppy-mcp version
 
@@ -47,6 +49,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runServe(ctx, args, stdin, stdout, stderr)
 	case "check":
 		return runCheck(ctx, args, stdout, stderr)
+	case "init":
+		return runInit(ctx, args, stdout, stderr)
 	case "demo":
 		return runDemo(ctx, args, stdout, stderr)
 	case "version":

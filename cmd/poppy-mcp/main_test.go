@@ -194,3 +194,108 @@ func TestResolveFlag(t *testing.T) {
 		}
 	}
 }
+
+func TestInit(t *testing.T) {
+	state, out := t.TempDir(), t.TempDir()
+	env := []string{"POPPY_STATE_KEY=" + strings.Repeat("A", 43)}
+	args := []string{"init", "--state-dir", state, "--out", out, "--client-id", "https://agent.example/agent.json",
+		"--redirect-uri", "https://agent.example/oauth/callback"}
+	stdout, errOut, code := runBinary(t, env, args...)
+	if code != 0 {
+		t.Fatalf("init: exit %d: %s %s", code, stdout, errOut)
+	}
+	var agent struct {
+		ClientID     string   `json:"client_id"`
+		JWKSURI      string   `json:"jwks_uri"`
+		RedirectURIs []string `json:"redirect_uris"`
+		AuthMethod   string   `json:"token_endpoint_auth_method"`
+	}
+	readJSON(t, filepath.Join(out, "agent.json"), &agent)
+	if agent.ClientID != "https://agent.example/agent.json" || agent.JWKSURI != "https://agent.example/jwks.json" ||
+		agent.AuthMethod != "private_key_jwt" || len(agent.RedirectURIs) != 1 {
+		t.Errorf("agent.json = %+v", agent)
+	}
+	first := jwkIDs(t, out)
+	if len(first) != 1 {
+		t.Fatalf("jwks.json has %d keys", len(first))
+	}
+	if _, _, code := runBinary(t, env, args...); code != 0 || jwkIDs(t, out)[0] != first[0] {
+		t.Error("re-running init changed the key")
+	}
+	if _, _, code := runBinary(t, env, append(args, "--rotate")...); code != 0 || len(jwkIDs(t, out)) != 2 {
+		t.Error("--rotate did not publish the new key beside the old one")
+	}
+	for _, bad := range [][]string{
+		{"init", "--state-dir", state, "--client-id", "http://agent.example/agent.json"},
+		{"init", "--state-dir", state, "--client-id", "https://agent.example/agent.json", "--redirect-uri", "https://evil.example/cb"},
+		{"init", "--state-dir", state},
+	} {
+		if _, _, code := runBinary(t, env, bad...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", bad, code)
+		}
+	}
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// jwkIDs returns the kids in jwks.json and fails if any key is private.
+func jwkIDs(t *testing.T, dir string) []string {
+	t.Helper()
+	var set struct {
+		Keys []map[string]any `json:"keys"`
+	}
+	readJSON(t, filepath.Join(dir, "jwks.json"), &set)
+	var ids []string
+	for _, k := range set.Keys {
+		if _, private := k["d"]; private {
+			t.Fatal("jwks.json holds a private key")
+		}
+		ids = append(ids, k["kid"].(string))
+	}
+	return ids
+}
+
+// TestServeWithoutKey: --client-id without `init` must not invent an
+// unpublished key; discovery still works and start_session says what to run.
+func TestServeWithoutKey(t *testing.T) {
+	srv := poppytest.NewServer(t, nil)
+	env, resolve := companyArgs(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	args := append([]string{"serve", "--state-dir", t.TempDir(), "--client-id", "https://agent.example/agent.json"}, resolve...)
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(append(os.Environ(), env...), "POPPY_STATE_KEY="+strings.Repeat("A", 43))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	c := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "discover_company", Arguments: map[string]any{"domain": "example.com"}})
+	if err != nil || res.IsError {
+		t.Fatalf("discover_company without identity: %v %+v", err, res)
+	}
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "start_session", Arguments: map[string]any{"domain": "example.com"}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, "poppy-mcp init") {
+		t.Fatalf("start_session without a key: %v %+v", err, res)
+	}
+	if n := srv.Count("auth.example.com", "/oauth/token"); n != 0 {
+		t.Errorf("%d token requests with an unpublished key", n)
+	}
+	cs.Close()
+	cmd.Wait()
+	if !strings.Contains(stderr.String(), "run `poppy-mcp init") {
+		t.Errorf("stderr does not say what to run: %s", stderr.String())
+	}
+}

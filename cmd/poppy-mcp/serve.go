@@ -9,10 +9,14 @@ import (
 	"log"
 	"log/slog"
 	"net/http"
+	"os"
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/pages"
+	"github.com/poppy-mcp/poppy-mcp/store"
 	"github.com/poppy-mcp/poppy-mcp/tools"
 )
 
@@ -22,6 +26,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var c common
 	c.register(fs)
 	demo := fs.Bool("demo", false, "serve with the embedded demo Company at "+demoDomain)
+	fs.StringVar(&c.pagesAddr, "pages-addr", "", "where local pages listen (default 127.0.0.1 on a random port)")
 	if !parse(fs, args, stderr) || fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "usage: poppy-mcp serve [--demo] [flags]")
 		return 2
@@ -50,30 +55,98 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 // app is one running Personal Agent: the tools over the protocol packages,
 // and the embedded demo Company when asked for.
 type app struct {
-	tools *tools.Server
-	demo  *demoCompany
+	tools   *tools.Server
+	demo    *demoCompany
+	store   *store.Store
+	pages   *pages.Server
+	cleanup []func()
 }
 
-func newApp(ctx context.Context, c *common, demo bool, logger *slog.Logger) (*app, error) {
-	a := &app{}
+func newApp(ctx context.Context, c *common, demo bool, logger *slog.Logger) (a *app, err error) {
+	a = &app{}
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
 	var base http.RoundTripper = c.transport()
 	if demo {
-		dc, err := startDemoCompany(logger)
-		if err != nil {
+		if a.demo, err = startDemoCompany(logger); err != nil {
 			return nil, err
 		}
-		a.demo = dc
-		base = dc.srv.Transport()
+		base = a.demo.srv.Transport()
+		if c.stateDir == "" { // the demo Company forgets everything on exit: so does the demo agent
+			dir, err := os.MkdirTemp("", "poppy-mcp-demo-")
+			if err != nil {
+				return nil, err
+			}
+			c.stateDir = dir
+			a.cleanup = append(a.cleanup, func() { os.RemoveAll(dir) })
+		}
+	}
+	if a.store, _, err = c.openStore(ctx); err != nil {
+		return nil, err
+	}
+	if a.pages, err = pages.New(&pages.Options{Addr: c.pagesAddr}); err != nil {
+		return nil, err
+	}
+	agent, err := a.newAgent(ctx, c, base, logger)
+	if err != nil {
+		return nil, err
 	}
 	a.tools = tools.New(tools.Deps{
 		Discovery: discovery.New(documentClient(base), nil),
-		Logger:    logger,
+		Agent:     agent, Store: a.store, Pages: a.pages, Logger: logger,
 	})
 	return a, nil
 }
 
+// newAgent loads the agent's identity: the demo's own (published by the demo
+// Company at agent.example), or the one `poppy-mcp init` made for --client-id.
+// Without one, poppy-mcp still discovers and checks Companies.
+func (a *app) newAgent(ctx context.Context, c *common, base http.RoundTripper, logger *slog.Logger) (*auth.Agent, error) {
+	clientID, mustExist := c.clientID, true
+	if a.demo != nil {
+		clientID, mustExist = "https://"+a.demo.srv.AgentHost()+"/agent.json", false
+	}
+	if clientID == "" {
+		logger.Warn("no agent identity: only discovery works. Run `poppy-mcp init --client-id URL`, publish the two files, and pass --client-id")
+		return nil, nil
+	}
+	id, err := auth.NewIdentity(ctx, clientID, &auth.IdentityOptions{Store: a.store, MustExist: mustExist})
+	if errors.Is(err, auth.ErrNoIdentity) {
+		logger.Warn("no signing key in the state directory for " + clientID + ": run `poppy-mcp init --client-id " + clientID + "`; only discovery works until then")
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if a.demo != nil {
+		agentJSON, err := id.AgentJSON()
+		if err != nil {
+			return nil, err
+		}
+		jwks, err := id.JWKSJSON()
+		if err != nil {
+			return nil, err
+		}
+		a.demo.srv.SetAgentDocuments(agentJSON, jwks)
+	}
+	// No client timeout: conversations long-poll and stream; each call is bounded by its ctx.
+	return auth.New(id, &auth.Options{HTTPClient: &http.Client{Transport: base}, Store: a.store}), nil
+}
+
 func (a *app) close() {
+	if a.pages != nil {
+		a.pages.Close()
+	}
+	if a.store != nil {
+		a.store.Close()
+	}
 	if a.demo != nil {
 		a.demo.close()
+	}
+	for _, f := range a.cleanup {
+		f()
 	}
 }

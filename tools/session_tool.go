@@ -1,0 +1,83 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/discovery"
+)
+
+func init() {
+	toolsets = append(toolsets, func(s *Server) []tool { return []tool{s.startSessionTool()} })
+}
+
+func (s *Server) startSessionTool() tool {
+	return tool{newTool("start_session",
+		"Open (or reuse) the user's Session with a Company: the Company then recognizes the same user across its APIs, "+
+			"conversations and website. Starts signed in when poppy-mcp holds an Account Token. Other tools start one as needed.",
+		`{"type":"object","properties":{`+
+			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"},`+
+			`"new":{"type":"boolean","description":"Start a fresh Session instead of reusing the current one"}},`+
+			`"required":["domain"],"additionalProperties":false}`,
+		annotations{title: "Start a Session", idempotent: true, openWorld: true},
+	), s.startSession}
+}
+
+// sessionResult is start_session's structured content. It never holds a token.
+type sessionResult struct {
+	Domain    string   `json:"domain"`
+	SessionID string   `json:"session_id"`
+	SignedIn  bool     `json:"signed_in"`
+	Scopes    []string `json:"scopes"`
+	ExpiresAt string   `json:"expires_at"`
+}
+
+func (s *Server) startSession(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	domain := stringArg(req, "domain")
+	rt, sess, err := s.session(ctx, domain, boolArg(req, "new"))
+	if err != nil {
+		return s.sessionFailure(domain, err), nil
+	}
+	info := sess.Info()
+	res := sessionResult{Domain: rt.Company().Domain, SessionID: info.ID, SignedIn: info.SignedIn,
+		Scopes: info.Scopes, ExpiresAt: info.ExpiresAt.UTC().Format(time.RFC3339)}
+	if res.Scopes == nil {
+		res.Scopes = []string{}
+	}
+	state := "signed out"
+	if info.SignedIn {
+		state = "signed in with scopes " + strings.Join(info.Scopes, " ")
+	}
+	return result(res, "Session %s with %s is open, %s. poppy-mcp renews it by itself.", info.ID, res.Domain, state), nil
+}
+
+// sessionFailure phrases an error from getting a Session for the model, with
+// what to do next. Errors from auth and discovery never carry secrets.
+func (s *Server) sessionFailure(domain string, err error) *mcp.CallToolResult {
+	var (
+		refused *discovery.RefusedError
+		inErr   *discovery.InputError
+		wait    *auth.RetryAfterError
+		aerr    *auth.Error
+	)
+	code, next := "session_failed", "Try again later."
+	switch {
+	case errors.Is(err, errNoIdentity):
+		code, next = "no_identity", "Tell the user how to set up poppy-mcp's identity (see the message)."
+	case errors.As(err, &inErr):
+		code, next = "invalid_domain", "Give the domain alone, like example.com."
+	case errors.As(err, &refused):
+		code, next = "company_unusable", "This Company's documents break the protocol; it cannot be used."
+	case errors.As(err, &wait):
+		code, next = "rate_limited", "Wait the time given, then call the tool again."
+	case errors.As(err, &aerr):
+		code = aerr.Code
+	}
+	s.log.Info("no session", "domain", domain, "code", code, "err", err)
+	return failure(map[string]string{"error": code, "next": next}, "%v. %s", err, next)
+}

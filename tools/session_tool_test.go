@@ -1,0 +1,120 @@
+package tools_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/poppy-mcp/poppy-mcp/cache"
+	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/poppytest"
+	"github.com/poppy-mcp/poppy-mcp/tools"
+)
+
+func TestStartSession(t *testing.T) {
+	for _, rev := range revisions {
+		t.Run(rev, func(t *testing.T) {
+			h := newHarness(t, nil)
+			cs := h.connect(t, rev)
+			res, got := call(t, cs, "start_session", map[string]any{"domain": "example.com"})
+			id, _ := got["session_id"].(string)
+			if res.IsError || !strings.HasPrefix(id, "ses_") || got["signed_in"] != false || got["expires_at"] == "" {
+				t.Fatalf("start_session = %v (isError %v)", got, res.IsError)
+			}
+			_, again := call(t, cs, "start_session", map[string]any{"domain": "www.example.com"})
+			if again["session_id"] != id {
+				t.Errorf("a second call started another Session: %v then %v", id, again["session_id"])
+			}
+			_, fresh := call(t, cs, "start_session", map[string]any{"domain": "example.com", "new": true})
+			if fresh["session_id"] == id {
+				t.Errorf("new=true kept Session %v", id)
+			}
+			if n := h.company.Served("session_token"); n != 2 {
+				t.Errorf("Session Tokens issued = %d, want 2", n)
+			}
+			scanForSecrets(t, h, res, fresh)
+		})
+	}
+}
+
+// TestStartSessionResumes: a restarted poppy-mcp (same store) keeps the
+// Session it had, renewing it with its session_id (Poppy 0.1 §4.2).
+func TestStartSessionResumes(t *testing.T) {
+	h := newHarness(t, nil)
+	_, first := call(t, h.connect(t, revisions[0]), "start_session", map[string]any{"domain": "example.com"})
+	restarted := tools.New(tools.Deps{
+		Discovery: discovery.New(&http.Client{Transport: cache.New(h.company.Transport(), nil)}, nil),
+		Agent:     h.agent, Store: h.store, Pages: h.pages,
+	})
+	hs := httptest.NewServer(restarted.HTTPHandler())
+	t.Cleanup(hs.Close) // after the client session closes (cleanups run last-in first-out)
+	h2 := *h
+	h2.url = hs.URL + "/mcp"
+	_, second := call(t, h2.connect(t, revisions[1]), "start_session", map[string]any{"domain": "example.com"})
+	if second["session_id"] != first["session_id"] {
+		t.Fatalf("after a restart: Session %v, want %v resumed", second["session_id"], first["session_id"])
+	}
+	if n := len(h.company.Sessions()); n != 1 {
+		t.Errorf("the Company has %d Sessions, want 1", n)
+	}
+}
+
+// TestStartSessionEnded: a Session the Company ended is replaced by a new one.
+func TestStartSessionEnded(t *testing.T) {
+	h := newHarness(t, nil)
+	cs := h.connect(t, revisions[0])
+	_, first := call(t, cs, "start_session", map[string]any{"domain": "example.com"})
+	h.company.EndSession(first["session_id"].(string))
+	restarted := tools.New(tools.Deps{
+		Discovery: discovery.New(h.company.Client(), nil), Agent: h.agent, Store: h.store,
+	})
+	hs := httptest.NewServer(restarted.HTTPHandler())
+	t.Cleanup(hs.Close) // after the client session closes (cleanups run last-in first-out)
+	h2 := *h
+	h2.url = hs.URL + "/mcp"
+	res, second := call(t, h2.connect(t, revisions[0]), "start_session", map[string]any{"domain": "example.com"})
+	if res.IsError || second["session_id"] == first["session_id"] {
+		t.Fatalf("ended Session not replaced: %v", second)
+	}
+}
+
+func TestStartSessionWithoutIdentity(t *testing.T) {
+	company := poppytest.NewServer(t, nil)
+	ts := tools.New(tools.Deps{Discovery: discovery.New(company.Client(), nil)})
+	hs := httptest.NewServer(ts.HTTPHandler())
+	t.Cleanup(hs.Close) // after the client session closes (cleanups run last-in first-out)
+	h := &harness{company: company, url: hs.URL + "/mcp"}
+	res, got := call(t, h.connect(t, revisions[0]), "start_session", map[string]any{"domain": "example.com"})
+	text := res.Content[0].(*sdk.TextContent).Text
+	if !res.IsError || got["error"] != "no_identity" || !strings.Contains(text, "poppy-mcp init") {
+		t.Fatalf("without identity: %v %q", got, text)
+	}
+}
+
+// scanForSecrets fails when any secret the Company issued or received (tokens,
+// assertions, proofs) appears in what the client got or in the logs.
+func scanForSecrets(t *testing.T, h *harness, results ...any) {
+	t.Helper()
+	var seen strings.Builder
+	for _, r := range results {
+		b, _ := json.Marshal(r)
+		seen.Write(b)
+	}
+	seen.WriteString(h.logs.String())
+	secrets := h.company.IssuedSecrets()
+	if len(secrets) == 0 {
+		t.Fatal("the Company recorded no secrets: the scan would prove nothing")
+	}
+	for _, s := range secrets {
+		if len(s) >= 8 && strings.Contains(seen.String(), s) {
+			t.Errorf("a secret issued by the Company reached the client or the logs: %.12s…", s)
+		}
+	}
+}
+
+var _ = context.Background

@@ -1,0 +1,173 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/store"
+)
+
+// runtime is what the tools keep for one Company, identified by its issuer
+// (Poppy 0.1 §3.2: several domains naming one issuer are one Company). It is
+// safe for concurrent use.
+type runtime struct {
+	issuer string
+
+	// mu guards everything below; it is held while a Session starts, so
+	// concurrent tools share one Session.
+	mu      sync.Mutex
+	company *discovery.Company
+	auth    auth.Company
+	session *auth.Session
+	userID  string
+}
+
+// Company returns the discovered Company.
+func (rt *runtime) Company() *discovery.Company {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.company
+}
+
+// errNoIdentity is returned by tools that need a Session when poppy-mcp has
+// no agent identity.
+var errNoIdentity = errors.New("poppy-mcp has no agent identity yet: run `poppy-mcp init --client-id https://YOUR.DOMAIN/agent.json`, " +
+	"publish the agent.json and jwks.json it writes at those URLs, and restart with --client-id (or POPPY_CLIENT_ID). " +
+	"Discovery works without one")
+
+// usableCompany discovers the Company and refuses one with error findings.
+func (s *Server) usableCompany(ctx context.Context, domain string) (*discovery.Company, error) {
+	co, err := s.company(ctx, domain, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := co.Err(); err != nil {
+		return nil, err
+	}
+	if co.Document.Auth == nil || co.Metadata == nil {
+		return nil, fmt.Errorf("%s offers no sign-in server (auth), so it has no Sessions", co.Domain)
+	}
+	return co, nil
+}
+
+// authCompany is what auth needs to know, taken from discovery.
+func authCompany(co *discovery.Company) auth.Company {
+	doc, md := co.Document, co.Metadata
+	c := auth.Company{
+		Issuer: doc.Auth.Issuer, Domain: doc.Organization.Domain,
+		TokenEndpoint: md.TokenEndpoint, RevocationEndpoint: md.RevocationEndpoint,
+		AuthorizationEndpoint:       md.AuthorizationEndpoint,
+		DeviceAuthorizationEndpoint: md.DeviceAuthorizationEndpoint,
+	}
+	if doc.Auth.Mediated != nil {
+		c.MediatedEndpoint = doc.Auth.Mediated.Endpoint
+	}
+	if doc.Web != nil {
+		c.BrowserSessionEndpoint = doc.Web.BrowserSessionEndpoint
+	}
+	for _, a := range doc.APIs {
+		if a.Type == "mcp" {
+			c.MCPServers = append(c.MCPServers, a.URL)
+		}
+	}
+	return c
+}
+
+// runtimeFor returns the runtime of a usable Company, creating it.
+func (s *Server) runtimeFor(ctx context.Context, domain string) (*runtime, error) {
+	co, err := s.usableCompany(ctx, domain)
+	if err != nil {
+		return nil, err
+	}
+	issuer := co.Document.Auth.Issuer
+	s.mu.Lock()
+	rt := s.runtimes[issuer]
+	if rt == nil {
+		rt = &runtime{issuer: issuer}
+		s.runtimes[issuer] = rt
+	}
+	s.mu.Unlock()
+	rt.mu.Lock()
+	rt.company, rt.auth = co, authCompany(co)
+	rt.mu.Unlock()
+	return rt, nil
+}
+
+// session returns the Company's Session, starting one when there is none or
+// fresh is set. A Session saved by an earlier run is resumed (Poppy 0.1 §4.2:
+// the Company decides how long a Session lasts; auth starts a new one when it
+// has ended). Session hooks run after a Session first exists.
+func (s *Server) session(ctx context.Context, domain string, fresh bool) (*runtime, *auth.Session, error) {
+	if s.deps.Agent == nil {
+		return nil, nil, errNoIdentity
+	}
+	rt, err := s.runtimeFor(ctx, domain)
+	if err != nil {
+		return nil, nil, err
+	}
+	rt.mu.Lock()
+	started, err := s.ensureSession(ctx, rt, fresh)
+	sess := rt.session
+	rt.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	if started {
+		for _, hook := range sessionHooks {
+			hook(ctx, s, rt)
+		}
+	}
+	return rt, sess, nil
+}
+
+// ensureSession starts or resumes rt's Session; rt.mu is held. It reports
+// whether a Session was started.
+func (s *Server) ensureSession(ctx context.Context, rt *runtime, fresh bool) (bool, error) {
+	if rt.session != nil && !fresh {
+		return false, nil
+	}
+	userID, err := s.deps.Store.UserID(ctx, rt.issuer)
+	if err != nil {
+		return false, err
+	}
+	rt.userID = userID
+	sess := s.resumeSaved(ctx, rt, fresh)
+	if sess == nil {
+		if sess, err = s.deps.Agent.StartSession(ctx, rt.auth, userID); err != nil {
+			return false, err
+		}
+	}
+	rt.session = sess
+	return true, s.saveSession(ctx, rt)
+}
+
+// resumeSaved resumes the newest Session an earlier run saved, or returns nil.
+func (s *Server) resumeSaved(ctx context.Context, rt *runtime, fresh bool) *auth.Session {
+	if fresh {
+		return nil
+	}
+	saved, err := s.deps.Store.Sessions(ctx, rt.issuer)
+	if err != nil || len(saved) == 0 || saved[0].UserID != rt.userID {
+		return nil
+	}
+	sess, err := s.deps.Agent.ResumeSession(ctx, rt.auth, rt.userID, saved[0].ID)
+	if err != nil {
+		s.log.Info("could not resume the saved Session; starting a new one", "issuer", rt.issuer, "err", err)
+		return nil
+	}
+	return sess
+}
+
+// saveSession records rt's Session (never its token) so a restart resumes it.
+func (s *Server) saveSession(ctx context.Context, rt *runtime) error {
+	info := rt.session.Info()
+	return s.deps.Store.PutSession(ctx, store.Session{
+		Issuer: rt.issuer, UserID: rt.userID, ID: info.ID, Domain: rt.company.Domain,
+		SignedIn: info.SignedIn, Scopes: slices.Clone(info.Scopes), ExpiresAt: info.ExpiresAt,
+	})
+}
