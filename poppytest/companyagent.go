@@ -271,7 +271,7 @@ func (s *Server) accountTask(cv *convRecord, task agentTask) {
 			s.say(cv, "I couldn't start that return: "+shopReason(err), nil)
 			return
 		}
-		s.say(cv, fmt.Sprintf("I've started return %s for order %s. You'll get a shipping label by email.", r.ID, orderID),
+		s.say(cv, fmt.Sprintf("I've started return %s for order %s. You'll get a shipping label by email.", r.ID, strings.TrimPrefix(orderID, "ord_")),
 			map[string]any{"return_id": r.ID, "order_id": orderID, "status": r.Status})
 	case "exchange":
 		s.exchange(cv, account, orderID, in.ItemID, skuIn(in.ReplacementSKU, task.text))
@@ -317,7 +317,7 @@ func (s *Server) exchange(cv *convRecord, account, orderID, itemID, sku string) 
 		s.say(cv, "I couldn't make that exchange: "+shopReason(err), nil)
 		return
 	}
-	s.say(cv, fmt.Sprintf("I've set up exchange %s: order %s's item for %s, a difference of $%d.", x.ID, orderID, sku, x.PriceDifference),
+	s.say(cv, fmt.Sprintf("I've set up exchange %s: the item of order %s for %s, a difference of $%d.", x.ID, strings.TrimPrefix(orderID, "ord_"), sku, x.PriceDifference),
 		map[string]any{"exchange_id": x.ID, "order_id": orderID, "item_id": itemID, "replacement_sku": sku,
 			"price_difference": x.PriceDifference, "status": x.Status})
 }

@@ -1,6 +1,7 @@
 package poppytest_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -183,4 +184,22 @@ func TestAgentHandsOff(t *testing.T) {
 		t.Errorf("status %s, want queued", cv.Status)
 	}
 	wantNoViolation(t, s, rt)
+}
+
+// The Company Agent's script: a message triggers the first rule whose words
+// its text holds; rules with a scope need a signed-in token that has it.
+func ExampleAgentRules() {
+	for _, r := range poppytest.AgentRules() {
+		scope := r.Scope
+		if scope == "" {
+			scope = "-"
+		}
+		fmt.Printf("%-14s %-11s %s\n", r.Name, scope, strings.Join(r.Words, ", "))
+	}
+	// Output:
+	// user_requested -           specialist, talk to the user, talk with the user
+	// handoff        -           person, human, representative
+	// exchange       poppy:write exchange, swap
+	// return         poppy:write return, returns, refund
+	// order_status   poppy:read  order, orders, status, track, tracking, delivery, shipped, delivered
 }

@@ -135,3 +135,25 @@ func TestRequestUser(t *testing.T) {
 	}
 	wantNoViolation(t, s, rt)
 }
+
+func TestAddEvent(t *testing.T) {
+	s, rt, a := newConvCompany(t, &poppytest.Options{AgentDelay: -1})
+	id := a.mustStart("hello")
+	a.settle(id, "")
+	ev, err := s.AddEvent(id, poppytest.Event{Type: "example.com/gift-wrap"})
+	if err != nil || ev.ID == "" {
+		t.Fatalf("AddEvent = %+v, %v", ev, err)
+	}
+	m, err := s.AddEvent(id, poppytest.Event{Type: "message", Message: &poppytest.Message{Sender: "agent", Text: "A note."}})
+	if err != nil || m.Message.Role != "company" || m.Message.ID == "" {
+		t.Fatalf("AddEvent of a message = %+v, %v", m, err)
+	}
+	evs := events(a.read(id, ""))
+	if n := len(evs); evs[n-2]["type"] != "example.com/gift-wrap" || evs[n-2]["id"] != ev.ID || evs[n-1]["message"].(map[string]any)["text"] != "A note." {
+		t.Errorf("events %v", evs)
+	}
+	if _, err := s.AddEvent(id, poppytest.Event{Type: "state", Status: "idle"}); err == nil {
+		t.Errorf("AddEvent of a state event succeeded")
+	}
+	wantNoViolation(t, s, rt)
+}

@@ -96,6 +96,33 @@ func (s *Server) RequestUser(conversationID, reason string) error {
 	})
 }
 
+// AddEvent adds ev to the conversation as the Company and returns it with
+// its new ID and time: an event the script does not make, or of a type the
+// spec does not define, which agents must skip (Poppy 0.1 §7.5). Type is
+// required. State events are refused: status and responder change through
+// the Person, the Company Agent and closing. A message's ID and role are
+// set when empty (role "company").
+func (s *Server) AddEvent(conversationID string, ev Event) (Event, error) {
+	var out Event
+	err := s.companyAction(conversationID, func(cv *convRecord) error {
+		switch {
+		case ev.Type == "" || ev.Type == "state":
+			return fmt.Errorf("poppytest: AddEvent of type %q", ev.Type)
+		case cv.Status == StatusClosed:
+			return fmt.Errorf("poppytest: conversation %s is closed", cv.ID)
+		}
+		if ev.Message != nil {
+			m := *ev.Message
+			m.ID, m.Role, m.Time = orDefault(m.ID, "msg_"+randomString(9)), orDefault(m.Role, "company"), s.timeNow()
+			ev.Message = &m
+		}
+		s.addEvent(cv, ev)
+		out = cv.events[len(cv.events)-1]
+		return nil
+	})
+	return out, err
+}
+
 // companyAction runs f on the conversation id under the lock.
 func (s *Server) companyAction(id string, f func(cv *convRecord) error) error {
 	st := s.conv

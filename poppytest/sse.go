@@ -19,27 +19,11 @@ import (
 // until the client leaves, the conversation closes, the stream's lifetime
 // ends or the Server closes.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string, c *Caller, q readQuery) {
-	cursor := q.cursor
-	if last := r.Header.Get("Last-Event-ID"); last != "" {
-		cursor = last // Poppy 0.1 §7.6: "The Personal Agent reconnects with Last-Event-ID ... in place of cursor."
-	}
-	drop := -1
-	e := s.withConv(id, c, func(cv *convRecord) *convError {
-		if _, _, ok := cv.after(cursor, 1); !ok {
-			return newConvError("cursor_expired", "Last-Event-ID or cursor %q names no event the Company holds", cursor)
-		}
-		drop, s.conv.dropStream = s.conv.dropStream, -1
-		return nil
-	})
-	if e != nil {
-		s.writeConvError(w, e)
+	cursor, drop, ok := s.startStream(w, r, id, c, q)
+	if !ok {
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	_ = rc.Flush()
 	var lifetime <-chan time.Time
 	if s.opts.StreamLifetime > 0 {
 		t := time.NewTimer(s.opts.StreamLifetime)
@@ -48,15 +32,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	}
 	sent := 0
 	for {
-		var evs []Event
-		var changed chan struct{}
-		closed, held := false, true
-		_ = s.withConv(id, c, func(cv *convRecord) *convError {
-			evs, _, held = cv.after(cursor, 0)
-			evs = append([]Event(nil), evs...)
-			closed, changed = cv.Status == StatusClosed, cv.changed
-			return nil
-		})
+		evs, closed, changed, held := s.streamBatch(id, c, cursor)
 		if !held {
 			return // the cursor expired under the stream: end it, and the reconnect gets cursor_expired
 		}
@@ -81,6 +57,49 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 			return
 		}
 	}
+}
+
+// startStream checks the stream's cursor, takes the DropStreamAfter knob
+// and writes the stream's header. On failure it writes the error and
+// returns false.
+func (s *Server) startStream(w http.ResponseWriter, r *http.Request, id string, c *Caller, q readQuery) (string, int, bool) {
+	cursor := q.cursor
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		cursor = last // Poppy 0.1 §7.6: "The Personal Agent reconnects with Last-Event-ID ... in place of cursor."
+	}
+	drop := -1
+	e := s.withConv(id, c, func(cv *convRecord) *convError {
+		if _, _, ok := cv.after(cursor, 1); !ok {
+			return newConvError("cursor_expired", "Last-Event-ID or cursor %q names no event the Company holds", cursor)
+		}
+		drop, s.conv.dropStream = s.conv.dropStream, -1
+		return nil
+	})
+	if e != nil {
+		s.writeConvError(w, e)
+		return "", 0, false
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(w).Flush()
+	return cursor, drop, true
+}
+
+// streamBatch returns a copy of the events after cursor, whether the
+// conversation is closed, the channel that signals the next event, and
+// false when the cursor names no event held.
+func (s *Server) streamBatch(id string, c *Caller, cursor string) ([]Event, bool, chan struct{}, bool) {
+	var evs []Event
+	var changed chan struct{}
+	closed, held := false, false
+	_ = s.withConv(id, c, func(cv *convRecord) *convError {
+		evs, _, held = cv.after(cursor, 0)
+		evs = append([]Event(nil), evs...)
+		closed, changed = cv.Status == StatusClosed, cv.changed
+		return nil
+	})
+	return evs, closed, changed, held
 }
 
 // dropStream breaks the stream before ev, after the first piece of its text

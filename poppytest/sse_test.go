@@ -2,10 +2,16 @@ package poppytest_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -276,6 +282,86 @@ func TestJSONWithoutStreamAccept(t *testing.T) {
 	r := a.request("GET", "/"+id+"/events", "", nil, http.Header{"Accept": {"application/json"}})
 	if r.status != 200 || r.header.Get("Content-Type") != "application/json" || r.str("cursor") == "" {
 		t.Errorf("read with Accept: application/json: %d %v", r.status, r.header)
+	}
+	wantNoViolation(t, s, rt)
+}
+
+func init() {
+	if flag.Lookup("update") == nil { // another file of the package may define it
+		flag.Bool("update", false, "rewrite the golden files")
+	}
+}
+
+func updateGolden() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+// companyIDs matches the IDs the Company chooses, which are random.
+var companyIDs = regexp.MustCompile(`\b(cnv|evt|msg|ret|exc)_[A-Za-z0-9_-]{6,}`)
+
+// normalizeIDs numbers the Company's IDs in order of appearance.
+func normalizeIDs(b []byte) []byte {
+	seen := map[string]string{}
+	return companyIDs.ReplaceAllFunc(b, func(id []byte) []byte {
+		if _, ok := seen[string(id)]; !ok {
+			kind, _, _ := strings.Cut(string(id), "_")
+			seen[string(id)] = fmt.Sprintf("%s_%d", kind, len(seen)+1)
+		}
+		return []byte(seen[string(id)])
+	})
+}
+
+// TestConversationGolden records what crosses the wire in one scripted
+// conversation: the JSON read of every event, and the same as a stream.
+func TestConversationGolden(t *testing.T) {
+	s, rt, a := newConvCompany(t, &poppytest.Options{AgentDelay: -1})
+	a.signIn("acct_dana", "poppy:read", "poppy:write")
+	r := a.start(map[string]any{"id": "msg_g1", "sender": "agent",
+		"text":    "The jacket from order #1042 isn't warm enough. The user wants to return it.",
+		"context": map[string]any{"locale": "en-US", "time_zone": "America/Los_Angeles", "user_available": true}})
+	id := r.str("conversation_id")
+	_, last := a.settle(id, "")
+	a.send(id, map[string]any{"id": "msg_g2", "sender": "agent", "context": map[string]any{"user_available": false}}, "")
+	a.request("POST", "/"+id+"/handoff", "", map[string]any{}, nil)
+	p := s.Person(id)
+	if p.Join() != nil || p.Say("I've reviewed the return. Anything else?") != nil || p.Leave("") != nil {
+		t.Fatal("person")
+	}
+	a.send(id, map[string]any{"id": "msg_g3", "sender": "human", "text": "No, thanks.", "data": map[string]any{"done": true}}, "")
+	a.settle(id, last.str("cursor"))
+	a.request("POST", "/"+id+"/close", "", map[string]any{}, nil)
+
+	read := a.read(id, "")
+	body, _ := json.MarshalIndent(read.body, "", "  ")
+	st := a.openStream(id, "", nil)
+	frames, err := st.end(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sse bytes.Buffer
+	for _, f := range frames {
+		if f.hasID {
+			fmt.Fprintf(&sse, "id: %s\n", f.id)
+		}
+		if f.event != "" {
+			fmt.Fprintf(&sse, "event: %s\n", f.event)
+		}
+		fmt.Fprintf(&sse, "data: %s\n\n", f.data)
+	}
+	got := normalizeIDs([]byte("# GET events (JSON)\n" + string(body) + "\n\n# GET events (text/event-stream)\n" + sse.String()))
+	path := filepath.Join("testdata", "conversation.golden")
+	if updateGolden() {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("the wire changed; run with -update if that is intended. Got:\n%s", got)
 	}
 	wantNoViolation(t, s, rt)
 }
