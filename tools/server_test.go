@@ -1,0 +1,33 @@
+package tools
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/discovery"
+)
+
+// TestCloseStopsBackground: Close cancels background work and waits for it.
+func TestCloseStopsBackground(t *testing.T) {
+	s := New(Deps{Discovery: discovery.New(nil, nil)})
+	var finished atomic.Bool
+	started := make(chan struct{})
+	if !s.Go(func(ctx context.Context) {
+		close(started)
+		<-ctx.Done()
+		time.Sleep(10 * time.Millisecond) // state is saved after cancellation
+		finished.Store(true)
+	}) {
+		t.Fatal("Go refused work before Close")
+	}
+	<-started
+	s.Close()
+	if !finished.Load() {
+		t.Fatal("Close returned before background work finished")
+	}
+	if s.Go(func(context.Context) {}) {
+		t.Error("Go accepted work after Close")
+	}
+}
