@@ -23,6 +23,7 @@ type common struct {
 	logLevel  string
 	resolve   resolveFlag
 	pagesAddr string
+	publicURL string // serve --public-url
 }
 
 func (c *common) register(fs *flag.FlagSet) {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -20,46 +21,69 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/tools"
 )
 
-// runServe serves MCP over stdio. Logs go to stderr only: stdout carries MCP.
+// runServe serves MCP over stdio, or over streamable HTTP with --http. Logs
+// go to stderr only: in stdio mode stdout carries MCP.
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var c common
 	c.register(fs)
 	demo := fs.Bool("demo", false, "serve with the embedded demo Company at "+demoDomain)
 	fs.StringVar(&c.pagesAddr, "pages-addr", "", "where local pages listen (default 127.0.0.1 on a random port)")
+	var o httpOptions
+	fs.StringVar(&o.addr, "http", "", "serve MCP over streamable HTTP at ADDR (endpoint /mcp) instead of stdio")
+	fs.StringVar(&o.token, "http-token", os.Getenv("POPPY_HTTP_TOKEN"), "bearer token HTTP clients must send (required off loopback)")
+	fs.StringVar(&o.publicURL, "public-url", "", "HTTP mode: the https URL this server is reachable at; serves agent.json, jwks.json and local pages there")
 	if !parse(fs, args, stderr) || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: poppy-mcp serve [--demo] [flags]")
+		fmt.Fprintln(stderr, "usage: poppy-mcp serve [--demo] [--http ADDR [--http-token T] [--public-url URL]] [flags]")
 		return 2
 	}
 	logger, err := c.logger(stderr)
+	if err == nil && o.addr != "" {
+		err = o.check()
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "poppy-mcp:", err)
 		return 2
 	}
-	app, err := newApp(ctx, &c, *demo, logger)
+	c.publicURL = o.publicURL
+	a, err := newApp(ctx, &c, *demo, logger)
 	if err != nil {
 		logger.Error("cannot start", "err", err)
 		return 1
 	}
-	defer app.close()
-	stdio := server.NewStdioServer(app.tools.MCP())
-	stdio.SetErrorLogger(log.New(stderr, "poppy-mcp: ", 0))
-	logger.Info("serving MCP over stdio", "demo", *demo)
-	if err := stdio.Listen(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
-		logger.Error("stdio", "err", err)
+	defer a.close()
+	if o.addr != "" {
+		err = serveHTTP(ctx, a, o, logger)
+	} else {
+		err = serveStdio(ctx, a, stdin, stdout, stderr, logger)
+	}
+	if err != nil {
+		logger.Error("serve", "err", err)
 		return 1
 	}
 	return 0
 }
 
+func serveStdio(ctx context.Context, a *app, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) error {
+	stdio := server.NewStdioServer(a.tools.MCP())
+	stdio.SetErrorLogger(log.New(stderr, "poppy-mcp: ", 0))
+	logger.Info("serving MCP over stdio", "demo", a.demo != nil)
+	err := stdio.Listen(ctx, stdin, stdout)
+	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
 // app is one running Personal Agent: the tools over the protocol packages,
 // and the embedded demo Company when asked for.
 type app struct {
-	tools   *tools.Server
-	demo    *demoCompany
-	store   *store.Store
-	pages   *pages.Server
-	cleanup []func()
+	tools    *tools.Server
+	demo     *demoCompany
+	store    *store.Store
+	pages    *pages.Server
+	identity *auth.Identity // nil without one
+	cleanup  []func()
 }
 
 func newApp(ctx context.Context, c *common, demo bool, logger *slog.Logger) (a *app, err error) {
@@ -87,7 +111,11 @@ func newApp(ctx context.Context, c *common, demo bool, logger *slog.Logger) (a *
 	if a.store, _, err = c.openStore(ctx); err != nil {
 		return nil, err
 	}
-	if a.pages, err = pages.New(&pages.Options{Addr: c.pagesAddr}); err != nil {
+	pagesOpts := &pages.Options{Addr: c.pagesAddr}
+	if c.publicURL != "" {
+		pagesOpts.PublicURL = strings.TrimSuffix(c.publicURL, "/") + "/pages"
+	}
+	if a.pages, err = pages.New(pagesOpts); err != nil {
 		return nil, err
 	}
 	agent, err := a.newAgent(ctx, c, base, logger)
@@ -121,6 +149,7 @@ func (a *app) newAgent(ctx context.Context, c *common, base http.RoundTripper, l
 	if err != nil {
 		return nil, err
 	}
+	a.identity = id
 	if a.demo != nil {
 		agentJSON, err := id.AgentJSON()
 		if err != nil {
@@ -137,6 +166,9 @@ func (a *app) newAgent(ctx context.Context, c *common, base http.RoundTripper, l
 }
 
 func (a *app) close() {
+	if a.tools != nil {
+		a.tools.Close() // background work stops and saves its state first
+	}
 	if a.pages != nil {
 		a.pages.Close()
 	}
