@@ -19,9 +19,7 @@ func human(text string) map[string]any {
 }
 
 func TestDirectConversation(t *testing.T) {
-	s, rt, a := newConvCompany(t, &poppytest.Options{AgentDelay: -1})
-	parent := a.mustStart("hello")
-	_, last := a.settle(parent, "")
+	s, rt, a, parent, cursor := newSettled(t, nil)
 
 	first := human("Hi, I have a question about the exchange.")
 	r := a.startDirect(parent, first)
@@ -40,7 +38,7 @@ func TestDirectConversation(t *testing.T) {
 		t.Errorf("link: parent %+v, direct %+v", cv, dc)
 	}
 	// Poppy 0.1 §7.10: "the Company adds a direct_opened event to the parent"
-	evs := events(a.read(parent, "cursor="+last.str("cursor")))
+	evs := events(a.read(parent, "cursor="+cursor))
 	if len(evs) != 1 || evs[0]["type"] != "direct_opened" || evs[0]["conversation_id"] != direct {
 		t.Errorf("parent events %v", evs)
 	}
@@ -70,9 +68,7 @@ func TestDirectConversation(t *testing.T) {
 }
 
 func TestClosingParentClosesDirect(t *testing.T) {
-	s, rt, a := newConvCompany(t, &poppytest.Options{AgentDelay: -1})
-	parent := a.mustStart("hello")
-	a.settle(parent, "")
+	s, rt, a, parent, _ := newSettled(t, nil)
 	direct := a.startDirect(parent, human("hi")).str("conversation_id")
 	wantStatus(t, a.request("POST", "/"+parent+"/close", "", map[string]any{}, nil), 200, poppytest.StatusClosed, poppytest.ResponderAgent)
 	if dc, _ := s.Conversation(direct); dc.Status != poppytest.StatusClosed {
@@ -137,9 +133,7 @@ func TestRequestUser(t *testing.T) {
 }
 
 func TestAddEvent(t *testing.T) {
-	s, rt, a := newConvCompany(t, &poppytest.Options{AgentDelay: -1})
-	id := a.mustStart("hello")
-	a.settle(id, "")
+	s, rt, a, id, _ := newSettled(t, nil)
 	ev, err := s.AddEvent(id, poppytest.Event{Type: "example.com/gift-wrap"})
 	if err != nil || ev.ID == "" {
 		t.Fatalf("AddEvent = %+v, %v", ev, err)

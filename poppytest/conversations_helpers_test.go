@@ -221,3 +221,19 @@ func wantStatus(t *testing.T, r response, code int, status, responder string) {
 		t.Errorf("answer %d %v, want %d with status %s and responder %s", r.status, r.body, code, status, responder)
 	}
 }
+
+// newSettled starts a Company whose Company Agent answers at once, and a
+// conversation whose first turn is over. It returns the conversation's ID
+// and the cursor after that turn.
+func newSettled(t *testing.T, opts *poppytest.Options) (*poppytest.Server, *recordingT, *convAgent, string, string) {
+	t.Helper()
+	o := poppytest.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.AgentDelay = -1
+	s, rt, a := newConvCompany(t, &o)
+	id := a.mustStart("hello")
+	_, last := a.settle(id, "")
+	return s, rt, a, id, last.str("cursor")
+}

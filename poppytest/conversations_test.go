@@ -184,11 +184,9 @@ func TestContextOnlyMessage(t *testing.T) {
 }
 
 func TestReadsPageAndExpire(t *testing.T) {
-	s, rt, a := newConvCompany(t, &poppytest.Options{EventPageSize: 2, AgentDelay: -1})
-	id := a.mustStart("hello")
-	_, last := a.settle(id, "")
+	s, rt, a, id, cursor := newSettled(t, &poppytest.Options{EventPageSize: 2})
 	a.send(id, msg("again"), "")
-	a.settle(id, last.str("cursor"))
+	a.settle(id, cursor)
 	all := s.Events(id)
 	if len(all) < 6 {
 		t.Fatalf("%d events, want at least 6", len(all))
@@ -242,13 +240,16 @@ func TestReadsPageAndExpire(t *testing.T) {
 }
 
 func TestLongPoll(t *testing.T) {
-	s, rt, a := newConvCompany(t, &poppytest.Options{AgentDelay: -1})
-	id := a.mustStart("hello")
-	_, last := a.settle(id, "")
-	cursor := last.str("cursor")
+	s, rt, a, id, cursor := newSettled(t, nil)
 
 	done := make(chan response, 1)
+	path := "/poppy/conversations/" + id + "/events"
+	before := s.Count("api.example.com", path)
 	go func() { done <- a.read(id, "wait=30&cursor="+cursor) }()
+	for s.Count("api.example.com", path) == before {
+		time.Sleep(time.Millisecond) // until the read has arrived
+	}
+	time.Sleep(20 * time.Millisecond)
 	// The read waits for an event; the person at the Company supplies one.
 	if err := s.Person(id).Join(); err != nil {
 		t.Fatal(err)
@@ -285,9 +286,7 @@ func TestOwners(t *testing.T) {
 }
 
 func TestHandoffAndPerson(t *testing.T) {
-	s, rt, a := newConvCompany(t, &poppytest.Options{AgentDelay: -1})
-	id := a.mustStart("hello")
-	a.settle(id, "")
+	s, rt, a, id, _ := newSettled(t, nil)
 	wantStatus(t, a.request("POST", "/"+id+"/handoff", "", map[string]any{}, nil), 202, poppytest.StatusQueued, poppytest.ResponderAgent)
 	// Handing off twice changes nothing.
 	wantStatus(t, a.request("POST", "/"+id+"/handoff", "", map[string]any{}, nil), 202, poppytest.StatusQueued, poppytest.ResponderAgent)
@@ -336,11 +335,9 @@ func TestHandoffAndPerson(t *testing.T) {
 }
 
 func TestNoHumans(t *testing.T) {
-	s, rt, a := newConvCompany(t, &poppytest.Options{NoHumans: true, AgentDelay: -1})
-	id := a.mustStart("hello")
-	_, last := a.settle(id, "")
+	s, rt, a, id, cursor := newSettled(t, &poppytest.Options{NoHumans: true})
 	wantStatus(t, a.request("POST", "/"+id+"/handoff", "", map[string]any{}, nil), 202, poppytest.StatusQueued, poppytest.ResponderAgent)
-	evs, end := a.settle(id, last.str("cursor"))
+	evs, end := a.settle(id, cursor)
 	wantStatus(t, end, 200, poppytest.StatusIdle, poppytest.ResponderAgent)
 	if texts := companyTexts(evs); len(texts) != 1 || !strings.Contains(texts[0], "No one") {
 		t.Errorf("no reason given: %v", evs)
@@ -359,9 +356,7 @@ func TestControlBodies(t *testing.T) {
 }
 
 func TestClosing(t *testing.T) {
-	s, rt, a := newConvCompany(t, &poppytest.Options{AgentDelay: -1})
-	id := a.mustStart("hello")
-	a.settle(id, "")
+	s, rt, a, id, _ := newSettled(t, nil)
 	a.request("POST", "/"+id+"/handoff", "", map[string]any{}, nil)
 	// Poppy 0.1 §7.12: closing "cancels any pending handoff" and answers 200 with status and responder.
 	wantStatus(t, a.request("POST", "/"+id+"/close", "", map[string]any{}, nil), 200, poppytest.StatusClosed, poppytest.ResponderAgent)

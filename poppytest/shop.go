@@ -241,24 +241,12 @@ func product(sku string) (Product, bool) {
 func (s *Server) Returns(account string) []Return {
 	s.shop.mu.Lock()
 	defer s.shop.mu.Unlock()
-	var out []Return
-	for _, r := range s.shop.returns {
-		if r.Account == account {
-			out = append(out, r)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(s.shop.returns), func(r Return) bool { return r.Account != account })
 }
 
 // Exchanges returns the exchanges of account, oldest first.
 func (s *Server) Exchanges(account string) []Exchange {
 	s.shop.mu.Lock()
 	defer s.shop.mu.Unlock()
-	var out []Exchange
-	for _, x := range s.shop.exchanges {
-		if x.Account == account {
-			out = append(out, x)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(s.shop.exchanges), func(x Exchange) bool { return x.Account != account })
 }

@@ -185,9 +185,7 @@ func wantDeltas(t *testing.T, frames []sseFrame) {
 }
 
 func TestStream(t *testing.T) {
-	s, rt, a := newConvCompany(t, &poppytest.Options{AgentDelay: -1})
-	id := a.mustStart("hello")
-	a.settle(id, "")
+	s, rt, a, id, _ := newSettled(t, nil)
 	st := a.openStream(id, "", nil)
 	if st.status != 200 || st.header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("stream answer %d %q %s", st.status, st.header.Get("Content-Type"), st.body)
@@ -219,9 +217,7 @@ func TestStream(t *testing.T) {
 }
 
 func TestStreamResumes(t *testing.T) {
-	s, rt, a := newConvCompany(t, &poppytest.Options{AgentDelay: -1})
-	id := a.mustStart("hello")
-	a.settle(id, "")
+	s, rt, a, id, _ := newSettled(t, nil)
 	evs := s.Events(id)
 	// Poppy 0.1 §7.6: "The Personal Agent reconnects with Last-Event-ID ... in place of cursor."
 	st := a.openStream(id, "cursor="+evs[0].ID, http.Header{"Last-Event-Id": {evs[1].ID}})
@@ -241,9 +237,7 @@ func TestStreamResumes(t *testing.T) {
 }
 
 func TestDropStreamAfter(t *testing.T) {
-	s, rt, a := newConvCompany(t, &poppytest.Options{AgentDelay: -1})
-	id := a.mustStart("hello")
-	a.settle(id, "")
+	s, rt, a, id, _ := newSettled(t, nil)
 	evs := s.Events(id)
 	s.DropStreamAfter(2) // before the Company's reply, the third event
 	st := a.openStream(id, "", nil)
@@ -265,9 +259,7 @@ func TestDropStreamAfter(t *testing.T) {
 }
 
 func TestStreamLifetime(t *testing.T) {
-	s, rt, a := newConvCompany(t, &poppytest.Options{AgentDelay: -1, StreamLifetime: 100 * time.Millisecond})
-	id := a.mustStart("hello")
-	a.settle(id, "")
+	s, rt, a, id, _ := newSettled(t, &poppytest.Options{StreamLifetime: 100 * time.Millisecond})
 	st := a.openStream(id, "", nil)
 	frames, err := st.end(t)
 	if err != nil || len(eventFrames(t, frames)) != 4 {
