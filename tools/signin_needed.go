@@ -1,0 +1,103 @@
+package tools
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/discovery"
+)
+
+// signInNeededResult is the structured content of a result that asks for a
+// sign-in. It never holds a token.
+type signInNeededResult struct {
+	Error  string   `json:"error"`  // sign_in_required or insufficient_scope
+	Domain string   `json:"domain"` // as the model gave it
+	Scopes []string `json:"scopes"` // the scopes to ask for
+	Tool   string   `json:"tool"`   // the sign-in tool to call next; "" when none offers them
+	Next   string   `json:"next"`
+}
+
+// signInNeeded turns an error of sign-in kind from any Company request
+// (auth.ErrSignInRequired, auth.ErrInsufficientScope) into a result that
+// names the scopes needed and the sign-in tool to call next, choosing a
+// sign-in type the Company offers with those scopes (Poppy 0.1 §4.4: "the
+// User signs in again, through a type that allows the required scopes"). It
+// reports false for any other error. Tools call it before phrasing an error
+// themselves:
+//
+//	if r, ok := s.signInNeeded(domain, err); ok {
+//		return r, nil
+//	}
+func (s *Server) signInNeeded(domain string, err error) (*mcp.CallToolResult, bool) {
+	var ae *auth.Error
+	if !errors.As(err, &ae) || !ae.Is(auth.ErrSignInRequired) && !ae.Is(auth.ErrInsufficientScope) {
+		return nil, false
+	}
+	scopes := strings.Fields(ae.Scope)
+	if len(scopes) == 0 {
+		// sign_in_required need not name a scope; reading the account is the least a task needs.
+		scopes = []string{"poppy:read"}
+	}
+	return s.signInAdvice(domain, ae.Code, scopes), true
+}
+
+// signInAdvice is the result that tells the model how to get scopes.
+func (s *Server) signInAdvice(domain, code string, scopes []string) *mcp.CallToolResult {
+	res := signInNeededResult{Error: code, Domain: domain, Scopes: scopes}
+	res.Tool = signInTool(s.knownAuth(domain), scopes)
+	list := strings.Join(scopes, " ")
+	if res.Tool == "" {
+		res.Next = fmt.Sprintf("No sign-in type of %s grants %s: tell the user this task needs account access the Company does not offer to agents.", domain, list)
+	} else {
+		res.Next = fmt.Sprintf("Call %s with domain %s and scopes %s, then call this tool again.", res.Tool, domain, list)
+	}
+	s.log.Info("sign-in needed", "domain", domain, "code", code, "scopes", list)
+	return failure(res, "%s: %s", code, res.Next)
+}
+
+// knownAuth returns the auth object of a Company already discovered, or nil.
+func (s *Server) knownAuth(domain string) *discovery.Auth {
+	host, err := discovery.NormalizeDomain(domain)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	co := s.companies[host]
+	s.mu.Unlock()
+	if co == nil || co.Document == nil {
+		return nil
+	}
+	return co.Document.Auth
+}
+
+// signInTool picks the sign-in tool for scopes: Device Sign-In first (it
+// needs no callback and no credentials), then Direct when poppy-mcp can
+// receive its callback, then Mediated. With nothing known of the Company it
+// suggests sign_in_device.
+func signInTool(a *discovery.Auth, scopes []string) string {
+	if a == nil {
+		return "sign_in_device"
+	}
+	covers := func(offered []string) bool {
+		for _, sc := range scopes {
+			if !slices.Contains(offered, sc) {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case a.Device != nil && covers(a.Device.Scopes):
+		return "sign_in_device"
+	case a.Direct != nil && covers(a.Direct.Scopes):
+		return "sign_in_direct"
+	case a.Mediated != nil && covers(a.Mediated.Scopes):
+		return "sign_in_mediated"
+	}
+	return ""
+}
