@@ -172,6 +172,9 @@ type Server struct {
 
 	// Sign-in (accounts.go, device.go, authorize.go, consent.go, mediated.go, refresh.go).
 	signIn signInState // set up by installSignIn; guarded by mu
+
+	// Web browsing (web.go, web_site.go).
+	web *webState // set once by installWeb; has its own lock
 }
 
 // NewServer returns a started Server. Its Close is registered with t.Cleanup.
@@ -227,6 +230,7 @@ func (s *Server) install() {
 	s.installResource()
 	s.installConversations()
 	s.installSignIn()
+	s.installWeb()
 }
 
 func orDefault(v, def string) string {
