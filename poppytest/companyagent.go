@@ -82,13 +82,13 @@ func (s *Server) afterDelay(cv *convRecord, f func()) {
 	if delay == 0 {
 		delay = defaultAgentDelay
 	}
-	st.timers = append(st.timers, time.AfterFunc(max(delay, 0), func() {
+	time.AfterFunc(max(delay, 0), func() {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		if !st.stopped && cv.gen == gen {
 			f()
 		}
-	}))
+	})
 }
 
 // runTask is one turn of the Company Agent. The caller holds st.mu.

@@ -96,8 +96,7 @@ type convState struct {
 	failPosts  int                     // FailNextPost
 	dropPosts  int                     // DropConnectionAfterAccept
 	dropStream int                     // DropStreamAfter; -1: none
-	timers     []*time.Timer           // Company Agent turns, stopped with the Server
-	stopped    bool                    // the Server is closed: turns do nothing
+	stopped    bool                    // the Server is closed: Company Agent turns still due do nothing
 }
 
 // installConversations sets up the shop and the conversation API.
@@ -113,16 +112,11 @@ func (s *Server) installConversations() {
 	s.HandleFunc(api, "POST "+base+"/{id}/close", s.handleClose)
 }
 
-// stopConversations stops the Company Agent's pending turns.
+// stopConversations makes the Company Agent's turns still due do nothing.
 func (s *Server) stopConversations() {
-	st := s.conv
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.stopped = true
-	for _, t := range st.timers {
-		t.Stop()
-	}
-	st.timers = nil
+	s.conv.mu.Lock()
+	defer s.conv.mu.Unlock()
+	s.conv.stopped = true
 }
 
 // accepted is what a POST that accepted a message answers.

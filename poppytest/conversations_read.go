@@ -68,13 +68,12 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	e := s.withConv(id, c, func(cv *convRecord) *convError {
-		s.resumePending(cv, c) // Poppy 0.1 §7.11: "It then continues the same conversation with the new token."
-		return nil
-	})
-	var q readQuery
+	q, e := parseReadQuery(r)
 	if e == nil {
-		q, e = parseReadQuery(r)
+		e = s.withConv(id, c, func(cv *convRecord) *convError {
+			s.resumePending(cv, c) // Poppy 0.1 §7.11: "It then continues the same conversation with the new token."
+			return nil
+		})
 	}
 	if e == nil && wantsStream(r) {
 		s.streamEvents(w, r, id, c, q)
