@@ -21,39 +21,59 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/tools"
 )
 
+// serveConfig is serve's parsed command line.
+type serveConfig struct {
+	common
+	demo bool
+	http httpOptions
+}
+
+// parseServe parses serve's flags and checks them, without starting
+// anything; the assistant configs in examples/ are tested against it.
+func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg := &serveConfig{}
+	cfg.register(fs)
+	fs.BoolVar(&cfg.demo, "demo", false, "serve with the embedded demo Company at "+demoDomain)
+	fs.StringVar(&cfg.pagesAddr, "pages-addr", "", "where local pages listen (default 127.0.0.1 on a random port)")
+	fs.StringVar(&cfg.http.addr, "http", "", "serve MCP over streamable HTTP at ADDR (endpoint /mcp) instead of stdio")
+	fs.StringVar(&cfg.http.token, "http-token", os.Getenv("POPPY_HTTP_TOKEN"), "bearer token HTTP clients must send (required off loopback)")
+	fs.StringVar(&cfg.http.publicURL, "public-url", "", "HTTP mode: the https URL this server is reachable at; serves agent.json, jwks.json and local pages there")
+	if !parse(fs, args, stderr) {
+		return nil, errors.New("usage: poppy-mcp serve [--demo] [--http ADDR [--http-token T] [--public-url URL]] [flags]")
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("serve takes no arguments, got %q", fs.Args())
+	}
+	if _, err := cfg.logger(io.Discard); err != nil {
+		return nil, err
+	}
+	if cfg.http.addr != "" {
+		if err := cfg.http.check(); err != nil {
+			return nil, err
+		}
+	}
+	cfg.publicURL = cfg.http.publicURL
+	return cfg, nil
+}
+
 // runServe serves MCP over stdio, or over streamable HTTP with --http. Logs
 // go to stderr only: in stdio mode stdout carries MCP.
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	var c common
-	c.register(fs)
-	demo := fs.Bool("demo", false, "serve with the embedded demo Company at "+demoDomain)
-	fs.StringVar(&c.pagesAddr, "pages-addr", "", "where local pages listen (default 127.0.0.1 on a random port)")
-	var o httpOptions
-	fs.StringVar(&o.addr, "http", "", "serve MCP over streamable HTTP at ADDR (endpoint /mcp) instead of stdio")
-	fs.StringVar(&o.token, "http-token", os.Getenv("POPPY_HTTP_TOKEN"), "bearer token HTTP clients must send (required off loopback)")
-	fs.StringVar(&o.publicURL, "public-url", "", "HTTP mode: the https URL this server is reachable at; serves agent.json, jwks.json and local pages there")
-	if !parse(fs, args, stderr) || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: poppy-mcp serve [--demo] [--http ADDR [--http-token T] [--public-url URL]] [flags]")
-		return 2
-	}
-	logger, err := c.logger(stderr)
-	if err == nil && o.addr != "" {
-		err = o.check()
-	}
+	cfg, err := parseServe(args, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "poppy-mcp:", err)
 		return 2
 	}
-	c.publicURL = o.publicURL
-	a, err := newApp(ctx, &c, *demo, logger)
+	logger, _ := cfg.logger(stderr)
+	a, err := newApp(ctx, &cfg.common, cfg.demo, logger)
 	if err != nil {
 		logger.Error("cannot start", "err", err)
 		return 1
 	}
 	defer a.close()
-	if o.addr != "" {
-		err = serveHTTP(ctx, a, o, logger)
+	if cfg.http.addr != "" {
+		err = serveHTTP(ctx, a, cfg.http, logger)
 	} else {
 		err = serveStdio(ctx, a, stdin, stdout, stderr, logger)
 	}

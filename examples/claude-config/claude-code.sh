@@ -1,0 +1,11 @@
+#!/bin/sh
+# Claude Code: add poppy-mcp with `claude mcp add` (pick the lines you want).
+
+# Try every tool against the embedded demo Company (nothing else needed):
+claude mcp add poppy-demo -- poppy-mcp serve --demo
+
+# With your own identity (run `poppy-mcp init --client-id URL` and publish the two files first):
+claude mcp add poppy --env POPPY_CLIENT_ID=https://agent.example/agent.json -- poppy-mcp serve
+
+# Over streamable HTTP (start `poppy-mcp serve --http 127.0.0.1:8808` yourself first):
+claude mcp add --transport http poppy-http http://127.0.0.1:8808/mcp

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Drive `poppy-mcp serve --demo` with a client we did not write: the MCP Inspector's CLI
+# (npm @modelcontextprotocol/inspector, TypeScript SDK inside), over stdio and over
+# streamable HTTP. It lists the tools and calls discover_company and start_session, and
+# fails when any answer is missing or an error. Run by .ci/run; rerun by hand any time.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+ext="$root/testdata-external/inspector"
+if [ ! -x "$ext/node_modules/.bin/mcp-inspector" ]; then
+  mkdir -p "$ext"
+  npm install --no-save --no-audit --no-fund --loglevel=error --prefix "$ext" @modelcontextprotocol/inspector@2.12.0 >/dev/null
+fi
+inspector() { MCP_CATALOG_PATH="$work/catalog.json" timeout 90 "$ext/node_modules/.bin/mcp-inspector" --cli "$@"; }
+bin="$work/poppy-mcp"
+(cd "$root" && go build -o "$bin" ./cmd/poppy-mcp)
+fail() { echo "inspector-check: FAIL: $*" >&2; exit 1; }
+expect() { # expect NAME JSON-FILE NODE-EXPRESSION-ON-r
+  node -e "const r=JSON.parse(require('fs').readFileSync(process.argv[1],'utf8')); if(!($3)) process.exit(1)" "$2" \
+    || fail "$1: unexpected answer: $(head -c 600 "$2")"
+  echo "inspector-check: ok: $1"
+}
+check() { # check LABEL TARGET-ARGS...
+  local label=$1; shift
+  inspector "$@" --method tools/list >"$work/list.json" 2>"$work/err" || fail "$label tools/list: $(tail -3 "$work/err")"
+  expect "$label tools/list" "$work/list.json" "r.tools.some(t=>t.name==='discover_company') && r.tools.some(t=>t.name==='start_session')"
+  inspector "$@" --method tools/call --tool-name discover_company --tool-arg domain=demo.poppy.example >"$work/disc.json" 2>"$work/err" \
+    || fail "$label discover_company: $(tail -3 "$work/err")"
+  expect "$label discover_company" "$work/disc.json" "!r.isError && r.structuredContent.usable===true"
+  inspector "$@" --method tools/call --tool-name start_session --tool-arg domain=demo.poppy.example >"$work/sess.json" 2>"$work/err" \
+    || fail "$label start_session: $(tail -3 "$work/err")"
+  expect "$label start_session" "$work/sess.json" "!r.isError && /^ses_/.test(r.structuredContent.session_id)"
+}
+check stdio --transport stdio "$bin" serve --demo --state-dir "$work/state-stdio"
+"$bin" serve --demo --state-dir "$work/state-http" --http 127.0.0.1:0 2>"$work/http.log" &
+for _ in $(seq 50); do grep -q 'url=http' "$work/http.log" && break; sleep 0.2; done
+url=$(grep -o 'url=http[^ ]*' "$work/http.log" | head -1 | cut -d= -f2)
+[ -n "$url" ] || fail "serve --http did not start: $(cat "$work/http.log")"
+check http --transport http --server-url "$url"
+echo "inspector-check: passed (stdio and streamable HTTP)"
