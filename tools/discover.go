@@ -80,6 +80,7 @@ func (s *Server) discoverCompany(ctx context.Context, req mcp.CallToolRequest) (
 		return failure(map[string]string{"error": "unreachable"}, "Could not read %s's discovery documents: %v. Check the domain, or try again later.", domain, err), nil
 	}
 	sum := summarize(co)
+	s.log.InfoContext(ctx, "discovered", "domain", co.Domain, "usable", sum.Usable, "findings", len(sum.Findings))
 	if !sum.Usable {
 		return failure(sum, "%s cannot be used: %s", co.Domain, co.Err()), nil
 	}

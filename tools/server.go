@@ -60,13 +60,16 @@ type Server struct {
 
 // New builds the MCP server with every tool registered.
 func New(deps Deps) *Server {
-	s := &Server{deps: deps, log: deps.Logger, companies: map[string]*discovery.Company{}, runtimes: map[string]*runtime{}}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
+	s := &Server{deps: deps, companies: map[string]*discovery.Company{}, runtimes: map[string]*runtime{}}
+	base := slog.Handler(slog.DiscardHandler)
+	if deps.Logger != nil {
+		base = deps.Logger.Handler()
 	}
+	s.log = slog.New(&mcpLogHandler{next: base, srv: func() *server.MCPServer { return s.mcp }})
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	s.mcp = server.NewMCPServer("poppy-mcp", Version,
 		server.WithToolCapabilities(true),
+		server.WithLogging(),
 		server.WithRecovery(),
 		server.WithInstructions(instructions),
 	)

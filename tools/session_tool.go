@@ -41,6 +41,7 @@ func (s *Server) startSession(ctx context.Context, req mcp.CallToolRequest) (*mc
 	domain := stringArg(req, "domain")
 	rt, sess, err := s.session(ctx, domain, boolArg(req, "new"))
 	if err != nil {
+		s.log.WarnContext(ctx, "no Session", "domain", domain, "err", err.Error())
 		return s.sessionFailure(domain, err), nil
 	}
 	info := sess.Info()
@@ -53,6 +54,7 @@ func (s *Server) startSession(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if info.SignedIn {
 		state = "signed in with scopes " + strings.Join(info.Scopes, " ")
 	}
+	s.log.DebugContext(ctx, "session ready", "domain", res.Domain, "session_id", info.ID, "signed_in", info.SignedIn)
 	return result(res, "Session %s with %s is open, %s. poppy-mcp renews it by itself.", info.ID, res.Domain, state), nil
 }
 
@@ -78,6 +80,6 @@ func (s *Server) sessionFailure(domain string, err error) *mcp.CallToolResult {
 	case errors.As(err, &aerr):
 		code = aerr.Code
 	}
-	s.log.Info("no session", "domain", domain, "code", code, "err", err)
+	s.log.Info("no session", "domain", domain, "code", code, "err", err.Error())
 	return failure(map[string]string{"error": code, "next": next}, "%v. %s", err, next)
 }
