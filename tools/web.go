@@ -1,0 +1,237 @@
+package tools
+
+// This file implements open_website (TOOLS.md): joining the agent's own
+// browser to the user's Session on a Company's website (Poppy 0.1 §5). The
+// tool opens a one-time local page; the page, when the agent's browser
+// loads it, signs a fresh browser assertion and posts it to the Company's
+// web.browser_session_endpoint in a form that submits itself.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/pages"
+)
+
+// joinTTL is how long a join page stays open (the issue: "expiring within
+// a minute"). The assertion it posts is signed when it is opened, so it is
+// fresh whenever that is.
+const joinTTL = time.Minute
+
+// webClock is the clock of join pages; tests move it (web_export_test.go).
+// It is read from page handlers, so it is swapped atomically.
+var webClock atomic.Pointer[func() time.Time]
+
+// webNow is the time on webClock, or the real time.
+func webNow() time.Time {
+	if f := webClock.Load(); f != nil {
+		return (*f)()
+	}
+	return time.Now()
+}
+
+func init() {
+	toolsets = append(toolsets, func(s *Server) []tool { return []tool{s.openWebsiteTool()} })
+}
+
+func (s *Server) openWebsiteTool() tool {
+	return tool{newTool("open_website",
+		"Join YOUR OWN browser to the user's Session on a Company's website: returns a one-time join_url on 127.0.0.1, "+
+			"valid for a minute; open it in the browser you control and it lands on url in the Session, signed in or out. "+
+			"Never give join_url to the user or open it in the user's browser. Call again after sign-in or sign-out.",
+		`{"type":"object","properties":{`+
+			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"},`+
+			`"url":{"type":"string","description":"The page to land on: an https URL on the Company's domain or a subdomain, or a path such as /orders. Default: the home page"}},`+
+			`"required":["domain"],"additionalProperties":false}`,
+		annotations{title: "Open the Company's website in the Session", openWorld: true},
+	), s.openWebsite}
+}
+
+// websiteResult is open_website's structured content. join_url is a
+// one-time local capability, not a token: the assertion is made only when
+// the page is opened, and never leaves the page.
+type websiteResult struct {
+	Domain       string `json:"domain"`
+	URL          string `json:"url"`
+	JoinsSession bool   `json:"joins_session"`
+	JoinURL      string `json:"join_url,omitempty"`
+	ExpiresAt    string `json:"expires_at,omitempty"`
+	SessionID    string `json:"session_id,omitempty"`
+	SignedIn     bool   `json:"signed_in"`
+	Next         string `json:"next"`
+}
+
+func (s *Server) openWebsite(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	domain := stringArg(req, "domain")
+	co, err := s.company(ctx, domain, false)
+	if err == nil {
+		err = co.Err()
+	}
+	if err != nil {
+		return s.sessionFailure(domain, err), nil
+	}
+	target, err := pageURL(co, stringArg(req, "url"))
+	if err != nil {
+		return failure(map[string]string{"error": "invalid_url", "next": "Give a page on the Company's domain."},
+			"%v. Give a page on %s or a subdomain, or a path such as /orders.", err, co.Domain), nil
+	}
+	if co.Document.Web == nil || co.Document.Web.BrowserSessionEndpoint == "" {
+		// Poppy 0.1 §5: "On a website without the endpoint, the Personal Agent browses as an ordinary signed-out visitor."
+		res := websiteResult{Domain: co.Domain, URL: target,
+			Next: "Browse url in your own browser as an ordinary signed-out visitor; the website does not join Sessions."}
+		return result(res, "%s offers no website joining (no web.browser_session_endpoint). %s", co.Domain, res.Next), nil
+	}
+	if s.deps.Pages == nil {
+		return failure(map[string]string{"error": "no_pages", "next": "Use the Company's APIs or Company Agent instead."},
+			"This poppy-mcp serves no local pages, so it cannot join a browser to the Session. Use the Company's APIs or Company Agent instead."), nil
+	}
+	_, sess, err := s.session(ctx, domain, false)
+	if err != nil {
+		return s.sessionFailure(domain, err), nil
+	}
+	expires := webNow().Add(joinTTL)
+	joinURL, _ := s.deps.Pages.Open(s.joinPage(domain, orgHost(co), target, expires), joinTTL)
+	info := sess.Info()
+	state := "signed out"
+	if info.SignedIn {
+		state = "signed in"
+	}
+	res := websiteResult{Domain: co.Domain, URL: target, JoinsSession: true, JoinURL: joinURL,
+		ExpiresAt: expires.UTC().Format(time.RFC3339), SessionID: info.ID, SignedIn: info.SignedIn,
+		// Poppy 0.1 §5: "The Personal Agent MUST post browser assertions only from a browser it controls, never from the User's own browser"
+		Next: "Open join_url once, within a minute, in the browser you control, never the user's. " +
+			"Call open_website again after sign-in or sign-out, or when the website no longer knows the Session."}
+	s.log.Info("join page opened", "domain", co.Domain, "session", info.ID)
+	return result(res, "Opening join_url lands on %s in Session %s (%s). %s", target, info.ID, state, res.Next), nil
+}
+
+// pageURL resolves the url argument to a page on the Company's
+// organization.domain or a subdomain, refusing anything else before
+// anything is signed. Empty means the home page; a path is on the domain.
+func pageURL(co *discovery.Company, raw string) (string, error) {
+	if co.Document == nil || co.Document.Organization == nil {
+		return "", fmt.Errorf("tools: %s names no organization.domain", co.Domain)
+	}
+	domain := orgHost(co)
+	switch {
+	case raw == "":
+		raw = "https://" + domain + "/"
+	case strings.HasPrefix(raw, "/") && !strings.HasPrefix(raw, "//"):
+		raw = "https://" + domain + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
+		return "", fmt.Errorf("tools: url %q is not an https URL", raw)
+	}
+	// Poppy 0.1 §5: return_to "MUST be an HTTPS URL on the Company's organization.domain or one of its subdomains."
+	if host := strings.ToLower(u.Hostname()); host != domain && !strings.HasSuffix(host, "."+domain) {
+		return "", fmt.Errorf("tools: url %q is not on %s (Poppy 0.1 §5)", raw, domain)
+	}
+	u.Fragment, u.RawFragment = "", "" // a fragment is the browser's, not the Company's
+	return u.String(), nil
+}
+
+// orgHost is the Company's organization.domain, lowercased, without a port.
+func orgHost(co *discovery.Company) string {
+	host := strings.ToLower(co.Document.Organization.Domain)
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return host
+}
+
+// joinPage is the one-time page that joins the browser that opens it.
+func (s *Server) joinPage(domain, host, target string, expires time.Time) pages.Handler {
+	return func(w http.ResponseWriter, r *http.Request, done func()) {
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", http.MethodGet)
+			pages.Message(w, http.StatusMethodNotAllowed, "Not here", "Open this link; do not post to it.")
+			return
+		}
+		done() // single use: a second open gets 410, whatever happens below
+		if webNow().After(expires) {
+			pages.Message(w, http.StatusGone, "Link expired", "This link has expired. Ask for a new one with open_website.")
+			return
+		}
+		_, sess, err := s.session(r.Context(), domain, false)
+		if err != nil {
+			s.log.Info("join page: no Session", "domain", domain, "err", err)
+			pages.Message(w, http.StatusBadGateway, "Could not join", "poppy-mcp has no Session with this Company now. Ask for a new link.")
+			return
+		}
+		// Poppy 0.1 §5 step 1: signed now, when the browser is about to post it, so it is fresh.
+		assertion, err := sess.BrowserAssertion(target)
+		if err != nil {
+			s.log.Info("join page: cannot sign", "domain", domain, "err", err)
+			pages.Message(w, http.StatusInternalServerError, "Could not join", "poppy-mcp could not sign the browser assertion.")
+			return
+		}
+		writeJoinForm(w, joinForm{Endpoint: sess.Company().BrowserSessionEndpoint, Target: target,
+			Assertion: assertion.Reveal(), Nonce: cspNonce()}, host)
+	}
+}
+
+// joinForm fills joinTemplate.
+type joinForm struct {
+	Endpoint, Target, Assertion, Nonce string
+}
+
+// joinTemplate posts the assertion in the body, never the URL, as a
+// top-level navigation (Poppy 0.1 §5 step 2), and submits itself; the
+// button is for a browser without scripts.
+var joinTemplate = template.Must(template.New("join").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Joining the Session</title></head>
+<body><form id="join" method="post" action="{{.Endpoint}}" enctype="application/x-www-form-urlencoded">
+<input type="hidden" name="assertion" value="{{.Assertion}}">
+<p>Joining your Session, then opening {{.Target}}.</p>
+<button type="submit">Continue</button></form>
+<script nonce="{{.Nonce}}">document.getElementById("join").submit();</script>
+</body></html>
+`))
+
+// writeJoinForm writes the page. The pages package has already set
+// Cache-Control: no-store, Referrer-Policy: no-referrer and no framing. The
+// CSP allows only this page's own script and form posts to the endpoint and
+// the Company's hosts, which the 303 to return_to is checked against too.
+func writeJoinForm(w http.ResponseWriter, f joinForm, host string) {
+	targets := []string{webOrigin(f.Endpoint)}
+	if o := webOrigin(f.Target); o != targets[0] {
+		targets = append(targets, o)
+	}
+	targets = append(targets, "https://"+host+":*", "https://*."+host+":*")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'nonce-"+f.Nonce+"'; "+
+		"form-action "+strings.Join(targets, " ")+"; base-uri 'none'; frame-ancestors 'none'")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := joinTemplate.Execute(w, f); err != nil {
+		return // the browser went away
+	}
+}
+
+// webOrigin is scheme://host[:port] of an https URL.
+func webOrigin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// cspNonce is a CSP nonce of 128 random bits.
+func cspNonce() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
