@@ -65,6 +65,12 @@ type Options struct {
 	// ResourceMetadata edits the MCP server's RFC 9728 protected resource metadata.
 	ResourceMetadata func(md map[string]any)
 
+	// The MCP server (Poppy 0.1 §6; mcpserver.go).
+
+	// MCPPageSize is the most tools one tools/list page of the MCP server
+	// holds; a longer list is paginated with nextCursor. Zero: 2.
+	MCPPageSize int
+
 	// RequireNonce makes every DPoP proof carry the Server's current nonce
 	// (RFC 9449 §8, §9): a proof without it gets use_dpop_nonce, and every
 	// response of a Company host carries the current DPoP-Nonce. Each host
@@ -166,6 +172,9 @@ type Server struct {
 	client    *http.Client    // set once by NewUnstartedServer
 	inflight  sync.WaitGroup
 
+	// The MCP server (mcpserver*.go).
+	mcpSrv *mcpState // set once by installMCPServer; has its own lock
+
 	// Conversations and the shop (conversations*.go, companyagent.go, sse.go, shop.go).
 	conv *convState // set once by installConversations; has its own lock
 	shop *shop      // set once by installConversations; has its own lock
@@ -228,6 +237,7 @@ func (s *Server) install() {
 	s.installDiscovery()
 	s.installToken()
 	s.installResource()
+	s.installMCPServer()
 	s.installConversations()
 	s.installSignIn()
 	s.installWeb()
