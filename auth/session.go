@@ -27,9 +27,16 @@ type Session struct {
 
 	cell tokenCell // the DPoP Session Token
 
-	// mu guards bearer.
+	// mu guards bearer, account and narrow.
 	mu     sync.Mutex
 	bearer map[string]*tokenCell // MCP server url -> its Bearer token
+	// account is the Account Token the Session is signed in with; nil when
+	// signed out. Renewals use it (Poppy 0.1 §4.2: "A signed-in Session is
+	// renewed with the Account Token instead (4.8)").
+	account *Account
+	// narrow are the scopes asked for with the Account Token; nil: all of
+	// its scopes (Poppy 0.1 §4.8: "scope MAY ask for fewer scopes").
+	narrow []string
 }
 
 // SessionInfo describes a Session without its tokens.
@@ -266,12 +273,15 @@ func (a *Agent) expiring(tok *Token) bool {
 }
 
 // renewFrom renews the Session of used, and starts a new Session when the
-// Company says it has ended.
+// Company says it has ended, or that it is signed in to another account than
+// the Account Token's.
 // Poppy 0.1 §4.2: "If it has ended, the Company returns invalid_session, and
 // the Personal Agent starts a new Session."
 func (s *Session) renewFrom(ctx context.Context, used *Token) (*Token, error) {
 	tok, err := s.request(ctx, used.SessionID)
-	if errors.Is(err, ErrInvalidSession) {
+	if used.SessionID != "" && (errors.Is(err, ErrInvalidSession) || errors.Is(err, ErrAccountMismatch)) {
+		// Poppy 0.1 §4.4: "Once it has been, it can't switch to another: the
+		// Company returns account_mismatch, and the Personal Agent starts a new Session."
 		tok, err = s.request(ctx, "")
 	}
 	return tok, err
@@ -280,11 +290,30 @@ func (s *Session) renewFrom(ctx context.Context, used *Token) (*Token, error) {
 // request asks the token endpoint for a DPoP Session Token: a new Session
 // when sessionID is empty, else a renewal of that Session.
 func (s *Session) request(ctx context.Context, sessionID string) (*Token, error) {
-	tok, err := s.a.postToken(ctx, tokenRequest{
-		endpoint: s.company.TokenEndpoint,
-		form:     s.grantForm(sessionID, ""),
-		proof:    s.proof,
-	})
+	return s.grant(ctx, sessionID, "", s.proof)
+}
+
+// grant asks for a Session Token for sessionID ("" for a new Session),
+// optionally for one resource, with proof (nil: a Bearer token). A Session
+// signed in with an Account Token uses the refresh_token grant (Poppy 0.1
+// §4.8); one the Company refuses leaves the Session signed out, and the JWT
+// bearer grant of §4.2 follows.
+func (s *Session) grant(ctx context.Context, sessionID, resource string, proof *ProofKey) (*Token, error) {
+	var tok *Token
+	err := errAccountDropped
+	if acct, scopes := s.signedInWith(); acct != nil {
+		tok, err = s.refreshGrant(ctx, acct, sessionID, resource, scopes, proof)
+		if errors.Is(err, ErrInvalidGrant) || errors.Is(err, errAccountDropped) {
+			s.leave(acct)
+		}
+	}
+	if errors.Is(err, ErrInvalidGrant) || errors.Is(err, errAccountDropped) {
+		tok, err = s.a.postToken(ctx, tokenRequest{
+			endpoint: s.company.TokenEndpoint,
+			form:     s.grantForm(sessionID, resource),
+			proof:    proof,
+		})
+	}
 	if err != nil {
 		return nil, err
 	}

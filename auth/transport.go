@@ -297,9 +297,9 @@ func (t *bearerTransport) fetch(ctx context.Context, _ *Token) (*Token, error) {
 	return tok, err
 }
 
+// request asks for a Bearer token: the JWT bearer grant for a signed-out
+// Session, the refresh_token grant for a signed-in one (Poppy 0.1 §4.3: "the
+// request that renews the Session's token (4.2, or 4.8 for a signed-in Session)").
 func (t *bearerTransport) request(ctx context.Context, sessionID string) (*Token, error) {
-	return t.s.a.postToken(ctx, tokenRequest{
-		endpoint: t.s.company.TokenEndpoint,
-		form:     t.s.grantForm(sessionID, t.resource),
-	})
+	return t.s.grant(ctx, sessionID, t.resource, nil)
 }

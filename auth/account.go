@@ -1,0 +1,234 @@
+// This file implements Account Tokens (Poppy 0.1 §4.8): the refresh token
+// from sign-in, kept encrypted in an AccountStore and shared by every Session
+// signed in with it. An Account is used by one refresh_token grant at a time,
+// so a rotated token replaces the old one, persisted first, before anyone
+// could send the old one again; a token the Company refuses with invalid_grant
+// is dropped.
+
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/store"
+)
+
+// DefaultAccountLabel is the local label of a User's Account Token at a
+// Company. The Company's token response names no account (Poppy 0.1 §4.4),
+// so the agent keys Account Tokens by issuer, User and a label of its own:
+// one Account Token per issuer and User, which a new sign-in replaces.
+const DefaultAccountLabel = "default"
+
+// AccountStore keeps Account Tokens encrypted. *store.Store satisfies it.
+type AccountStore interface {
+	PutAccountToken(ctx context.Context, t store.AccountToken) error
+	AccountToken(ctx context.Context, issuer, userID, account string) (store.AccountToken, error)
+	DeleteAccountToken(ctx context.Context, issuer, userID, account string) error
+}
+
+// Account is one Account Token of a User at a Company (Poppy 0.1 §4.8) and
+// what the agent knows of it. Its String, Format and MarshalJSON never show
+// the token. It is safe for concurrent use.
+type Account struct {
+	issuer, userID, label string
+
+	// use is held for the whole of each refresh_token grant, so the token
+	// sent is always the latest (Poppy 0.1 §4.8: with rotation, "The
+	// Personal Agent then MUST use the new one from then on").
+	use sync.Mutex
+
+	// mu guards everything below.
+	mu        sync.Mutex
+	tok       Secret
+	scopes    []string
+	expiresAt time.Time
+	st        AccountStore // where it is kept; nil: memory only
+	dropped   bool
+}
+
+// newAccount returns the Account Token a sign-in issued.
+func newAccount(issuer, userID string, tok *Token) *Account {
+	return &Account{issuer: issuer, userID: userID, label: DefaultAccountLabel,
+		tok: tok.RefreshToken, scopes: slices.Clone(tok.Scopes), expiresAt: tok.RefreshExpiresAt}
+}
+
+// LoadAccount returns the Account Token kept in st for the User at the
+// Company under label, or nil when there is none. Later rotations are kept
+// in st too.
+func LoadAccount(ctx context.Context, st AccountStore, issuer, userID, label string) (*Account, error) {
+	t, err := st.AccountToken(ctx, issuer, userID, label)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("auth: load Account Token: %w", err)
+	}
+	return &Account{issuer: issuer, userID: userID, label: label, tok: NewSecret(t.Token.RevealString()),
+		scopes: t.Scopes, expiresAt: t.ExpiresAt, st: st}, nil
+}
+
+// Keep stores the Account Token in st under its label, replacing the one
+// kept there, and keeps later rotations there too.
+// Poppy 0.1 §4.8: "Personal Agents MUST store Account Tokens as secrets".
+func (a *Account) Keep(ctx context.Context, st AccountStore) error {
+	a.mu.Lock()
+	a.st = st
+	a.mu.Unlock()
+	return a.save(ctx)
+}
+
+func (a *Account) save(ctx context.Context) error {
+	a.mu.Lock()
+	st, rec := a.st, a.record()
+	a.mu.Unlock()
+	if st == nil {
+		return nil
+	}
+	if err := st.PutAccountToken(ctx, rec); err != nil {
+		return fmt.Errorf("auth: keep Account Token: %w", err)
+	}
+	return nil
+}
+
+// record is the store's form of the Account; a.mu is held.
+func (a *Account) record() store.AccountToken {
+	return store.AccountToken{Issuer: a.issuer, UserID: a.userID, Account: a.label,
+		Scopes: slices.Clone(a.scopes), ExpiresAt: a.expiresAt, Token: store.NewSecretString(a.tok.Reveal())}
+}
+
+// Label is the local name of the account (DefaultAccountLabel).
+func (a *Account) Label() string { return a.label }
+
+// Issuer is the auth.issuer of the Company that issued the Account Token.
+func (a *Account) Issuer() string { return a.issuer }
+
+// Scopes are the scopes the Account Token grants.
+func (a *Account) Scopes() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.scopes)
+}
+
+// ExpiresAt is when the Account Token expires; zero when the Company set no
+// lifetime.
+func (a *Account) ExpiresAt() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.expiresAt
+}
+
+// Covers reports whether the Account Token grants every one of scopes and
+// has neither expired (by now) nor been dropped.
+// Poppy 0.1 §4.4: "Before starting a new sign-in, the Personal Agent SHOULD
+// check whether it already holds an Account Token that covers the task (4.8)."
+func (a *Account) Covers(scopes []string, now time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.dropped || !a.expiresAt.IsZero() && !now.Before(a.expiresAt) {
+		return false
+	}
+	for _, sc := range scopes {
+		if !slices.Contains(a.scopes, sc) {
+			return false
+		}
+	}
+	return true
+}
+
+// Dropped reports whether the Company refused the Account Token
+// (invalid_grant) or it was revoked: it is gone from the store and no
+// Session signs in with it any more.
+func (a *Account) Dropped() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.dropped
+}
+
+// String names the account without its token.
+func (a *Account) String() string {
+	return fmt.Sprintf("auth.Account(%s at %s)", a.label, a.issuer)
+}
+
+// Format prints String for every verb, so no verb shows the token.
+func (a *Account) Format(f fmt.State, _ rune) { fmt.Fprint(f, a.String()) }
+
+// MarshalJSON gives the label and issuer only.
+func (a *Account) MarshalJSON() ([]byte, error) {
+	return fmt.Appendf(nil, "%q", a.String()), nil
+}
+
+// errAccountDropped is returned by a grant with an Account already dropped.
+var errAccountDropped = errors.New("auth: the Account Token was dropped")
+
+// refresh runs one refresh_token grant with the Account Token: grant is
+// called with the current token, under the use lock. A rotated token in the
+// response replaces the current one and is stored before refresh returns,
+// so before the new Session Token is used. invalid_grant drops the Account.
+func (a *Account) refresh(ctx context.Context, grant func(tok Secret) (*Token, error)) (*Token, error) {
+	a.use.Lock()
+	defer a.use.Unlock()
+	a.mu.Lock()
+	tok, dropped := a.tok, a.dropped
+	a.mu.Unlock()
+	if dropped {
+		return nil, errAccountDropped
+	}
+	t, err := grant(tok)
+	if errors.Is(err, ErrInvalidGrant) {
+		// Poppy 0.1 §4.8: "When the Account Token has expired or been revoked,
+		// the Company returns invalid_grant. The Session continues signed out"
+		a.drop(ctx)
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !t.RefreshToken.IsZero() && t.RefreshToken.Reveal() != tok.Reveal() {
+		// Poppy 0.1 §4.8: "A Company MAY return a new Account Token in
+		// refresh_token. The Personal Agent then MUST use the new one from then on."
+		a.mu.Lock()
+		a.tok = t.RefreshToken
+		if !t.RefreshExpiresAt.IsZero() {
+			a.expiresAt = t.RefreshExpiresAt
+		}
+		a.mu.Unlock()
+		if err := a.save(ctx); err != nil {
+			return t, err
+		}
+	}
+	t.RefreshToken = Secret{} // the Account holds it; Session Tokens travel without it
+	return t, nil
+}
+
+// drop forgets the Account Token, and removes it from the store unless the
+// store already holds another one under the label (a newer sign-in, maybe
+// by another process).
+func (a *Account) drop(ctx context.Context) {
+	a.mu.Lock()
+	a.dropped = true
+	st, tok := a.st, a.tok
+	a.mu.Unlock()
+	if st == nil {
+		return
+	}
+	kept, err := st.AccountToken(ctx, a.issuer, a.userID, a.label)
+	if err == nil && kept.Token.RevealString() == tok.Reveal() {
+		_ = st.DeleteAccountToken(ctx, a.issuer, a.userID, a.label)
+	}
+}
+
+// Forget drops the Account Token without asking the Company, as after the
+// Company said it is gone. Revoke it first to sign out (Poppy 0.1 §4.9).
+func (a *Account) Forget(ctx context.Context) { a.drop(ctx) }
+
+// token returns the current Account Token, for revocation.
+func (a *Account) token() Secret {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.tok
+}

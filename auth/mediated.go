@@ -1,0 +1,170 @@
+// This file implements Mediated Sign-In (Poppy 0.1 §4.7): the User's
+// credentials go, with the Session Token and a DPoP proof, to
+// auth.mediated.endpoint and nowhere else; a one-time code goes only to
+// {endpoint}/{sign_in_id}. Answers carry status complete, code_required or
+// failed (SPEC-NOTES: wrong credentials are failed with invalid_credentials,
+// too many attempts 429).
+
+package auth
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Mediated sign-in statuses (Poppy 0.1 §4.7).
+const (
+	MediatedComplete     = "complete"
+	MediatedCodeRequired = "code_required"
+	MediatedFailed       = "failed"
+)
+
+// mediatedTimeout bounds one mediated request, so a rate limit answers at
+// once with *RetryAfterError instead of sending credentials again later.
+const mediatedTimeout = 30 * time.Second
+
+// MediatedStep is where a Mediated Sign-In stands after a request.
+type MediatedStep struct {
+	// Status is MediatedComplete, MediatedCodeRequired or MediatedFailed.
+	Status string
+	// SignIn is the finished sign-in, when Status is complete.
+	SignIn *SignIn
+	// SentTo is code.sent_to, where the one-time code went, when Status is
+	// code_required. Company text: untrusted, cleaned of control characters.
+	SentTo string
+	// ExpiresAt is when the code can no longer be given; zero when unknown.
+	ExpiresAt time.Time
+	// Err is why, when Status is failed: an *Error such as
+	// invalid_credentials, or the code step's error.
+	Err error
+
+	signInID string
+	scopes   []string
+}
+
+// mediatedWire is a mediated sign-in answer that is not complete.
+type mediatedWire struct {
+	Status   string `json:"status"`
+	SignInID string `json:"sign_in_id"`
+	Code     struct {
+		SentTo string `json:"sent_to"`
+	} `json:"code"`
+	ExpiresAt string `json:"expires_at"`
+}
+
+// SignInMediated sends the User's credentials, one value per field of
+// auth.mediated.fields, for scopes. The values are sent once and not kept.
+func (s *Session) SignInMediated(ctx context.Context, scopes []string, credentials map[string]Secret) (*MediatedStep, error) {
+	if err := checkScopes(scopes); err != nil {
+		return nil, err
+	}
+	if _, err := httpsURL("auth.mediated.endpoint", s.company.MediatedEndpoint); err != nil {
+		return nil, err
+	}
+	creds := make(map[string]string, len(credentials))
+	for k, v := range credentials {
+		creds[k] = v.Reveal()
+	}
+	body, err := json.Marshal(map[string]any{"scope": strings.Join(scopes, " "), "credentials": creds})
+	if err != nil {
+		return nil, fmt.Errorf("auth: mediated sign-in: %w", err)
+	}
+	clear(creds)
+	// Poppy 0.1 §4.7: "Personal Agents MUST NOT send credentials to any
+	// endpoint other than the Company's auth.mediated.endpoint."
+	return s.postMediated(ctx, s.company.MediatedEndpoint, body, scopes)
+}
+
+// SubmitCode sends the one-time code of a sign-in that answered
+// code_required. A wrong code answers code_required again, until the
+// Company's attempt limit, then failed.
+// Poppy 0.1 §4.7: the agent "submits only the code, not the credentials again".
+func (s *Session) SubmitCode(ctx context.Context, step *MediatedStep, code Secret) (*MediatedStep, error) {
+	if step == nil || step.Status != MediatedCodeRequired {
+		return nil, errors.New("auth: no mediated sign-in is waiting for a code")
+	}
+	body, err := json.Marshal(map[string]string{"code": code.Reveal()})
+	if err != nil {
+		return nil, fmt.Errorf("auth: mediated sign-in code: %w", err)
+	}
+	u := strings.TrimSuffix(s.company.MediatedEndpoint, "/") + "/" + url.PathEscape(step.signInID)
+	return s.postMediated(ctx, u, body, step.scopes)
+}
+
+// postMediated posts a JSON body through the Session's client, without
+// following redirects (the body is a credential), and reads the answer.
+func (s *Session) postMediated(ctx context.Context, endpoint string, body []byte, scopes []string) (*MediatedStep, error) {
+	defer clear(body)
+	ctx, cancel := context.WithTimeout(ctx, mediatedTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("auth: mediated sign-in: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	c := s.newClient(&sessionTransport{s: s})
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("auth: mediated sign-in: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := readLimited(resp.Body, s.a.maxBody)
+	if err != nil || !isJSON(resp.Header.Get("Content-Type")) {
+		return nil, fmt.Errorf("auth: mediated sign-in answered HTTP %d (%s)", resp.StatusCode, clean(resp.Header.Get("Content-Type")))
+	}
+	return s.readMediated(resp.StatusCode, resp.Header, b, scopes)
+}
+
+// readMediated interprets a mediated sign-in answer.
+func (s *Session) readMediated(status int, h http.Header, body []byte, scopes []string) (*MediatedStep, error) {
+	var w mediatedWire
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, fmt.Errorf("auth: mediated sign-in answer: %w", err)
+	}
+	switch {
+	case status == http.StatusOK && w.Status == MediatedComplete:
+		// Poppy 0.1 §4.7: "returns complete with the same fields as the response in 4.4"
+		tok, err := parseToken(body, "DPoP", s.a.now())
+		if err != nil {
+			return nil, err
+		}
+		in, err := s.finishSignIn(tok, scopes)
+		if err != nil {
+			return nil, err
+		}
+		return &MediatedStep{Status: MediatedComplete, SignIn: in}, nil
+	case status == http.StatusOK && w.Status == MediatedCodeRequired:
+		return parseCodeRequired(&w, scopes)
+	case status >= 400 && w.Status == MediatedFailed || status >= 400 && status < 500:
+		e := parseErrorBody(status, h, body)
+		if e == nil {
+			e = &Error{Code: "failed", Status: status}
+		}
+		return &MediatedStep{Status: MediatedFailed, Err: e}, nil
+	}
+	return nil, fmt.Errorf("auth: mediated sign-in answered HTTP %d with status %q", status, clean(w.Status))
+}
+
+// parseCodeRequired checks a code_required answer (Poppy 0.1 §4.7 "One-time codes").
+func parseCodeRequired(w *mediatedWire, scopes []string) (*MediatedStep, error) {
+	// The ID goes into a URL path: short visible ASCII, no path separators.
+	if w.SignInID == "" || !printable(w.SignInID) || strings.ContainsAny(w.SignInID, "/?#%") || w.SignInID == "." || w.SignInID == ".." {
+		return nil, errors.New("auth: code_required answer without a usable sign_in_id")
+	}
+	st := &MediatedStep{Status: MediatedCodeRequired, SentTo: clean(w.Code.SentTo), signInID: w.SignInID,
+		scopes: slices.Clone(scopes)}
+	if t, err := time.Parse(time.RFC3339, w.ExpiresAt); err == nil {
+		st.ExpiresAt = t
+	}
+	return st, nil
+}
