@@ -129,6 +129,16 @@ type Options struct {
 	// AccountTokenLifetime is the lifetime of the Account Tokens issued,
 	// sent as refresh_token_expires_in. Zero: they do not expire.
 	AccountTokenLifetime time.Duration
+
+	// The store API (Poppy 0.1 §6; openapi.go, openapi_api.go).
+
+	// OpenAPI edits the store API's OpenAPI document before it is served at
+	// https://api.<Domain>/openapi.json. Nil: the default is served.
+	OpenAPI func(doc map[string]any)
+	// OpenAPIResource gives the openapi entry of poppy.json this resource
+	// (§4.3 "Narrower tokens"): the store API then accepts only Session
+	// Tokens issued for it. Zero: no resource, general DPoP Session Tokens.
+	OpenAPIResource string
 }
 
 // Server is a reference Company. Its methods are safe for concurrent use,
@@ -240,6 +250,7 @@ func (s *Server) install() {
 	s.installMCPServer()
 	s.installConversations()
 	s.installSignIn()
+	s.installOpenAPI()
 	s.installWeb()
 }
 
