@@ -89,10 +89,8 @@ func (t *resourceTransport) fetch(ctx context.Context, _ *Token) (*Token, error)
 	return tok, err
 }
 
+// request asks with the grant that renews the Session (Poppy 0.1 §4.2, or
+// §4.8 for a signed-in Session), with resource and a proof.
 func (t *resourceTransport) request(ctx context.Context, sessionID string) (*Token, error) {
-	return t.s.a.postToken(ctx, tokenRequest{
-		endpoint: t.s.company.TokenEndpoint,
-		form:     t.s.grantForm(sessionID, t.resource),
-		proof:    t.s.proof,
-	})
+	return t.s.grant(ctx, sessionID, t.resource, t.s.proof)
 }

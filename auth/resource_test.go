@@ -2,6 +2,7 @@ package auth
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"testing"
@@ -106,4 +107,33 @@ func countResourceRequests(t *testing.T, co *company, resource string) int {
 		}
 	}
 	return n
+}
+
+// TestResourceClientSignedIn: the resource's token follows the Session's
+// state: signed out, the store API asks for sign-in; after sign-in, a new
+// token comes from the refresh_token grant with resource and a proof.
+func TestResourceClientSignedIn(t *testing.T) {
+	co := newSignInCo(t, &poppytest.Options{OpenAPIResource: storeResource})
+	s := co.start(t)
+	hc, err := s.ResourceClient(storeResource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orders := co.srv.URL("api."+co.srv.Domain(), "/store/orders")
+	if _, err := hc.Get(orders); !errors.Is(err, ErrSignInRequired) {
+		t.Fatalf("signed out: %v, want sign_in_required", err)
+	}
+	co.signInDevice(t, s, "acct_dana", []string{"poppy:read"})
+	resp, err := hc.Get(orders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("signed in: HTTP %d", resp.StatusCode)
+	}
+	f := co.tokenForms()[len(co.tokenForms())-1]
+	if f.Get("grant_type") != "refresh_token" || f.Get("resource") != storeResource || f.Get("session_id") != s.Info().ID {
+		t.Errorf("token request grant %q resource %q", f.Get("grant_type"), f.Get("resource"))
+	}
 }
