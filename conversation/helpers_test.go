@@ -1,0 +1,154 @@
+package conversation
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/poppytest"
+	"github.com/poppy-mcp/poppy-mcp/store"
+)
+
+// company is a poppytest Company, a store, and an agent with a Session there.
+type company struct {
+	srv    *poppytest.Server
+	st     *store.Store
+	agent  *auth.Agent
+	ac     auth.Company
+	sess   *auth.Session
+	userID string
+}
+
+// newCompany starts a Company and a Session with it. t may be a
+// *recordingT, so a test can expect a violation.
+func newCompany(t *testing.T, pt poppytest.T, opts *poppytest.Options) *company {
+	t.Helper()
+	if opts == nil {
+		opts = &poppytest.Options{}
+	}
+	if opts.AgentDelay == 0 {
+		opts.AgentDelay = 20 * time.Millisecond
+	}
+	if pt == nil {
+		pt = t
+	}
+	srv := poppytest.NewServer(pt, opts)
+	ctx := context.Background()
+	st, err := store.Open(ctx, t.TempDir(), &store.Options{Key: bytes.Repeat([]byte{9}, 32), Keychain: store.NoKeychain{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	id, err := auth.NewIdentity(ctx, "https://"+srv.AgentHost()+"/agent.json", &auth.IdentityOptions{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentJSON, _ := id.AgentJSON()
+	jwks, _ := id.JWKSJSON()
+	srv.SetAgentDocuments(agentJSON, jwks)
+	agent := auth.New(id, &auth.Options{HTTPClient: srv.Client(), Store: st})
+	d := srv.Domain()
+	ac := auth.Company{Issuer: srv.Issuer(), Domain: d, TokenEndpoint: srv.URL("auth."+d, "/oauth/token")}
+	userID, err := st.UserID(ctx, ac.Issuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := agent.StartSession(ctx, ac, userID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &company{srv: srv, st: st, agent: agent, ac: ac, sess: sess, userID: userID}
+}
+
+// endpoint is the Company's conversation endpoint.
+func (co *company) endpoint() string {
+	return co.srv.URL("api."+co.srv.Domain(), "/poppy/conversations")
+}
+
+// client is a Client through the Session, retrying quickly.
+func (co *company) client(t *testing.T) *Client {
+	t.Helper()
+	c, err := New(co.sess.Client(), co.endpoint(), &Options{NewBackOff: fastBackOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// tracker is a Tracker of the User's conversations through a new Client.
+func (co *company) tracker(t *testing.T) *Tracker {
+	t.Helper()
+	tr, err := NewTracker(co.client(t), co.st, Owner{Issuer: co.ac.Issuer, UserID: co.userID, Domain: co.srv.Domain()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+func fastBackOff() backoff.BackOff {
+	return backoff.WithMaxRetries(backoff.NewConstantBackOff(10*time.Millisecond), 4)
+}
+
+// textMsg is a message from the agent with text.
+func textMsg(text string) Message { return Message{Sender: SenderAgent, Text: text} }
+
+// companyTexts returns the texts of the Company's messages in events.
+func companyTexts(events []Event) []string {
+	var out []string
+	for _, e := range events {
+		if e.Type == EventMessage && e.Message.Role == RoleCompany {
+			out = append(out, e.Message.Text)
+		}
+	}
+	return out
+}
+
+// eventIDs returns the IDs of events.
+func eventIDs(events []Event) []string {
+	out := make([]string, len(events))
+	for i, e := range events {
+		out[i] = e.ID
+	}
+	return out
+}
+
+// noRepeats fails when an event ID appears twice across updates.
+func noRepeats(t *testing.T, updates ...*Update) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, u := range updates {
+		for _, e := range u.Events {
+			if seen[e.ID] {
+				t.Errorf("event %s (%s) returned twice", e.ID, e.Type)
+			}
+			seen[e.ID] = true
+		}
+	}
+}
+
+// recordingT is a poppytest.T that records violations instead of failing,
+// for tests that make the agent break a rule on purpose.
+type recordingT struct {
+	*testing.T
+	mu   sync.Mutex
+	errs []string
+}
+
+func (r *recordingT) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+func (r *recordingT) violations() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.errs, "\n")
+}

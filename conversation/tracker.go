@@ -1,0 +1,257 @@
+// This file implements the Tracker: a User's conversations at one Company,
+// followed through a Client with what must survive a restart kept in the
+// store. Poppy 0.1 §7.5: "The Personal Agent handles events in order and
+// saves the cursor after them. A read after a reconnect can return events
+// again, so it skips event IDs it has already handled."
+
+package conversation
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/store"
+)
+
+// timeNow is the clock of waits; tests may replace it.
+var timeNow = time.Now
+
+// Owner is whose conversations a Tracker follows, and where (Poppy 0.1
+// §7.2: "A conversation belongs to the Personal Agent's client_id and the
+// User ID that started it").
+type Owner struct {
+	Issuer string // the Company's auth.issuer; required
+	UserID string // the User's ID at the Company; required
+	Domain string // the domain conversations are started at
+}
+
+// Tracker follows one User's conversations at one Company. It keeps each
+// conversation's cursor, state and handled events in the store, keyed by
+// issuer and conversation ID, and each message not yet known to be
+// delivered, so that another Tracker, in this process or after a restart,
+// continues where it left off. It is safe for concurrent use; Trackers of
+// the same conversations may be used at once.
+type Tracker struct {
+	c     *Client
+	st    *store.Store
+	owner Owner
+}
+
+// NewTracker returns a Tracker of owner's conversations through c, keeping
+// its state in st.
+func NewTracker(c *Client, st *store.Store, owner Owner) (*Tracker, error) {
+	if c == nil || st == nil || owner.Issuer == "" || owner.UserID == "" {
+		return nil, errors.New("conversation: NewTracker needs a Client, a store, an issuer and a User ID")
+	}
+	return &Tracker{c: c, st: st, owner: owner}, nil
+}
+
+// ReadOptions say how long to follow a conversation and how.
+type ReadOptions struct {
+	// Wait is how long to wait for the Company: until it has said
+	// something and is no longer working, or the conversation closed.
+	// Zero: what is there now.
+	Wait time.Duration
+	// Stream asks the Company for a stream of events (Poppy 0.1 §7.6),
+	// reconnecting when it closes one; a Company that does not stream
+	// answers JSON, which is read as usual.
+	Stream bool
+	// Progress, if set, is told of what happens while waiting: pieces of
+	// a message being written (show them, never act on them), state
+	// changes, and streams broken in the middle of a message.
+	Progress func(Progress)
+}
+
+// Progress is news while waiting.
+type Progress struct {
+	// Delta is a piece of a Company message being written (§7.6).
+	Delta *TextDelta
+	// State is the conversation's new state.
+	State *State
+	// Interrupted says a stream broke while a message was being written:
+	// the pieces shown of it are void, and the message comes whole later.
+	Interrupted bool
+}
+
+// Update is what a Tracker call found: the conversation's state and the
+// events not handled before.
+type Update struct {
+	ConversationID string
+	// ParentID is the parent of a Direct Conversation; "" for others.
+	ParentID string
+	State
+	// Events are the new events, oldest first, each returned once across
+	// every Tracker of the store. Events of unknown types are left out
+	// (§7.5), as are the Personal Agent's own messages it sent.
+	Events []Event
+	// HistoryMissing says the Company no longer had the events after the
+	// saved cursor: reading restarted from the beginning of what it keeps,
+	// and part of the conversation may be missing (§7.5).
+	HistoryMissing bool
+	// MessageID is the ID of the message sent, for Start and Send.
+	MessageID string
+}
+
+// settled reports whether a wait is over: the Company said something and
+// is not working on more, or the conversation is closed.
+func (u *Update) settled() bool {
+	return u.Status == StatusClosed || len(u.Events) > 0 && u.Status != StatusWorking
+}
+
+// Start starts a conversation with m, or a Direct Conversation linked to
+// parentID (Poppy 0.1 §7.10), and follows it for up to o.Wait. m.ID may be
+// empty: the Tracker gives it one, the same one as a pending message with
+// the same content.
+func (t *Tracker) Start(ctx context.Context, m Message, parentID string, o *ReadOptions) (*Update, error) {
+	o = orDefault(o)
+	deadline := timeNow().Add(o.Wait)
+	if err := precheck(m); err != nil {
+		return nil, err
+	}
+	name, err := t.claimID(ctx, "", parentID, &m)
+	if err != nil {
+		return nil, err
+	}
+	p, err := t.c.Start(ctx, m, parentID, &SendOptions{Wait: o.Wait})
+	t.settle(ctx, name, err)
+	if err != nil {
+		return nil, t.failed(ctx, parentID, false, m.ID, err)
+	}
+	id := p.ConversationID
+	if err := t.create(ctx, id, parentID, p.State); err != nil {
+		return nil, err
+	}
+	upd := &Update{ConversationID: id, ParentID: parentID, State: p.State, MessageID: m.ID}
+	return t.afterPost(ctx, upd, m.ID, p, "", deadline, o)
+}
+
+// Send sends m to a conversation and follows it for up to o.Wait, asking
+// for the reply in the answer from the saved cursor (§7.3). m.ID may be
+// empty, as for Start. A conversation the store does not know is adopted,
+// read from its beginning, if the Company accepts the message.
+func (t *Tracker) Send(ctx context.Context, conversationID string, m Message, o *ReadOptions) (*Update, error) {
+	o = orDefault(o)
+	deadline := timeNow().Add(o.Wait)
+	if err := precheck(m); err != nil {
+		return nil, err
+	}
+	rec, adopted, err := t.load(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	name, err := t.claimID(ctx, conversationID, "", &m)
+	if err != nil {
+		return nil, err
+	}
+	cursor, expired := rec.Cursor, false
+	p, err := t.c.Send(ctx, conversationID, m, &SendOptions{Wait: o.Wait, Cursor: cursor})
+	if errors.Is(err, ErrCursorExpired) {
+		// The message may be in: send it again, the same, without a read;
+		// the Company recognizes it (§7.3). Then read from the beginning.
+		cursor, expired = "", true
+		p, err = t.c.Send(ctx, conversationID, m, nil)
+	}
+	t.settle(ctx, name, err)
+	if err != nil {
+		return nil, t.failed(ctx, conversationID, adopted, m.ID, err)
+	}
+	upd := &Update{ConversationID: conversationID, ParentID: rec.ParentID, State: p.State,
+		MessageID: m.ID, HistoryMissing: expired}
+	return t.afterPost(ctx, upd, m.ID, p, cursor, deadline, o)
+}
+
+// afterPost records the message sent, handles the reply in the answer, and
+// follows the conversation until the wait is over.
+func (t *Tracker) afterPost(ctx context.Context, upd *Update, msgID string, p *Page, cursor string,
+	deadline time.Time, o *ReadOptions) (*Update, error) {
+	id := upd.ConversationID
+	// Marked under a name no event ID can have (":" is not in the ID
+	// alphabet), so the message's own event is recognized and not returned.
+	if err := t.st.MarkSeen(context.WithoutCancel(ctx), t.owner.Issuer, id, sentMark(msgID)); err != nil {
+		return nil, err
+	}
+	must, hasMore := o.Wait > 0, false
+	if p.Read {
+		var err error
+		if cursor, err = t.handle(ctx, id, p.Events, p.Cursor, &p.State, upd); err != nil {
+			return nil, err
+		}
+		must, hasMore = false, p.HasMore
+	} else if c, err := t.savedCursor(ctx, id); err == nil && !upd.HistoryMissing {
+		cursor = c
+	}
+	err := t.follow(ctx, id, cursor, must, hasMore, deadline, o, upd)
+	return upd, err
+}
+
+// Read reads a conversation's new events, following it for up to o.Wait.
+// A conversation the store does not know is adopted and read from its
+// beginning, if the Company lets this User read it.
+func (t *Tracker) Read(ctx context.Context, conversationID string, o *ReadOptions) (*Update, error) {
+	o = orDefault(o)
+	deadline := timeNow().Add(o.Wait)
+	rec, adopted, err := t.load(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	upd := &Update{ConversationID: conversationID, ParentID: rec.ParentID,
+		State: State{Status: rec.Status, Responder: rec.Responder}}
+	if err := t.follow(ctx, conversationID, rec.Cursor, true, false, deadline, o, upd); err != nil {
+		return upd, t.failed(ctx, conversationID, adopted, "", err)
+	}
+	return upd, nil
+}
+
+// Handoff asks for a person at the Company (Poppy 0.1 §7.9).
+func (t *Tracker) Handoff(ctx context.Context, conversationID string) (*Update, error) {
+	rec, adopted, err := t.load(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	st, err := t.c.Handoff(ctx, conversationID)
+	if err != nil {
+		return nil, t.failed(ctx, conversationID, adopted, "", err)
+	}
+	return t.saveState(ctx, rec, st)
+}
+
+// Close closes a conversation (Poppy 0.1 §7.12), and with it, in the
+// store, its open Direct Conversations: "Closing the parent also closes
+// its open Direct Conversation." One the Company had closed already is
+// reported closed.
+func (t *Tracker) Close(ctx context.Context, conversationID string) (*Update, error) {
+	rec, adopted, err := t.load(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	st, err := t.c.Close(ctx, conversationID)
+	if errors.Is(err, ErrConversationClosed) {
+		st, err = State{Status: StatusClosed, Responder: rec.Responder}, nil
+	}
+	if err != nil {
+		return nil, t.failed(ctx, conversationID, adopted, "", err)
+	}
+	upd, err := t.saveState(ctx, rec, st)
+	if err != nil {
+		return nil, err
+	}
+	return upd, t.closeChildren(ctx, conversationID)
+}
+
+func orDefault(o *ReadOptions) *ReadOptions {
+	if o == nil {
+		return &ReadOptions{}
+	}
+	return o
+}
+
+// precheck validates m before an ID is claimed for it.
+func precheck(m Message) error {
+	if m.ID == "" {
+		m.ID = "msg_check"
+	}
+	return m.check()
+}
+
+func sentMark(msgID string) string { return "sent:" + msgID }
