@@ -31,7 +31,9 @@ func readAll(t *testing.T, r io.Reader, limit int) ([]sseEvent, *sseReader, erro
 // TestSSEParser checks the rules of HTML Living Standard §9.2.6, many with
 // the standard's own examples.
 func TestSSEParser(t *testing.T) {
-	msg := func(data, id string, own bool) sseEvent { return sseEvent{Type: "message", Data: data, ID: id, HasID: own} }
+	msg := func(data, id string, own bool) sseEvent {
+		return sseEvent{Type: "message", Data: data, ID: id, HasID: own}
+	}
 	tests := []struct {
 		name, in string
 		want     []sseEvent
