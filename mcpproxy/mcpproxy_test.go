@@ -1,0 +1,222 @@
+package mcpproxy_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/mcpproxy"
+	"github.com/poppy-mcp/poppy-mcp/poppytest"
+)
+
+// TestToolsByteForByte: every page is followed and each schema reaches the
+// downstream client exactly as the upstream listed it, top-level anyOf,
+// description and $schema included.
+func TestToolsByteForByte(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	upstream := f.direct(t).tools()
+	f.sync(t)
+	down := f.downstream(t, nil).tools()
+	if len(upstream) != 4 || len(down) != len(upstream) {
+		t.Fatalf("upstream lists %d tools, downstream %d", len(upstream), len(down))
+	}
+	byName := map[string]json.RawMessage{}
+	for _, d := range down {
+		byName[strings.Trim(field(t, d, "name"), `"`)] = d
+	}
+	for _, u := range upstream {
+		name := strings.Trim(field(t, u, "name"), `"`)
+		d, ok := byName["ex_"+name]
+		if !ok {
+			t.Errorf("%s not relayed as ex_%s; downstream has %v", name, name, f.relay.Tools())
+			continue
+		}
+		for _, k := range []string{"inputSchema", "outputSchema", "description", "title"} {
+			if got, want := field(t, d, k), field(t, u, k); got != want {
+				t.Errorf("%s.%s:\n got %s\nwant %s", name, k, got, want)
+			}
+		}
+	}
+	search := field(t, byName["ex_search_products"], "inputSchema")
+	for _, part := range []string{`"anyOf":`, `"$schema":`, `"description":"Give words`} {
+		if !strings.Contains(search, part) {
+			t.Errorf("search_products' schema lost %s: %s", part, search)
+		}
+	}
+	if got := methods(f.co, "/mcp")["POST tools/list"]; got < 3 {
+		t.Errorf("the relay sent %d tools/list requests; with 4 tools in pages of 2 it must follow the cursor", got)
+	}
+}
+
+// TestResultsUnchanged: a relayed result is the upstream's, byte for byte.
+func TestResultsUnchanged(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	f.sync(t)
+	direct, down := f.direct(t), f.downstream(t, nil)
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		want string // in the result
+	}{
+		{"search_products", map[string]any{"query": "jacket", "filters": map[string]any{"max_price": 200}}, `"structuredContent":{"products":`},
+		{"search_products", map[string]any{"query": "umbrella"}, `"isError":true`},
+		{"product_image", map[string]any{"sku": "rain-hat-os"}, `"type":"image"`},
+		{"product_image", map[string]any{"sku": "stormline-m"}, `"type":"resource"`},
+	} {
+		want := direct.result("tools/call", map[string]any{"name": tc.tool, "arguments": tc.args})
+		got := down.result("tools/call", map[string]any{"name": "ex_" + tc.tool, "arguments": tc.args})
+		if string(got) != string(want) {
+			t.Errorf("%s: relayed result differs\n got %s\nwant %s", tc.tool, got, want)
+		}
+		if !strings.Contains(string(got), tc.want) {
+			t.Errorf("%s: %s not in %s", tc.tool, tc.want, got)
+		}
+	}
+	if !strings.Contains(string(down.result("tools/call", map[string]any{"name": "ex_product_image",
+		"arguments": map[string]any{"sku": "rain-hat-os"}})), `"annotations":{"audience":["user","assistant"]}`) {
+		t.Error("content annotations lost")
+	}
+}
+
+// TestProgressRelayed: the upstream's progress reaches the client under
+// the client's own token.
+func TestProgressRelayed(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	f.sync(t)
+	msgs := f.downstream(t, nil).post("tools/call", map[string]any{"name": "ex_count_slowly",
+		"arguments": map[string]any{"steps": 4}, "_meta": map[string]any{"progressToken": "client-tok"}}, false)
+	var steps []float64
+	for _, m := range msgs {
+		var n struct {
+			Method string `json:"method"`
+			Params struct {
+				Token    any     `json:"progressToken"`
+				Progress float64 `json:"progress"`
+				Total    float64 `json:"total"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(m, &n) == nil && n.Method == "notifications/progress" {
+			if n.Params.Token != "client-tok" || n.Params.Total != 4 {
+				t.Errorf("progress %s", m)
+			}
+			steps = append(steps, n.Params.Progress)
+		}
+	}
+	if !slices.Equal(steps, []float64{1, 2, 3, 4}) {
+		t.Errorf("progress relayed: %v, want 1 2 3 4", steps)
+	}
+}
+
+// TestListChanged: tools the upstream adds or removes are added and deleted.
+func TestListChanged(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	f.sync(t)
+	f.co.MCPAddTool("size_advice", "Suggests a size.")
+	waitFor(t, "ex_size_advice relayed", func() bool { return slices.Contains(f.relay.Tools(), "ex_size_advice") })
+	if f.srv.GetTool("ex_size_advice") == nil {
+		t.Fatal("relayed tool not on the server")
+	}
+	f.co.MCPRemoveTool("size_advice")
+	waitFor(t, "ex_size_advice removed", func() bool { return f.srv.GetTool("ex_size_advice") == nil })
+}
+
+// TestUpstreamRestart: after a restart the call goes through on a new MCP
+// session, and list_changed is heard again.
+func TestUpstreamRestart(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	f.sync(t)
+	down := f.downstream(t, nil)
+	call := func() string {
+		return string(down.result("tools/call", map[string]any{"name": "ex_search_products", "arguments": map[string]any{"query": "hat"}}))
+	}
+	before := call()
+	f.co.RestartMCP()
+	if after := call(); after != before {
+		t.Errorf("after a restart: %s, want %s", after, before)
+	}
+	if n := methods(f.co, "/mcp")["POST initialize"]; n < 2 {
+		t.Errorf("%d initialize requests; want a new MCP session after the restart", n)
+	}
+	f.co.MCPAddTool("size_advice", "Suggests a size.")
+	waitFor(t, "list_changed after the restart", func() bool { return f.srv.GetTool("ex_size_advice") != nil })
+}
+
+// TestIdleConnectionClosed: an idle connection is closed (DELETE ends the
+// MCP session) and the next call connects again.
+func TestIdleConnectionClosed(t *testing.T) {
+	f := newFixture(t, nil, &mcpproxy.Options{Prefix: "ex_", IdleTimeout: 20 * time.Millisecond})
+	f.sync(t)
+	waitFor(t, "the idle connection closed", func() bool { return methods(f.co, "/mcp")["DELETE "] >= 1 })
+	res, err := f.up.Call(context.Background(), "search_products", json.RawMessage(`{"query":"socks"}`), nil)
+	if err != nil || res.IsError {
+		t.Fatalf("call after idle close: %v %v", res, err)
+	}
+	if n := methods(f.co, "/mcp")["POST initialize"]; n != 2 {
+		t.Errorf("%d initialize requests, want 2 (one per connection)", n)
+	}
+}
+
+// TestDownstreamCredentialsStayDownstream: the client's own Authorization
+// header, cookies and _meta never reach the upstream.
+func TestDownstreamCredentialsStayDownstream(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	f.sync(t)
+	const secret = "downstream-secret-7f3a"
+	down := f.downstream(t, http.Header{"Authorization": {"Bearer " + secret}, "Cookie": {"sid=" + secret}})
+	down.result("tools/call", map[string]any{"name": "ex_search_products", "arguments": map[string]any{"query": "hat"},
+		"_meta": map[string]any{"client": secret}})
+	for _, r := range f.co.Requests() {
+		raw, _ := json.Marshal(r.Header)
+		if strings.Contains(string(raw)+string(r.Body), secret) {
+			t.Errorf("%s %s%s carried the downstream's credential", r.Method, r.Host, r.Path)
+		}
+		if r.Host == "mcp.example.com" && r.Path == "/mcp" && !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+			t.Errorf("%s to the MCP server without the Session's Bearer token", r.Method)
+		}
+	}
+}
+
+// TestSignInErrors: scope errors of the upstream come back as auth's
+// errors, for the caller to name the sign-in to do.
+func TestSignInErrors(t *testing.T) {
+	f := newFixture(t, nil, nil)
+	_, err := f.up.Call(context.Background(), "order_status", nil, nil)
+	var aerr *auth.Error
+	if !errors.Is(err, auth.ErrSignInRequired) || !errors.As(err, &aerr) {
+		t.Fatalf("signed-out order_status: %v, want auth's sign_in_required", err)
+	}
+	_, err = f.up.Call(context.Background(), "no_such_tool", nil, nil)
+	if !errors.Is(err, mcpproxy.ErrInvalidParams) {
+		t.Errorf("unknown tool: %v, want a JSON-RPC invalid params error", err)
+	}
+}
+
+// TestUpstreamDown: a server that cannot be reached fails the call after
+// the backoff, without hanging.
+func TestUpstreamDown(t *testing.T) {
+	f := newFixture(t, nil, &mcpproxy.Options{Prefix: "ex_", ConnectWithin: 300 * time.Millisecond})
+	f.co.Close()
+	_, err := f.up.Tools(context.Background())
+	if err == nil {
+		t.Fatal("listing a closed server succeeded")
+	}
+}
+
+func TestNewRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		url    string
+		prefix string
+	}{{"ftp://x/mcp", ""}, {"https:///mcp", ""}, {mcpURL, "bad prefix"}, {mcpURL, strings.Repeat("p", 33)}} {
+		if _, err := mcpproxy.New(tc.url, &mcpproxy.Options{Prefix: tc.prefix}); err == nil {
+			t.Errorf("New(%q, prefix %q) accepted", tc.url, tc.prefix)
+		}
+	}
+}
+
+var _ = poppytest.OrderShipped

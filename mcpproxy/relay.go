@@ -1,0 +1,213 @@
+package mcpproxy
+
+// This file announces an Upstream's tools on an mcp-go server and keeps them
+// in step: a tool that appears is added, one that goes is deleted, one that
+// changes is replaced, and mcp-go sends notifications/tools/list_changed to
+// every client for each change (notes/mcp-go.md). Tools are registered on
+// the server itself, not per client session: 2026-07-28 clients have no
+// session to hold them.
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"reflect"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// RelayOptions configure a Relay. The zero value of every field is usable.
+type RelayOptions struct {
+	// Describe returns the description a relayed tool is announced with.
+	// Nil: the upstream's own.
+	Describe func(t Tool) string
+	// Failure turns an error of a call (the upstream unreachable, a
+	// JSON-RPC error, a sign-in error of the HTTP client) into the result
+	// the client reads. Nil: an isError result with the error's text.
+	Failure func(ctx context.Context, t Tool, err error) *mcp.CallToolResult
+	// SyncTimeout bounds a sync started by the upstream's list_changed.
+	// Zero: 30 s.
+	SyncTimeout time.Duration
+	// Logger receives operational logs. Nil: discard.
+	Logger *slog.Logger
+}
+
+// Relay keeps a server's copy of one Upstream's tools. It is safe for
+// concurrent use.
+type Relay struct {
+	srv  *server.MCPServer
+	up   *Upstream
+	opts RelayOptions
+	log  *slog.Logger
+
+	// syncMu makes syncs run one at a time.
+	syncMu sync.Mutex
+	// mu guards tools and closed.
+	mu     sync.Mutex
+	tools  map[string]Tool // by relayed name: what the server has from us
+	closed bool
+}
+
+// NewRelay returns a Relay of up's tools on srv. Nothing is announced until
+// Sync; after that, the upstream's list_changed syncs again by itself.
+func NewRelay(srv *server.MCPServer, up *Upstream, opts *RelayOptions) *Relay {
+	r := &Relay{srv: srv, up: up, tools: map[string]Tool{}}
+	if opts != nil {
+		r.opts = *opts
+	}
+	if r.opts.SyncTimeout <= 0 {
+		r.opts.SyncTimeout = 30 * time.Second
+	}
+	r.log = r.opts.Logger
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	up.OnToolsChanged(r.syncInBackground)
+	return r
+}
+
+// Upstream is the relayed Upstream.
+func (r *Relay) Upstream() *Upstream { return r.up }
+
+// Sync lists the upstream's tools and brings the server's copy in step. A
+// name the server already has from elsewhere is left to its owner.
+func (r *Relay) Sync(ctx context.Context) error {
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
+	listed, err := r.up.Tools(ctx)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	want := map[string]Tool{}
+	var add []server.ServerTool
+	for _, t := range listed {
+		if r.opts.Describe != nil {
+			t.Def.Description = r.opts.Describe(t)
+		}
+		if _, ours := r.tools[t.Name]; !ours && r.srv.GetTool(t.Name) != nil {
+			r.log.Warn("mcpproxy: a relayed tool's name is taken; not relayed", "url", r.up.url, "tool", t.Name)
+			continue
+		}
+		want[t.Name] = t
+		if old, ok := r.tools[t.Name]; !ok || !sameTool(old, t) {
+			add = append(add, server.ServerTool{Tool: t.Def, Handler: r.handler(t)})
+		}
+	}
+	var gone []string
+	for name := range r.tools {
+		if _, ok := want[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	sort.Strings(gone)
+	if len(gone) > 0 {
+		r.srv.DeleteTools(gone...)
+	}
+	if len(add) > 0 {
+		r.srv.AddTools(add...)
+	}
+	r.tools = want
+	return nil
+}
+
+// sameTool reports whether two listings of a tool announce the same.
+func sameTool(a, b Tool) bool {
+	return a.Upstream == b.Upstream && a.Def.Description == b.Def.Description && reflect.DeepEqual(a.Raw, b.Raw)
+}
+
+// syncInBackground is the upstream's list_changed handler.
+func (r *Relay) syncInBackground() {
+	ctx, cancel := context.WithTimeout(r.up.life, r.opts.SyncTimeout)
+	defer cancel()
+	if err := r.Sync(ctx); err != nil {
+		r.log.Info("mcpproxy: cannot sync the relayed tools", "url", r.up.url, "err", err)
+	}
+}
+
+// Tools returns the names the Relay has announced, sorted.
+func (r *Relay) Tools() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.tools))
+	for name := range r.tools {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Close deletes the relayed tools from the server and closes the Upstream.
+func (r *Relay) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	names := make([]string, 0, len(r.tools))
+	for name := range r.tools {
+		names = append(names, name)
+	}
+	r.tools = map[string]Tool{}
+	r.mu.Unlock()
+	if len(names) > 0 {
+		r.srv.DeleteTools(names...)
+	}
+	return r.up.Close()
+}
+
+// handler relays calls of t. Of the downstream request only the arguments
+// and the wish for progress go upstream: not its headers, not its _meta.
+func (r *Relay) handler(t Tool) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args := req.Params.RawArguments
+		if len(args) == 0 && req.Params.Arguments != nil {
+			var err error
+			if args, err = json.Marshal(req.Params.Arguments); err != nil {
+				return r.failure(ctx, t, err), nil
+			}
+		}
+		res, err := r.up.Call(ctx, t.Upstream, args, r.progress(ctx, req))
+		if err != nil {
+			return r.failure(ctx, t, err), nil
+		}
+		return res, nil
+	}
+}
+
+// progress relays a call's progress to the client that asked for it, under
+// the client's own token (MCP 2025-11-25 "Progress").
+func (r *Relay) progress(ctx context.Context, req mcp.CallToolRequest) ProgressFunc {
+	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
+		return nil
+	}
+	tok := req.Params.Meta.ProgressToken
+	srv := server.ServerFromContext(ctx)
+	if srv == nil {
+		srv = r.srv
+	}
+	return func(p Progress) {
+		params := map[string]any{"progressToken": tok, "progress": p.Progress}
+		if p.Total > 0 {
+			params["total"] = p.Total
+		}
+		if p.Message != "" {
+			params["message"] = p.Message
+		}
+		if err := srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), params); err != nil {
+			r.log.Debug("mcpproxy: progress not relayed", "err", err)
+		}
+	}
+}
+
+func (r *Relay) failure(ctx context.Context, t Tool, err error) *mcp.CallToolResult {
+	if r.opts.Failure != nil {
+		return r.opts.Failure(ctx, t, err)
+	}
+	return mcp.NewToolResultError(err.Error())
+}

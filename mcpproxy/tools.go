@@ -1,0 +1,176 @@
+package mcpproxy
+
+// This file lists the upstream's tools (MCP 2025-11-25 "Tools", "Pagination")
+// raw, page after page, and turns each into the definition relayed
+// downstream: the schemas byte for byte, the name prefixed and made valid
+// and unique (names.go).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// maxPages bounds how many tools/list pages are followed.
+const maxPages = 100
+
+// Tool is one upstream tool as relayed.
+type Tool struct {
+	// Name is the relayed name: Prefix and the upstream's name, made valid
+	// (^[a-zA-Z0-9_-]{1,64}$) and unique, the same on every run.
+	Name string
+	// Upstream is the tool's name at the upstream, for Call.
+	Upstream string
+	// Def is the definition to announce: named Name, with the upstream's
+	// input and output schemas as raw bytes, and every annotation set (those
+	// the upstream left out at MCP's defaults: not read-only, destructive,
+	// not idempotent, open world).
+	Def mcp.Tool
+	// Raw is the upstream's tool object as listed.
+	Raw json.RawMessage
+}
+
+// toolWire is a Tool of tools/list, as it comes.
+type toolWire struct {
+	Name         string              `json:"name"`
+	Title        string              `json:"title"`
+	Description  string              `json:"description"`
+	InputSchema  json.RawMessage     `json:"inputSchema"`
+	OutputSchema json.RawMessage     `json:"outputSchema"`
+	Annotations  *mcp.ToolAnnotation `json:"annotations"`
+	Meta         *mcp.Meta           `json:"_meta"`
+	Icons        []mcp.Icon          `json:"icons"`
+	Execution    *mcp.ToolExecution  `json:"execution"`
+}
+
+// listWire is a tools/list result.
+type listWire struct {
+	Tools      []json.RawMessage `json:"tools"`
+	NextCursor string            `json:"nextCursor"`
+}
+
+// Tools lists the upstream's tools, following every page, connecting first
+// when needed. Tools that cannot be relayed are left out and logged: no
+// name, an input schema that is not a JSON object, a task-only tool, or
+// x-mcp-header annotations mcp-go refuses.
+func (u *Upstream) Tools(ctx context.Context) ([]Tool, error) {
+	var raws []json.RawMessage
+	seen := map[string]bool{}
+	cursor := ""
+	for page := 0; ; page++ {
+		if page == maxPages {
+			return nil, fmt.Errorf("mcpproxy: tools/list at %s has more than %d pages", u.url, maxPages)
+		}
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		raw, err := u.request(ctx, string(mcp.MethodToolsList), params)
+		if err != nil {
+			return nil, err
+		}
+		var w listWire
+		if err := json.Unmarshal(raw, &w); err != nil {
+			return nil, fmt.Errorf("mcpproxy: tools/list at %s: %w", u.url, err)
+		}
+		raws = append(raws, w.Tools...)
+		if w.NextCursor == "" {
+			break
+		}
+		if seen[w.NextCursor] {
+			return nil, fmt.Errorf("mcpproxy: tools/list at %s repeats cursor %q", u.url, clean(w.NextCursor, 40))
+		}
+		seen[w.NextCursor], cursor = true, w.NextCursor
+	}
+	return u.relayable(raws), nil
+}
+
+// relayable turns listed tools into relayed ones.
+func (u *Upstream) relayable(raws []json.RawMessage) []Tool {
+	var out []Tool
+	var upstream []string
+	for _, raw := range raws {
+		t, err := relayTool(raw)
+		if err != nil {
+			u.log.Info("mcpproxy: a tool is not relayed", "url", u.url, "err", err)
+			continue
+		}
+		out = append(out, t)
+		upstream = append(upstream, t.Upstream)
+	}
+	names := relayNames(u.opts.Prefix, upstream)
+	kept := out[:0]
+	for _, t := range out {
+		name, ok := names[t.Upstream]
+		if !ok {
+			u.log.Info("mcpproxy: a tool's name is listed twice; only the first is relayed", "url", u.url, "tool", clean(t.Upstream, 80))
+			continue
+		}
+		delete(names, t.Upstream)
+		t.Name, t.Def.Name = name, name
+		kept = append(kept, t)
+	}
+	sort.Slice(kept, func(i, j int) bool { return kept[i].Name < kept[j].Name })
+	return kept
+}
+
+// relayTool checks one listed tool and builds its definition.
+func relayTool(raw json.RawMessage) (Tool, error) {
+	var w toolWire
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return Tool{}, fmt.Errorf("tool is not an object: %w", err)
+	}
+	if w.Name == "" {
+		return Tool{}, fmt.Errorf("tool without a name")
+	}
+	if !isObject(w.InputSchema) {
+		return Tool{}, fmt.Errorf("tool %q: inputSchema is not a JSON object", clean(w.Name, 80))
+	}
+	if w.Execution != nil && w.Execution.TaskSupport == mcp.TaskSupportRequired {
+		return Tool{}, fmt.Errorf("tool %q can only run as a task", clean(w.Name, 80))
+	}
+	def := mcp.NewToolWithRawSchema(w.Name, w.Description, w.InputSchema)
+	if isObject(w.OutputSchema) {
+		def.RawOutputSchema = w.OutputSchema
+	}
+	def.Title, def.Meta, def.Icons = w.Title, w.Meta, w.Icons
+	def.Annotations = annotationsOf(w)
+	if err := mcp.ValidateParamHeaderAnnotations(&def); err != nil {
+		return Tool{}, fmt.Errorf("tool %q: %w", clean(w.Name, 80), err)
+	}
+	return Tool{Upstream: w.Name, Def: def, Raw: raw}, nil
+}
+
+// annotationsOf sets every hint, at MCP 2025-11-25's defaults ("ToolAnnotations")
+// where the upstream gave none, and a title.
+func annotationsOf(w toolWire) mcp.ToolAnnotation {
+	a := mcp.ToolAnnotation{}
+	if w.Annotations != nil {
+		a = *w.Annotations
+	}
+	orDefault := func(p **bool, def bool) {
+		if *p == nil {
+			*p = mcp.ToBoolPtr(def)
+		}
+	}
+	orDefault(&a.ReadOnlyHint, false)
+	orDefault(&a.DestructiveHint, true)
+	orDefault(&a.IdempotentHint, false)
+	orDefault(&a.OpenWorldHint, true)
+	if a.Title == "" {
+		a.Title = w.Title
+	}
+	if a.Title == "" {
+		a.Title = w.Name
+	}
+	return a
+}
+
+// isObject reports whether raw is a JSON object.
+func isObject(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return len(raw) > 0 && json.Unmarshal(raw, &m) == nil && m != nil
+}
