@@ -84,12 +84,16 @@ func (s *Server) handleBrowserSession(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, returnTo, http.StatusSeeOther)
 }
 
-// handleBrowserSessionMethod answers the endpoint for methods other than POST.
+// handleBrowserSessionMethod answers the endpoint for methods other than
+// POST, as a real Company does. An assertion sent in such a request's URL is
+// already reported by checkEveryRequest (Poppy 0.1 §5: "The assertion MUST go
+// in the request body, never in the URL.").
 func (s *Server) handleBrowserSessionMethod(w http.ResponseWriter, r *http.Request) {
-	// Poppy 0.1 §5: "the Personal Agent has its browser send the assertion to the endpoint as a form POST"
-	s.violate("5", "%s to the browser-session endpoint, want a form POST", r.Method)
 	w.Header().Set("Allow", http.MethodPost)
-	writeWebError(w, "the browser-session endpoint takes a form POST")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusMethodNotAllowed)
+	_, _ = io.WriteString(w, "poppytest: the browser-session endpoint takes a form POST\n")
 }
 
 // checkBrowserSession applies every check of Poppy 0.1 §5 step 3 and
