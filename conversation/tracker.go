@@ -93,10 +93,22 @@ type Update struct {
 	MessageID string
 }
 
-// settled reports whether a wait is over: the Company said something and
-// is not working on more, or the conversation is closed.
+// settled reports whether a wait is over: the conversation is closed, or
+// the Company is not working on more and has said something besides
+// working or queued (a queued conversation waits for a person).
 func (u *Update) settled() bool {
-	return u.Status == StatusClosed || len(u.Events) > 0 && u.Status != StatusWorking
+	if u.Status == StatusClosed {
+		return true
+	}
+	if u.Status == StatusWorking {
+		return false
+	}
+	for _, e := range u.Events {
+		if e.Type != EventState || e.Status != StatusWorking && e.Status != StatusQueued {
+			return true
+		}
+	}
+	return false
 }
 
 // Start starts a conversation with m, or a Direct Conversation linked to
