@@ -17,6 +17,7 @@ import (
 // safe for concurrent use.
 type runtime struct {
 	issuer string
+	signin signInState // sign-in flows and the Account Token (signin.go); has its own lock
 
 	// mu guards everything below; it is held while a Session starts, so
 	// concurrent tools share one Session.
@@ -126,7 +127,8 @@ func (s *Server) session(ctx context.Context, domain string, fresh bool) (*runti
 }
 
 // ensureSession starts or resumes rt's Session; rt.mu is held. It reports
-// whether a Session was started.
+// whether a Session was started. With an Account Token held, the Session
+// starts signed in (Poppy 0.1 §4.8).
 func (s *Server) ensureSession(ctx context.Context, rt *runtime, fresh bool) (bool, error) {
 	if rt.session != nil && !fresh {
 		return false, nil
@@ -136,11 +138,25 @@ func (s *Server) ensureSession(ctx context.Context, rt *runtime, fresh bool) (bo
 		return false, err
 	}
 	rt.userID = userID
+	acct := s.heldAccount(ctx, rt, userID)
 	sess := s.resumeSaved(ctx, rt, fresh)
-	if sess == nil {
-		if sess, err = s.deps.Agent.StartSession(ctx, rt.auth, userID); err != nil {
-			return false, err
-		}
+	switch {
+	case sess != nil && acct != nil:
+		// Poppy 0.1 §4.8: "With session_id, it gets a token for that Session, signing it in if it was signed out."
+		err = sess.SignInWith(ctx, acct, nil)
+	case acct != nil:
+		// Poppy 0.1 §4.8: "Without one, it starts a new Session that is already signed in"
+		sess, err = s.deps.Agent.StartSignedInSession(ctx, rt.auth, userID, acct, nil)
+	default:
+		sess, err = s.deps.Agent.StartSession(ctx, rt.auth, userID)
+	}
+	if errors.Is(err, auth.ErrAccountTokenRefused) {
+		// Poppy 0.1 §4.8: "The Session continues signed out"; the tool says so.
+		rt.setNotice(refusedNotice)
+		err = nil
+	}
+	if err != nil {
+		return false, err
 	}
 	rt.session = sess
 	return true, s.saveSession(ctx, rt)

@@ -1,0 +1,326 @@
+package tools
+
+// This file holds what the sign-in tools share (Poppy 0.1 §4.4-4.9): the
+// sign-in under way or finished for each Company, the Account Token held for
+// it, how a finished sign-in is kept (the new Account Token stored, the one
+// it replaces revoked), and the checks before a new sign-in (a held Account
+// Token that covers the scopes is used instead). The tools are in
+// signin_device.go, signin_direct.go, signin_mediated.go, signin_status.go
+// and signin_out.go.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/discovery"
+)
+
+// Sign-in statuses (TOOLS.md).
+const (
+	statusPending  = "pending"
+	statusComplete = "complete"
+	statusDenied   = "denied"
+	statusExpired  = "expired"
+	statusFailed   = "failed"
+)
+
+// signInClock is the sign-in tools' clock seam.
+var signInClock = time.Now
+
+// signInState is what a runtime knows of signing in. It is safe for
+// concurrent use.
+type signInState struct {
+	// mu guards everything below. It is never held during I/O.
+	mu sync.Mutex
+	// flow is the latest sign-in, under way or finished; nil before the first.
+	flow *signInFlow
+	// account is the Account Token held for the Company's User; loaded is
+	// set once the store was read.
+	account *auth.Account
+	loaded  bool
+	// notice is what the next result should tell the model about the
+	// Account Token (it was refused, ...); cleared once told.
+	notice string
+}
+
+// signInFlow is one sign-in. Fields above mu are set before it is shared.
+type signInFlow struct {
+	id      string // opaque: the MCP requestState and elicitationId
+	kind    string // device, direct or mediated
+	domain  string
+	scopes  []string
+	expires time.Time
+	device  *auth.DeviceAuthorization // device: what the User needs
+	direct  *auth.DirectSignIn        // direct: the URL and what the callback needs
+	page    string                    // mediated: the local page's URL
+	close   func()                    // stops the flow: polling or the page
+
+	done chan struct{} // closed when status leaves pending
+
+	// mu guards everything below.
+	mu      sync.Mutex
+	status  string
+	granted []string
+	missing []string
+	detail  string // why it did not complete, for the model: never a secret
+	step    *auth.MediatedStep
+}
+
+func newFlow(kind, domain string, scopes []string) *signInFlow {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return &signInFlow{id: kind + "_" + base64.RawURLEncoding.EncodeToString(b), kind: kind, domain: domain,
+		scopes: slices.Clone(scopes), status: statusPending, done: make(chan struct{}), close: func() {}}
+}
+
+// state returns the flow's status, granted and missing scopes, and detail.
+func (f *signInFlow) state() (status string, granted, missing []string, detail string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.status, slices.Clone(f.granted), slices.Clone(f.missing), f.detail
+}
+
+// end moves a pending flow to status; it reports false when it had already ended.
+func (f *signInFlow) end(status string, granted, missing []string, detail string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.status != statusPending {
+		return false
+	}
+	f.status, f.granted, f.missing, f.detail = status, granted, missing, detail
+	close(f.done)
+	return true
+}
+
+// currentFlow returns rt's latest sign-in, or nil.
+func (rt *runtime) currentFlow() *signInFlow {
+	rt.signin.mu.Lock()
+	defer rt.signin.mu.Unlock()
+	return rt.signin.flow
+}
+
+// replaceFlow makes f rt's sign-in; one still pending is stopped first.
+func (rt *runtime) replaceFlow(f *signInFlow) {
+	rt.signin.mu.Lock()
+	old := rt.signin.flow
+	rt.signin.flow = f
+	rt.signin.mu.Unlock()
+	if old != nil && old.end(statusFailed, nil, nil, "replaced by a newer sign-in") {
+		old.close()
+	}
+}
+
+// heldAccount returns the Account Token held for rt's User, reading the
+// store when none is known (another poppy-mcp process may have signed in).
+func (s *Server) heldAccount(ctx context.Context, rt *runtime, userID string) *auth.Account {
+	rt.signin.mu.Lock()
+	acct := rt.signin.account
+	rt.signin.mu.Unlock()
+	if acct != nil && !acct.Dropped() {
+		return acct
+	}
+	loaded, err := auth.LoadAccount(ctx, s.deps.Store, rt.issuer, userID, auth.DefaultAccountLabel)
+	if err != nil {
+		s.log.Warn("could not read the Account Token", "issuer", rt.issuer, "err", err)
+		return nil
+	}
+	rt.signin.mu.Lock()
+	defer rt.signin.mu.Unlock()
+	if rt.signin.account == acct { // nobody kept another meanwhile
+		rt.signin.account = loaded
+	}
+	return rt.signin.account
+}
+
+// setNotice records what the model should hear about the Account Token.
+func (rt *runtime) setNotice(n string) {
+	rt.signin.mu.Lock()
+	defer rt.signin.mu.Unlock()
+	rt.signin.notice = n
+}
+
+// takeNotice returns the notice once.
+func (rt *runtime) takeNotice() string {
+	rt.signin.mu.Lock()
+	defer rt.signin.mu.Unlock()
+	n := rt.signin.notice
+	rt.signin.notice = ""
+	return n
+}
+
+const refusedNotice = "The Account Token poppy-mcp held was refused by the Company (expired or revoked), so it was dropped and the Session continues signed out. Sign in again when a task needs the account."
+
+// finishFlow ends f with the outcome of its sign-in: on success the new
+// Account Token is kept in place of the old one, which is revoked (Poppy 0.1
+// §4.4: "The new Account Token replaces the old one, which the Personal Agent
+// SHOULD revoke (4.9)"). A failed sign-in leaves the tokens held as they were
+// (§4.4: "A pending or failed sign-in leaves existing tokens unchanged").
+func (s *Server) finishFlow(ctx context.Context, rt *runtime, sess *auth.Session, f *signInFlow, in *auth.SignIn, err error) {
+	if err != nil {
+		status, detail := flowFailure(err)
+		if f.end(status, nil, nil, detail) {
+			s.log.Info("sign-in ended", "type", f.kind, "issuer", rt.issuer, "status", status, "err", err)
+		}
+		return
+	}
+	detail := ""
+	if in.Account != nil {
+		if kerr := in.Account.Keep(ctx, s.deps.Store); kerr != nil {
+			s.log.Error("could not keep the Account Token", "issuer", rt.issuer, "err", kerr)
+			detail = "poppy-mcp could not store the Account Token, so later Sessions will start signed out."
+		}
+		rt.signin.mu.Lock()
+		old := rt.signin.account
+		rt.signin.account, rt.signin.loaded, rt.signin.notice = in.Account, true, ""
+		rt.signin.mu.Unlock()
+		if old != nil && old != in.Account && !old.Dropped() {
+			if rerr := s.deps.Agent.Revoke(ctx, sess.Company(), old); rerr != nil {
+				s.log.Warn("could not revoke the replaced Account Token", "issuer", rt.issuer, "err", rerr)
+			}
+		}
+	}
+	s.saveSignedIn(ctx, rt, sess)
+	f.end(statusComplete, in.Scopes, in.Missing, detail)
+	s.log.Info("signed in", "type", f.kind, "issuer", rt.issuer, "scopes", strings.Join(in.Scopes, " "))
+}
+
+// flowFailure maps a sign-in error to a status and a sentence for the model.
+func flowFailure(err error) (status, detail string) {
+	var ae *auth.Error
+	switch {
+	case errors.Is(err, auth.ErrAccessDenied):
+		return statusDenied, "The user declined the sign-in."
+	case errors.Is(err, auth.ErrExpiredToken):
+		return statusExpired, "The sign-in expired before the user finished it."
+	case errors.Is(err, context.Canceled):
+		return statusFailed, "The sign-in was stopped (poppy-mcp is shutting down or a newer sign-in replaced it)."
+	case errors.As(err, &ae):
+		return statusFailed, "The Company refused the sign-in: " + ae.Code + "."
+	}
+	return statusFailed, "The sign-in failed: " + err.Error()
+}
+
+// saveSignedIn records the Session's new state (never its token).
+func (s *Server) saveSignedIn(ctx context.Context, rt *runtime, sess *auth.Session) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.session != sess {
+		return
+	}
+	if err := s.saveSession(ctx, rt); err != nil {
+		s.log.Warn("could not save the Session", "issuer", rt.issuer, "err", err)
+	}
+}
+
+// scopesArg reads the scopes argument: an array of strings, or one
+// space-separated string.
+func scopesArg(req mcp.CallToolRequest) []string {
+	var out []string
+	switch v := req.GetArguments()["scopes"].(type) {
+	case string:
+		out = strings.Fields(v)
+	case []any:
+		for _, x := range v {
+			if sc, ok := x.(string); ok {
+				out = append(out, strings.Fields(sc)...)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// offered returns the scopes a sign-in type of the Company can grant.
+func offered(a *discovery.Auth, kind string) ([]string, bool) {
+	switch {
+	case a == nil:
+	case kind == "device" && a.Device != nil:
+		return a.Device.Scopes, true
+	case kind == "direct" && a.Direct != nil:
+		return a.Direct.Scopes, true
+	case kind == "mediated" && a.Mediated != nil:
+		return a.Mediated.Scopes, true
+	}
+	return nil, false
+}
+
+// checkScopes refuses scopes the sign-in type does not offer, with what to
+// do instead. Poppy 0.1 §4.4: "Each type lists the scopes it can grant".
+func checkScopes(co *discovery.Company, kind, tool string, scopes []string) *mcp.CallToolResult {
+	a := co.Document.Auth
+	list, ok := offered(a, kind)
+	if len(scopes) == 0 {
+		return failure(map[string]any{"error": "scopes_required", "offered": list},
+			"%s needs scopes, e.g. %q; %s offers %s. Call it again with them.", tool, "poppy:read", co.Domain, strings.Join(list, " "))
+	}
+	var missing []string
+	for _, sc := range scopes {
+		if !slices.Contains(list, sc) {
+			missing = append(missing, sc)
+		}
+	}
+	if ok && len(missing) == 0 {
+		return nil
+	}
+	next := signInTool(a, scopes)
+	msg := fmt.Sprintf("%s does not offer %s sign-in for %s.", co.Domain, kind, strings.Join(missing, " "))
+	if !ok {
+		msg = fmt.Sprintf("%s does not offer %s sign-in.", co.Domain, kind)
+	}
+	if next != "" && next != tool {
+		msg += fmt.Sprintf(" Call %s with domain %s and scopes %s instead.", next, co.Domain, strings.Join(scopes, " "))
+	} else {
+		msg += " Ask for scopes it offers: " + strings.Join(list, " ") + "."
+	}
+	return failure(map[string]any{"error": "scope_not_offered", "offered": list, "tool": next}, "%s", msg)
+}
+
+// alreadyCovered signs the Session in without a new sign-in when it already
+// is signed in with the scopes, or a held Account Token covers them (Poppy
+// 0.1 §4.4: "Before starting a new sign-in, the Personal Agent SHOULD check
+// whether it already holds an Account Token that covers the task (4.8)").
+// It returns the result to give, or nil to go on with a new sign-in.
+func (s *Server) alreadyCovered(ctx context.Context, rt *runtime, sess *auth.Session, domain string, scopes []string) *mcp.CallToolResult {
+	info := sess.Info()
+	if info.SignedIn && covers(info.Scopes, scopes) {
+		return result(statusResult{Domain: domain, Status: statusComplete, SignedIn: true, Scopes: info.Scopes, Missing: []string{}, SessionID: info.ID,
+			Next: "Go on with the task."}, "Already signed in to %s with %s. Go on with the task.", domain, strings.Join(info.Scopes, " "))
+	}
+	acct := s.heldAccount(ctx, rt, sess.UserID())
+	if acct == nil || !acct.Covers(scopes, signInClock()) {
+		return nil
+	}
+	if err := sess.SignInWith(ctx, acct, nil); err != nil {
+		if errors.Is(err, auth.ErrAccountTokenRefused) {
+			s.log.Info("the held Account Token was refused", "issuer", rt.issuer)
+			return nil // a new sign-in follows
+		}
+		return s.sessionFailure(domain, err)
+	}
+	s.saveSignedIn(ctx, rt, sess)
+	info = sess.Info()
+	return result(statusResult{Domain: domain, Status: statusComplete, SignedIn: true, Scopes: info.Scopes, Missing: []string{}, SessionID: info.ID,
+		Next: "Go on with the task: no sign-in was needed."},
+		"poppy-mcp already holds an Account Token for %s covering %s, so the Session is signed in with it: no sign-in needed. Go on with the task.",
+		domain, strings.Join(scopes, " "))
+}
+
+// covers reports whether have holds every scope of want.
+func covers(have, want []string) bool {
+	for _, sc := range want {
+		if !slices.Contains(have, sc) {
+			return false
+		}
+	}
+	return true
+}

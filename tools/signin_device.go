@@ -1,0 +1,103 @@
+package tools
+
+// This file serves sign_in_device: Device Sign-In (Poppy 0.1 §4.6). The tool
+// returns what the user needs (never the device code) and polls in the
+// background, in a goroutine the Server owns and stops on Close; where the
+// client supports URL-mode elicitation the verification URL is offered that
+// way too.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+func init() {
+	toolsets = append(toolsets, func(s *Server) []tool { return []tool{s.signInDeviceTool()} })
+}
+
+// scopesSchema is the scopes argument of the sign-in tools.
+const scopesSchema = `"scopes":{"type":"array","items":{"type":"string"},"minItems":1,` +
+	`"description":"The scopes the task needs, from those discover_company lists for this sign-in type, e.g. [\"poppy:read\"]"}`
+
+func (s *Server) signInDeviceTool() tool {
+	return tool{newTool("sign_in_device",
+		"Sign the user in to a Company account on their own device: returns a link and a short code for the user. "+
+			"poppy-mcp waits for the user in the background; call sign_in_status with wait_seconds to learn when it is done. "+
+			"Uses an Account Token poppy-mcp already holds instead, when it covers the scopes.",
+		`{"type":"object","properties":{`+
+			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"},`+scopesSchema+`},`+
+			`"required":["domain","scopes"],"additionalProperties":false}`,
+		annotations{title: "Sign in on another device", openWorld: true},
+	), s.signInDevice}
+}
+
+func (s *Server) signInDevice(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	domain := stringArg(req, "domain")
+	rt, sess, err := s.session(ctx, domain, false)
+	if err != nil {
+		return s.sessionFailure(domain, err), nil
+	}
+	if f, action := elicited(req, rt); f != nil {
+		return s.flowResult(rt, f, action), nil
+	}
+	scopes := scopesArg(req)
+	if r := checkScopes(rt.Company(), "device", "sign_in_device", scopes); r != nil {
+		return r, nil
+	}
+	if r := s.alreadyCovered(ctx, rt, sess, domain, scopes); r != nil {
+		return r, nil
+	}
+	if f := rt.currentFlow(); f != nil && f.device != nil && sameScopes(f.scopes, scopes) && isPending(f) && f.domain == domain {
+		return s.offerDevice(ctx, rt, f), nil // the user may already be on the page: no second code
+	}
+	d, err := sess.StartDevice(ctx, scopes)
+	if err != nil {
+		if r, ok := s.signInNeeded(domain, err); ok {
+			return r, nil
+		}
+		return s.sessionFailure(domain, err), nil
+	}
+	f := newFlow("device", domain, scopes)
+	f.device, f.expires = d, d.ExpiresAt
+	pollCtx, cancel := context.WithCancel(context.Background())
+	f.close = cancel
+	rt.replaceFlow(f)
+	started := s.Go(func(bg context.Context) {
+		stop := context.AfterFunc(bg, cancel) // Close stops polling
+		defer stop()
+		in, err := sess.PollDevice(pollCtx, d)
+		// The outcome is kept even while shutting down, so it is not lost.
+		s.finishFlow(context.WithoutCancel(pollCtx), rt, sess, f, in, err)
+	})
+	if !started {
+		cancel()
+		f.end(statusFailed, nil, nil, "poppy-mcp is shutting down.")
+	}
+	s.log.Info("device sign-in started", "issuer", rt.issuer, "scopes", strings.Join(scopes, " "))
+	return s.offerDevice(ctx, rt, f), nil
+}
+
+// offerDevice is the result for a pending device sign-in: URL-mode
+// elicitation of the verification URL where the client supports it, else
+// the fields for the model to show.
+func (s *Server) offerDevice(ctx context.Context, rt *runtime, f *signInFlow) *mcp.CallToolResult {
+	if elicitsURL(ctx) && isPending(f) {
+		u := f.device.VerificationURIComplete
+		if u == "" {
+			u = f.device.VerificationURI
+		}
+		return elicitURL(f, u, fmt.Sprintf("Sign in to %s to let your assistant use your account. Check that the page shows the code %s.",
+			f.domain, f.device.UserCode))
+	}
+	return s.flowResult(rt, f, "")
+}
+
+func isPending(f *signInFlow) bool {
+	status, _, _, _ := f.state()
+	return status == statusPending
+}
+
+func sameScopes(a, b []string) bool { return covers(a, b) && covers(b, a) }

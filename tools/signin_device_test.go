@@ -1,0 +1,247 @@
+package tools_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/cache"
+	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/poppytest"
+	"github.com/poppy-mcp/poppy-mcp/tools"
+)
+
+const domain = "example.com"
+
+// newSignInHarness is newHarness whose tools Server is closed at the end,
+// stopping its background polls.
+func newSignInHarness(t *testing.T, opts *poppytest.Options) *harness {
+	t.Helper()
+	h := newHarness(t, opts)
+	t.Cleanup(h.tools.Close)
+	return h
+}
+
+// signInOpts are the Company options of sign-in tests: a one-second device interval.
+func signInOpts(edit func(*poppytest.Options)) *poppytest.Options {
+	o := &poppytest.Options{DeviceInterval: time.Second}
+	if edit != nil {
+		edit(o)
+	}
+	return o
+}
+
+// startDevice calls sign_in_device and checks the pending result.
+func startDevice(t *testing.T, cs *sdk.ClientSession, scopes ...string) (*sdk.CallToolResult, map[string]any) {
+	t.Helper()
+	res, got := call(t, cs, "sign_in_device", map[string]any{"domain": domain, "scopes": scopes})
+	if res.IsError || got["status"] != "pending" || got["user_code"] == "" || got["verification_uri"] == "" ||
+		got["verification_uri_complete"] == "" || got["expires_in"] == nil {
+		t.Fatalf("sign_in_device = %v (isError %v)", got, res.IsError)
+	}
+	if _, ok := got["device_code"]; ok {
+		t.Fatal("sign_in_device returned the device code")
+	}
+	return res, got
+}
+
+// status calls sign_in_status, waiting up to wait seconds.
+func status(t *testing.T, cs *sdk.ClientSession, wait int) (*sdk.CallToolResult, map[string]any) {
+	t.Helper()
+	return call(t, cs, "sign_in_status", map[string]any{"domain": domain, "wait_seconds": wait})
+}
+
+// signIn signs in by device for dana with scopes and returns the last result.
+func signIn(t *testing.T, h *harness, cs *sdk.ClientSession, scopes ...string) map[string]any {
+	t.Helper()
+	_, got := startDevice(t, cs, scopes...)
+	if err := h.company.ApproveDevice(got["user_code"].(string), "acct_dana"); err != nil {
+		t.Fatal(err)
+	}
+	_, st := status(t, cs, 10)
+	if st["status"] != "complete" || st["signed_in"] != true {
+		t.Fatalf("sign_in_status = %v", st)
+	}
+	return st
+}
+
+func strs(v any) []string {
+	var out []string
+	list, _ := v.([]any)
+	for _, x := range list {
+		s, _ := x.(string)
+		out = append(out, s)
+	}
+	return out
+}
+
+// kept returns the Account Token poppy-mcp keeps for the Company, or "".
+func (h *harness) kept(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	user, err := h.store.UserID(ctx, h.company.Issuer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := h.store.AccountToken(ctx, h.company.Issuer(), user, auth.DefaultAccountLabel)
+	if err != nil {
+		return ""
+	}
+	return at.Token.RevealString()
+}
+
+// TestSignInDevice: approved with fewer scopes than asked, the sign-in
+// completes, names the missing scope, and keeps the Account Token.
+func TestSignInDevice(t *testing.T) {
+	for _, rev := range revisions {
+		t.Run(rev, func(t *testing.T) {
+			t.Parallel()
+			h := newSignInHarness(t, signInOpts(nil))
+			cs := h.connect(t, rev)
+			first, got := startDevice(t, cs, "poppy:read", "poppy:write")
+			_, pending := status(t, cs, 0)
+			if pending["status"] != "pending" || pending["user_code"] != got["user_code"] {
+				t.Errorf("status before approval = %v", pending)
+			}
+			if err := h.company.ApproveDevice(got["user_code"].(string), "acct_dana", "poppy:read"); err != nil {
+				t.Fatal(err)
+			}
+			res, st := status(t, cs, 10)
+			if res.IsError || st["status"] != "complete" || st["signed_in"] != true ||
+				!slices.Equal(strs(st["scopes"]), []string{"poppy:read"}) || !slices.Equal(strs(st["missing_scopes"]), []string{"poppy:write"}) {
+				t.Fatalf("sign_in_status = %v", st)
+			}
+			if h.kept(t) == "" {
+				t.Error("the Account Token was not kept")
+			}
+			if n := len(h.company.SignedInSessions()); n != 1 {
+				t.Errorf("signed-in Sessions at the Company = %d", n)
+			}
+			scanForSecrets(t, h, first, pending, res)
+		})
+	}
+}
+
+func TestSignInDeviceDeniedExpired(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		act        func(s *poppytest.Server, code string) error
+	}{
+		{"denied", "denied", (*poppytest.Server).DenyDevice},
+		{"expired", "expired", (*poppytest.Server).ExpireDevice},
+	} {
+		for _, rev := range revisions {
+			t.Run(tc.name+"/"+rev, func(t *testing.T) {
+				t.Parallel()
+				h := newSignInHarness(t, signInOpts(nil))
+				cs := h.connect(t, rev)
+				_, got := startDevice(t, cs, "poppy:read")
+				if err := tc.act(h.company, got["user_code"].(string)); err != nil {
+					t.Fatal(err)
+				}
+				res, st := status(t, cs, 10)
+				if !res.IsError || st["status"] != tc.want || st["signed_in"] != false {
+					t.Fatalf("sign_in_status = %v", st)
+				}
+				if h.kept(t) != "" {
+					t.Error("a failed sign-in kept an Account Token")
+				}
+			})
+		}
+	}
+}
+
+// TestSignInDeviceSlowDown: after slow_down the agent waits 6 s (poppytest
+// reports a poll sooner than the grown interval as a violation).
+func TestSignInDeviceSlowDown(t *testing.T) {
+	t.Parallel()
+	h := newSignInHarness(t, signInOpts(nil))
+	cs := h.connect(t, revisions[1])
+	h.company.SlowDown(1)
+	_, got := startDevice(t, cs, "poppy:read")
+	if err := h.company.ApproveDevice(got["user_code"].(string), "acct_dana"); err != nil {
+		t.Fatal(err)
+	}
+	_, st := status(t, cs, 20)
+	if st["status"] != "complete" {
+		t.Fatalf("sign_in_status = %v", st)
+	}
+	if n := h.company.Served("slow_down"); n != 1 {
+		t.Errorf("slow_down served %d times", n)
+	}
+}
+
+// TestSignInDeviceProgress: waiting sends progress notifications.
+func TestSignInDeviceProgress(t *testing.T) {
+	for _, rev := range revisions {
+		t.Run(rev, func(t *testing.T) {
+			t.Parallel()
+			h := newSignInHarness(t, signInOpts(nil))
+			progress := make(chan float64, 10)
+			cs := h.connectWith(t, rev, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+				progress <- r.Params.Progress
+			}})
+			startDevice(t, cs, "poppy:read")
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			params := &sdk.CallToolParams{Name: "sign_in_status", Arguments: map[string]any{"domain": domain, "wait_seconds": 3}}
+			params.SetProgressToken("p1")
+			res, err := cs.CallTool(ctx, params)
+			if err != nil || res.IsError {
+				t.Fatalf("sign_in_status: %v %v", err, res)
+			}
+			if len(progress) == 0 {
+				t.Error("no progress notification while waiting")
+			}
+		})
+	}
+}
+
+// TestSignInDeviceReusesPending: asking again for the same scopes while the
+// user is on the page gives the same code, not a second device request.
+func TestSignInDeviceReusesPending(t *testing.T) {
+	h := newSignInHarness(t, signInOpts(nil))
+	cs := h.connect(t, revisions[0])
+	_, first := startDevice(t, cs, "poppy:read")
+	_, again := startDevice(t, cs, "poppy:read")
+	if first["user_code"] != again["user_code"] || h.company.Served("device_code") != 1 {
+		t.Errorf("codes %v then %v, device requests %d", first["user_code"], again["user_code"], h.company.Served("device_code"))
+	}
+}
+
+func TestSignInDeviceBadScopes(t *testing.T) {
+	h := newSignInHarness(t, signInOpts(nil))
+	cs := h.connect(t, revisions[1])
+	res, got := call(t, cs, "sign_in_device", map[string]any{"domain": domain, "scopes": []string{"addresses"}})
+	if !res.IsError || got["error"] != "scope_not_offered" || got["tool"] != "sign_in_direct" {
+		t.Errorf("a scope only Direct Sign-In offers: %v", got)
+	}
+	res, got = call(t, cs, "sign_in_device", map[string]any{"domain": domain, "scopes": []string{}})
+	if !res.IsError || got["error"] != "scopes_required" {
+		t.Errorf("no scopes: %v", got)
+	}
+}
+
+// another returns a second poppy-mcp over the same store and agent, as when
+// the assistant starts another process, and a client of it.
+func (h *harness) another(t *testing.T, rev string) (*tools.Server, *sdk.ClientSession) {
+	t.Helper()
+	ts := tools.New(tools.Deps{
+		Discovery: discovery.New(&http.Client{Transport: cache.New(h.company.Transport(), nil)}, nil),
+		Agent:     h.agent, Store: h.store, Pages: h.pages,
+		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	hs := httptest.NewServer(ts.HTTPHandler())
+	t.Cleanup(hs.Close)
+	t.Cleanup(ts.Close)
+	h2 := *h
+	h2.url = hs.URL + "/mcp"
+	return ts, h2.connect(t, rev)
+}

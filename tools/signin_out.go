@@ -1,0 +1,73 @@
+package tools
+
+// This file serves sign_out (Poppy 0.1 §4.9): the Account Token is revoked
+// at the Company's revocation_endpoint with the client assertion (RFC 7009),
+// forgotten, and the Session is renewed signed out; a Company that ends its
+// Sessions at sign-out gets a new Session.
+
+import (
+	"context"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+func init() {
+	toolsets = append(toolsets, func(s *Server) []tool { return []tool{s.signOutTool()} })
+}
+
+func (s *Server) signOutTool() tool {
+	return tool{newTool("sign_out",
+		"Sign the user out of a Company account: poppy-mcp revokes its Account Token there and forgets it. "+
+			"The Session continues signed out (a cart or conversation carries on); sign in again when a task needs the account.",
+		`{"type":"object","properties":{`+
+			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"}},`+
+			`"required":["domain"],"additionalProperties":false}`,
+		annotations{title: "Sign out", destructive: true, idempotent: true, openWorld: true},
+	), s.signOut}
+}
+
+// signOutResult is sign_out's structured content.
+type signOutResult struct {
+	Domain    string `json:"domain"`
+	Revoked   bool   `json:"revoked"`
+	SignedIn  bool   `json:"signed_in"`
+	SessionID string `json:"session_id"`
+	Next      string `json:"next"`
+}
+
+func (s *Server) signOut(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	domain := stringArg(req, "domain")
+	rt, sess, err := s.session(ctx, domain, false)
+	if err != nil {
+		return s.sessionFailure(domain, err), nil
+	}
+	if f := rt.currentFlow(); f != nil && f.end(statusFailed, nil, nil, "The user signed out.") {
+		f.close()
+	}
+	held := s.heldAccount(ctx, rt, sess.UserID())
+	revoked := sess.Account() != nil || held != nil
+	// Poppy 0.1 §4.9: "The Personal Agent revokes its Account Token at the
+	// Company's revocation_endpoint (RFC 7009), with its client assertion"
+	if held != nil && held != sess.Account() {
+		err = s.deps.Agent.Revoke(ctx, sess.Company(), held)
+	}
+	if err == nil {
+		err = sess.SignOut(ctx)
+	}
+	if err != nil {
+		s.log.Warn("sign-out failed", "issuer", rt.issuer, "err", err)
+		return failure(map[string]string{"error": "sign_out_failed", "next": "Try sign_out again later."},
+			"Could not sign out of %s: %v. The Account Token is kept; try sign_out again later.", domain, err), nil
+	}
+	rt.signin.mu.Lock()
+	rt.signin.account = nil
+	rt.signin.mu.Unlock()
+	s.saveSignedIn(ctx, rt, sess)
+	info := sess.Info()
+	res := signOutResult{Domain: domain, Revoked: revoked, SignedIn: info.SignedIn, SessionID: info.ID,
+		Next: "The Session continues signed out; sign in again when a task needs the account."}
+	if !revoked {
+		return result(res, "poppy-mcp held no Account Token for %s: nothing to revoke. %s", domain, res.Next), nil
+	}
+	return result(res, "Signed out of %s: the Account Token was revoked and forgotten. Session %s. %s", domain, info.ID, res.Next), nil
+}

@@ -1,0 +1,245 @@
+package tools
+
+// This file serves sign_in_status, which reports the latest sign-in of a
+// Company and can wait for it with MCP progress notifications, and the MCP
+// mechanics the sign-in tools share: URL-mode elicitation through
+// server.NewInputRequestBuilder (an input_required result for 2026-07-28
+// clients, a server-initiated request for older ones) and progress.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// maxWait bounds wait_seconds, below the call timeouts MCP clients use.
+const maxWait = 50 * time.Second
+
+func init() {
+	toolsets = append(toolsets, func(s *Server) []tool { return []tool{s.signInStatusTool()} })
+}
+
+func (s *Server) signInStatusTool() tool {
+	return tool{newTool("sign_in_status",
+		"Report the latest sign-in with a Company: pending, complete, denied, expired or failed, whether the Session is signed in, "+
+			"and the scopes granted. Set wait_seconds (up to 50) to wait for the user to finish; call again while pending.",
+		`{"type":"object","properties":{`+
+			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"},`+
+			`"wait_seconds":{"type":"integer","minimum":0,"maximum":50,"description":"Wait up to this long for a pending sign-in to finish"}},`+
+			`"required":["domain"],"additionalProperties":false}`,
+		annotations{title: "Sign-in status", readOnly: true, idempotent: true, openWorld: true},
+	), s.signInStatus}
+}
+
+// statusResult is the structured content of the sign-in tools. It never
+// holds a token, a device code, a code verifier or a credential.
+type statusResult struct {
+	Domain    string   `json:"domain"`
+	Type      string   `json:"type,omitempty"` // device, direct or mediated
+	Status    string   `json:"status"`
+	SignedIn  bool     `json:"signed_in"`
+	Scopes    []string `json:"scopes"`            // granted
+	Requested []string `json:"requested,omitempty"` // asked for
+	Missing   []string `json:"missing_scopes"`    // asked for, not granted
+	SessionID string   `json:"session_id,omitempty"`
+	// Device Sign-In: what the user needs while pending.
+	VerificationURI         string `json:"verification_uri,omitempty"`
+	UserCode                string `json:"user_code,omitempty"`
+	VerificationURIComplete string `json:"verification_uri_complete,omitempty"`
+	ExpiresIn               int64  `json:"expires_in,omitempty"`
+	// Direct Sign-In: the URL the user opens.
+	AuthorizationURL string `json:"authorization_url,omitempty"`
+	// Mediated Sign-In: the local page, when it was not offered by elicitation.
+	SignInURL string `json:"sign_in_url,omitempty"`
+	// Elicitation is the client's answer when the URL was offered by
+	// URL-mode elicitation: accept, decline or cancel.
+	Elicitation string `json:"elicitation,omitempty"`
+	Detail      string `json:"detail,omitempty"`
+	Notice      string `json:"notice,omitempty"`
+	Next        string `json:"next"`
+}
+
+func (s *Server) signInStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	domain := stringArg(req, "domain")
+	rt, err := s.runtimeFor(ctx, domain)
+	if err != nil {
+		return s.sessionFailure(domain, err), nil
+	}
+	f := rt.currentFlow()
+	if f == nil {
+		return s.noSignIn(ctx, rt, domain), nil
+	}
+	if wait := waitArg(req); wait > 0 {
+		s.waitFlow(ctx, req, f, wait)
+	}
+	return s.flowResult(rt, f, ""), nil
+}
+
+// noSignIn answers sign_in_status before any sign-in.
+func (s *Server) noSignIn(ctx context.Context, rt *runtime, domain string) *mcp.CallToolResult {
+	rt.mu.Lock()
+	sess := rt.session
+	rt.mu.Unlock()
+	if sess != nil && sess.Info().SignedIn {
+		info := sess.Info()
+		return result(statusResult{Domain: domain, Status: statusComplete, SignedIn: true, Scopes: info.Scopes, Missing: []string{},
+			SessionID: info.ID, Next: "Go on with the task."}, "The Session with %s is signed in with %s.", domain, strings.Join(info.Scopes, " "))
+	}
+	next := fmt.Sprintf("Call %s with domain %s and the scopes the task needs.", signInTool(s.knownAuth(domain), []string{"poppy:read"}), domain)
+	return failure(map[string]string{"error": "no_sign_in", "next": next}, "No sign-in was started for %s. %s", domain, next)
+}
+
+func waitArg(req mcp.CallToolRequest) time.Duration {
+	v, _ := req.GetArguments()["wait_seconds"].(float64)
+	return min(max(time.Duration(v*float64(time.Second)), 0), maxWait)
+}
+
+// waitFlow waits until f leaves pending, wait passes or the call is
+// canceled, sending a progress notification each second when the client
+// asked for them with a progressToken.
+func (s *Server) waitFlow(ctx context.Context, req mcp.CallToolRequest, f *signInFlow, wait time.Duration) {
+	var token mcp.ProgressToken
+	if req.Params.Meta != nil {
+		token = req.Params.Meta.ProgressToken
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	total := int(wait / time.Second)
+	for n := 1; ; n++ {
+		select {
+		case <-f.done:
+			return
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if token != nil {
+				_ = s.mcp.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+					"progressToken": token, "progress": n, "total": total,
+					"message": "Waiting for the user to finish signing in",
+				})
+			}
+		}
+	}
+}
+
+// flowResult is the result of a sign-in tool for f; elicited is the
+// client's answer to a URL elicitation, if one was made.
+func (s *Server) flowResult(rt *runtime, f *signInFlow, elicited string) *mcp.CallToolResult {
+	status, granted, missing, detail := f.state()
+	res := statusResult{Domain: f.domain, Type: f.kind, Status: status, Scopes: granted, Requested: f.scopes,
+		Missing: missing, Elicitation: elicited, Detail: detail, Notice: rt.takeNotice()}
+	rt.mu.Lock()
+	if rt.session != nil {
+		info := rt.session.Info()
+		res.SignedIn, res.SessionID = info.SignedIn, info.ID
+	}
+	rt.mu.Unlock()
+	if res.Scopes == nil {
+		res.Scopes = []string{}
+	}
+	if res.Missing == nil {
+		res.Missing = []string{}
+	}
+	if status == statusPending {
+		s.pendingFields(&res, f, elicited != "")
+	}
+	res.Next = nextStep(&res)
+	text := fmt.Sprintf("%s sign-in with %s: %s.", f.kind, f.domain, status)
+	if res.Detail != "" {
+		text += " " + res.Detail
+	}
+	if res.Notice != "" {
+		text += " " + res.Notice
+	}
+	if status == statusFailed || status == statusDenied || status == statusExpired {
+		return failure(res, "%s %s", text, res.Next)
+	}
+	return result(res, "%s %s", text, res.Next)
+}
+
+// pendingFields adds what the user needs while a sign-in is pending.
+func (s *Server) pendingFields(res *statusResult, f *signInFlow, elicited bool) {
+	left := int64(time.Until(f.expires) / time.Second)
+	if left > 0 {
+		res.ExpiresIn = left
+	}
+	switch {
+	case f.device != nil:
+		res.VerificationURI, res.UserCode = f.device.VerificationURI, f.device.UserCode
+		res.VerificationURIComplete = f.device.VerificationURIComplete
+	case f.direct != nil:
+		res.AuthorizationURL = f.direct.URL
+	case f.page != "" && !elicited:
+		res.SignInURL = f.page
+	}
+}
+
+// nextStep says what the model should do next.
+func nextStep(r *statusResult) string {
+	switch r.Status {
+	case statusComplete:
+		if len(r.Missing) > 0 {
+			return fmt.Sprintf("The user approved fewer scopes than asked (not %s): tasks needing them will fail; ask the user before signing in again.", strings.Join(r.Missing, " "))
+		}
+		return "Go on with the task."
+	case statusPending:
+		show := "Show the user the link"
+		switch {
+		case r.UserCode != "":
+			show = fmt.Sprintf("Ask the user to open %s and enter the code %s", r.VerificationURI, r.UserCode)
+		case r.Elicitation == "accept":
+			show = "The user was shown the page"
+		}
+		return show + "; then call sign_in_status with domain " + r.Domain + " and wait_seconds 30."
+	case statusDenied:
+		return "Tell the user the sign-in was declined; start another only if they ask."
+	case statusExpired:
+		return "Start a new sign-in if the user still wants to sign in."
+	}
+	return "Tell the user the sign-in failed; start a new one if they want to try again."
+}
+
+// elicitsURL reports whether the client of this request declared URL-mode
+// elicitation: per request for 2026-07-28 clients, per session before.
+func elicitsURL(ctx context.Context) bool {
+	var caps *mcp.ClientCapabilities
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		caps = info.ClientCapabilities
+	} else if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
+		c := cs.GetClientCapabilities()
+		caps = &c
+	}
+	return caps != nil && caps.Elicitation != nil && caps.Elicitation.URL != nil
+}
+
+// elicitURL asks the client to open url (URL mode; MCP forbids form mode for
+// passwords and codes). The client answers by calling the tool again with
+// the answer and f.id as requestState; see elicited.
+func elicitURL(f *signInFlow, url, message string) *mcp.CallToolResult {
+	return server.NewInputRequestBuilder(f.id).Elicit("sign_in", mcp.ElicitationParams{
+		Mode: mcp.ElicitationModeURL, Message: message, ElicitationID: f.id, URL: url,
+	}).ToolResult()
+}
+
+// elicited returns the flow a retried call answers, and the client's
+// action, when the call carries the requestState of rt's current flow.
+func elicited(req mcp.CallToolRequest, rt *runtime) (*signInFlow, string) {
+	state := req.Params.RequestState
+	f := rt.currentFlow()
+	if state == "" || f == nil || f.id != state {
+		return nil, ""
+	}
+	action := "cancel"
+	if r := server.ElicitationResponse(req.Params.InputResponses, "sign_in"); r != nil {
+		action = string(r.Action)
+	}
+	return f, action
+}
