@@ -42,9 +42,9 @@ type statusResult struct {
 	Type      string   `json:"type,omitempty"` // device, direct or mediated
 	Status    string   `json:"status"`
 	SignedIn  bool     `json:"signed_in"`
-	Scopes    []string `json:"scopes"`            // granted
+	Scopes    []string `json:"scopes"`              // granted
 	Requested []string `json:"requested,omitempty"` // asked for
-	Missing   []string `json:"missing_scopes"`    // asked for, not granted
+	Missing   []string `json:"missing_scopes"`      // asked for, not granted
 	SessionID string   `json:"session_id,omitempty"`
 	// Device Sign-In: what the user needs while pending.
 	VerificationURI         string `json:"verification_uri,omitempty"`
