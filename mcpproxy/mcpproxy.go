@@ -318,7 +318,7 @@ func (u *Upstream) dialOnce(ctx context.Context) (*conn, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	watched.Transport = &watcher{base: base, gone: func() { u.sessionGone(gen) }}
+	watched.Transport = &watcher{base: base, gone: func() { u.sessionGone(gen) }, down: func() { u.sessionGone(gen) }}
 	tr, err := transport.NewStreamableHTTP(u.url,
 		transport.WithHTTPBasicClient(&watched),
 		transport.WithContinuousListening(), // list_changed on the GET stream
@@ -343,10 +343,12 @@ func (u *Upstream) dialOnce(ctx context.Context) (*conn, error) {
 	return &conn{c: c, gen: gen, version: res.ProtocolVersion}, nil
 }
 
-// sessionGone handles a 404 on the connection of generation gen: the server
-// forgot the session (a restart). The connection is dropped and, unless the
-// Upstream is closed, a new one made in the background, so the GET stream
-// (list_changed) comes back and the tool list is checked again.
+// sessionGone handles a 404 on the connection of generation gen (the
+// server forgot the session: a restart), or a GET stream that cannot reach
+// the server. The connection is dropped and, unless the Upstream is closed,
+// a new one made in the background (with backoff, within ConnectWithin), so
+// the GET stream (list_changed) comes back and the tool list is checked
+// again. If that fails, the next request connects.
 func (u *Upstream) sessionGone(gen int) {
 	u.mu.Lock()
 	c := u.conn

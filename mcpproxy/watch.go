@@ -3,8 +3,10 @@ package mcpproxy
 // This file watches the HTTP traffic of a connection for what mcp-go's
 // client leaves to its caller: a 404 on any request of a session means the
 // server forgot it (MCP 2025-11-25 "Session Management": "The client MUST
-// start a new session by sending a new InitializeRequest"), and classifies
-// transport errors as sent or not.
+// start a new session by sending a new InitializeRequest"), and a GET stream
+// that cannot connect means the server is down (mcp-go would retry it every
+// second for as long as the client lives). It also classifies transport
+// errors as sent or not.
 
 import (
 	"errors"
@@ -21,6 +23,7 @@ import (
 type watcher struct {
 	base http.RoundTripper
 	gone func() // the server forgot the session
+	down func() // the GET stream cannot reach the server
 }
 
 func (w *watcher) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -28,6 +31,9 @@ func (w *watcher) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := w.base.RoundTrip(req)
 	if err == nil && resp.StatusCode == http.StatusNotFound && session != "" && method != http.MethodDelete {
 		w.gone()
+	}
+	if err != nil && method == http.MethodGet && notSent(err) {
+		w.down()
 	}
 	return resp, err
 }
