@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/browser"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 	"github.com/poppy-mcp/poppy-mcp/store"
@@ -38,6 +39,10 @@ type Deps struct {
 	Pages *pages.Server
 	// Logger receives operational logs (never secrets). Nil means discard.
 	Logger *slog.Logger
+	// Browser is poppy-mcp's own headless browser (--browser): with it,
+	// browse_page joins it to the Session and reads pages. Nil: no
+	// browse_page tool; open_website serves the agent's own browser.
+	Browser *browser.Browser
 }
 
 // Server holds the MCP server and the per-Company state the tools share. It is

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 )
@@ -75,46 +76,81 @@ type websiteResult struct {
 
 func (s *Server) openWebsite(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	domain := stringArg(req, "domain")
-	co, err := s.company(ctx, domain, false)
-	if err == nil {
-		err = co.Err()
+	co, target, fail := s.websiteTarget(ctx, domain, stringArg(req, "url"))
+	if fail != nil {
+		return fail, nil
 	}
-	if err != nil {
-		return s.sessionFailure(domain, err), nil
-	}
-	target, err := pageURL(co, stringArg(req, "url"))
-	if err != nil {
-		return failure(map[string]string{"error": "invalid_url", "next": "Give a page on the Company's domain."},
-			"%v. Give a page on %s or a subdomain, or a path such as /orders.", err, co.Domain), nil
-	}
-	if co.Document.Web == nil || co.Document.Web.BrowserSessionEndpoint == "" {
+	if joinEndpoint(co) == "" {
 		// Poppy 0.1 §5: "On a website without the endpoint, the Personal Agent browses as an ordinary signed-out visitor."
 		res := websiteResult{Domain: co.Domain, URL: target,
 			Next: "Browse url in your own browser as an ordinary signed-out visitor; the website does not join Sessions."}
 		return result(res, "%s offers no website joining (no web.browser_session_endpoint). %s", co.Domain, res.Next), nil
 	}
-	if s.deps.Pages == nil {
-		return failure(map[string]string{"error": "no_pages", "next": "Use the Company's APIs or Company Agent instead."},
-			"This poppy-mcp serves no local pages, so it cannot join a browser to the Session. Use the Company's APIs or Company Agent instead."), nil
+	j, fail := s.openJoin(ctx, co, domain, target)
+	if fail != nil {
+		return fail, nil
 	}
-	_, sess, err := s.session(ctx, domain, false)
-	if err != nil {
-		return s.sessionFailure(domain, err), nil
-	}
-	expires := webNow().Add(joinTTL)
-	joinURL, _ := s.deps.Pages.Open(s.joinPage(domain, orgHost(co), target, expires), joinTTL)
-	info := sess.Info()
 	state := "signed out"
-	if info.SignedIn {
+	if j.info.SignedIn {
 		state = "signed in"
 	}
-	res := websiteResult{Domain: co.Domain, URL: target, JoinsSession: true, JoinURL: joinURL,
-		ExpiresAt: expires.UTC().Format(time.RFC3339), SessionID: info.ID, SignedIn: info.SignedIn,
+	res := websiteResult{Domain: co.Domain, URL: target, JoinsSession: true, JoinURL: j.url,
+		ExpiresAt: j.expires.UTC().Format(time.RFC3339), SessionID: j.info.ID, SignedIn: j.info.SignedIn,
 		// Poppy 0.1 §5: "The Personal Agent MUST post browser assertions only from a browser it controls, never from the User's own browser"
 		Next: "Open join_url once, within a minute, in the browser you control, never the user's. " +
 			"Call open_website again after sign-in or sign-out, or when the website no longer knows the Session."}
-	s.log.Info("join page opened", "domain", co.Domain, "session", info.ID)
-	return result(res, "Opening join_url lands on %s in Session %s (%s). %s", target, info.ID, state, res.Next), nil
+	return result(res, "Opening join_url lands on %s in Session %s (%s). %s", target, j.info.ID, state, res.Next), nil
+}
+
+// websiteTarget discovers a usable Company and resolves the url argument
+// to a page on its domain. A non-nil result is the failure to return.
+func (s *Server) websiteTarget(ctx context.Context, domain, rawURL string) (*discovery.Company, string, *mcp.CallToolResult) {
+	co, err := s.company(ctx, domain, false)
+	if err == nil {
+		err = co.Err()
+	}
+	if err != nil {
+		return nil, "", s.sessionFailure(domain, err)
+	}
+	target, err := pageURL(co, rawURL)
+	if err != nil {
+		return nil, "", failure(map[string]string{"error": "invalid_url", "next": "Give a page on the Company's domain."},
+			"%v. Give a page on %s or a subdomain, or a path such as /orders.", err, co.Domain)
+	}
+	return co, target, nil
+}
+
+// joinEndpoint is the Company's web.browser_session_endpoint, or "".
+func joinEndpoint(co *discovery.Company) string {
+	if co.Document.Web == nil {
+		return ""
+	}
+	return co.Document.Web.BrowserSessionEndpoint
+}
+
+// join is an open join page.
+type join struct {
+	url     string
+	expires time.Time
+	info    auth.SessionInfo // the Session as it was when the page opened
+	close   func()           // closes the page early
+}
+
+// openJoin opens a one-time join page for the Company's Session that lands
+// on target. A non-nil result is the failure to return.
+func (s *Server) openJoin(ctx context.Context, co *discovery.Company, domain, target string) (*join, *mcp.CallToolResult) {
+	if s.deps.Pages == nil {
+		return nil, failure(map[string]string{"error": "no_pages", "next": "Use the Company's APIs or Company Agent instead."},
+			"This poppy-mcp serves no local pages, so it cannot join a browser to the Session. Use the Company's APIs or Company Agent instead.")
+	}
+	_, sess, err := s.session(ctx, domain, false)
+	if err != nil {
+		return nil, s.sessionFailure(domain, err)
+	}
+	j := &join{expires: webNow().Add(joinTTL), info: sess.Info()}
+	j.url, j.close = s.deps.Pages.Open(s.joinPage(domain, orgHost(co), target, j.expires), joinTTL)
+	s.log.Info("join page opened", "domain", co.Domain, "session", j.info.ID)
+	return j, nil
 }
 
 // pageURL resolves the url argument to a page on the Company's

@@ -13,32 +13,39 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/poppy-mcp/poppy-mcp/browser"
 )
 
 // chromiumPath finds Chromium, or skips (fails under POPPY_REQUIRE_CHROMIUM=1).
 func chromiumPath(t *testing.T) string {
 	t.Helper()
-	for _, name := range []string{os.Getenv("POPPY_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"} {
-		if name == "" {
-			continue
+	p, err := browser.Find()
+	if err != nil {
+		if os.Getenv("POPPY_REQUIRE_CHROMIUM") == "1" {
+			t.Fatalf("%v, and POPPY_REQUIRE_CHROMIUM=1", err)
 		}
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
+		t.Skipf("%v: skipping the real-browser test", err)
 	}
-	const msg = "no Chromium installed (Debian: apt-get install -y chromium; or set POPPY_CHROMIUM)"
-	if os.Getenv("POPPY_REQUIRE_CHROMIUM") == "1" {
-		t.Fatal(msg + ", and POPPY_REQUIRE_CHROMIUM=1")
+	return p
+}
+
+// chromiumFlags make Chromium resolve the Company's hosts to poppytest's
+// listener and trust its CA.
+func chromiumFlags(t *testing.T, h *harness) map[string]any {
+	t.Helper()
+	addr, d := h.company.Addr(), h.company.Domain()
+	return map[string]any{
+		"host-resolver-rules":                 "MAP " + d + " " + addr + ", MAP *." + d + " " + addr,
+		"ignore-certificate-errors-spki-list": spkiHash(t, h.company.CAPEM()),
+		"disable-quic":                        true,
 	}
-	t.Skip(msg + ": skipping the real-browser test")
-	return ""
 }
 
 // spkiHash is the base64 SHA-256 of the CA's public key, for Chromium's
@@ -62,18 +69,16 @@ func spkiHash(t *testing.T, caPEM []byte) string {
 // Company's hosts to poppytest's listener and trusting its CA.
 func newChromium(t *testing.T, h *harness) context.Context {
 	t.Helper()
-	addr := h.company.Addr()
-	d := h.company.Domain()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath(t)),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("host-resolver-rules", "MAP "+d+" "+addr+", MAP *."+d+" "+addr),
-		chromedp.Flag("ignore-certificate-errors-spki-list", spkiHash(t, h.company.CAPEM())),
+	}
+	for name, v := range chromiumFlags(t, h) {
+		opts = append(opts, chromedp.Flag(name, v))
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancelAlloc)
