@@ -138,7 +138,7 @@ func join(t *testing.T, ctx context.Context, joinURL string) landing {
 func TestOpenWebsiteInChromium(t *testing.T) {
 	path := chromiumPath(t)
 	t.Logf("Chromium: %s", path)
-	h := newHarness(t, nil)
+	h := newSignInHarness(t, signInOpts(nil))
 	cs := h.connect(t, revisions[0])
 	ctx := newChromium(t, h)
 	open := func() map[string]any {
@@ -161,9 +161,7 @@ func TestOpenWebsiteInChromium(t *testing.T) {
 		t.Fatalf("the Session cookie in the browser: %+v", c)
 	}
 
-	if err := h.company.SignInSession(out.session, "acct_dana", "poppy:read"); err != nil {
-		t.Fatal(err)
-	}
+	signIn(t, h, cs, "poppy:read") // Device Sign-In through poppy-mcp, approved at the Company
 	in := join(t, ctx, open()["join_url"].(string))
 	if in.signedIn != "true" || !strings.Contains(in.text, "ord_1042") || in.session != out.session {
 		t.Fatalf("after sign-in: signed_in=%s session=%s\n%s", in.signedIn, in.session, in.text)
@@ -172,7 +170,9 @@ func TestOpenWebsiteInChromium(t *testing.T) {
 		t.Error("the new join did not replace the cookie")
 	}
 
-	h.company.RevokeAccountTokens("acct_dana") // the User signs out (Poppy 0.1 §4.9)
+	if res, got := call(t, cs, "sign_out", map[string]any{"domain": "example.com"}); res.IsError {
+		t.Fatalf("sign_out = %v", got)
+	}
 	after := join(t, ctx, open()["join_url"].(string))
 	if after.signedIn != "false" || strings.Contains(after.text, "ord_1042") {
 		t.Fatalf("after sign-out: signed_in=%s\n%s", after.signedIn, after.text)
