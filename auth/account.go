@@ -82,6 +82,21 @@ func (a *Account) Keep(ctx context.Context, st AccountStore) error {
 	return a.save(ctx)
 }
 
+// KeepReplacing keeps a in st in place of old, the Account Token it
+// replaces (Poppy 0.1 §4.4: "The new Account Token replaces the old one,
+// which the Personal Agent SHOULD revoke (4.9)"). No Session signs in with
+// old any more; revoke it with Agent.Revoke.
+func (a *Account) KeepReplacing(ctx context.Context, st AccountStore, old *Account) error {
+	if old != nil && old != a {
+		old.use.Lock() // no grant with it is under way
+		old.mu.Lock()
+		old.dropped = true
+		old.mu.Unlock()
+		old.use.Unlock()
+	}
+	return a.Keep(ctx, st)
+}
+
 func (a *Account) save(ctx context.Context) error {
 	a.mu.Lock()
 	st, rec := a.st, a.record()
@@ -172,6 +187,12 @@ var errAccountDropped = errors.New("auth: the Account Token was dropped")
 func (a *Account) refresh(ctx context.Context, grant func(tok Secret) (*Token, error)) (*Token, error) {
 	a.use.Lock()
 	defer a.use.Unlock()
+	if a.Dropped() {
+		return nil, errAccountDropped
+	}
+	if err := a.reload(ctx); err != nil {
+		return nil, err
+	}
 	a.mu.Lock()
 	tok, dropped := a.tok, a.dropped
 	a.mu.Unlock()
@@ -203,6 +224,31 @@ func (a *Account) refresh(ctx context.Context, grant func(tok Secret) (*Token, e
 	}
 	t.RefreshToken = Secret{} // the Account holds it; Session Tokens travel without it
 	return t, nil
+}
+
+// reload takes the Account Token kept in the store when another process
+// (sharing the state directory) rotated it, and drops the Account when
+// another process removed it (signed out, or found it refused), so a
+// replaced or revoked token is not sent.
+func (a *Account) reload(ctx context.Context) error {
+	a.mu.Lock()
+	st := a.st
+	a.mu.Unlock()
+	if st == nil {
+		return nil
+	}
+	kept, err := st.AccountToken(ctx, a.issuer, a.userID, a.label)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		a.dropped = true
+	case err != nil:
+		return fmt.Errorf("auth: read the Account Token: %w", err)
+	case kept.Token.RevealString() != a.tok.Reveal():
+		a.tok, a.scopes, a.expiresAt = NewSecret(kept.Token.RevealString()), kept.Scopes, kept.ExpiresAt
+	}
+	return nil
 }
 
 // drop forgets the Account Token, and removes it from the store unless the

@@ -35,6 +35,9 @@ type sessionResult struct {
 	SignedIn  bool     `json:"signed_in"`
 	Scopes    []string `json:"scopes"`
 	ExpiresAt string   `json:"expires_at"`
+	// Notice tells what became of the Account Token held, when it was
+	// refused (Poppy 0.1 §4.8: "The Session continues signed out").
+	Notice string `json:"notice,omitempty"`
 }
 
 func (s *Server) startSession(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -55,7 +58,8 @@ func (s *Server) startSession(ctx context.Context, req mcp.CallToolRequest) (*mc
 		state = "signed in with scopes " + strings.Join(info.Scopes, " ")
 	}
 	s.log.DebugContext(ctx, "session ready", "domain", res.Domain, "session_id", info.ID, "signed_in", info.SignedIn)
-	return result(res, "Session %s with %s is open, %s. poppy-mcp renews it by itself.", info.ID, res.Domain, state), nil
+	res.Notice = rt.takeNotice()
+	return result(res, "Session %s with %s is open, %s. poppy-mcp renews it by itself. %s", info.ID, res.Domain, state, res.Notice), nil
 }
 
 // sessionFailure phrases an error from getting a Session for the model, with

@@ -144,6 +144,7 @@ func (s *Server) ensureSession(ctx context.Context, rt *runtime, fresh bool) (bo
 	case sess != nil && acct != nil:
 		// Poppy 0.1 §4.8: "With session_id, it gets a token for that Session, signing it in if it was signed out."
 		err = sess.SignInWith(ctx, acct, nil)
+	case sess != nil: // resumed signed out
 	case acct != nil:
 		// Poppy 0.1 §4.8: "Without one, it starts a new Session that is already signed in"
 		sess, err = s.deps.Agent.StartSignedInSession(ctx, rt.auth, userID, acct, nil)

@@ -129,6 +129,11 @@ func (s *Server) heldAccount(ctx context.Context, rt *runtime, userID string) *a
 	if acct != nil && !acct.Dropped() {
 		return acct
 	}
+	if acct != nil {
+		// Dropped while held: the Company refused it at a renewal (sign-out
+		// and replacement take it out of rt first).
+		rt.setNotice(refusedNotice)
+	}
 	loaded, err := auth.LoadAccount(ctx, s.deps.Store, rt.issuer, userID, auth.DefaultAccountLabel)
 	if err != nil {
 		s.log.Warn("could not read the Account Token", "issuer", rt.issuer, "err", err)
@@ -175,15 +180,16 @@ func (s *Server) finishFlow(ctx context.Context, rt *runtime, sess *auth.Session
 	}
 	detail := ""
 	if in.Account != nil {
-		if kerr := in.Account.Keep(ctx, s.deps.Store); kerr != nil {
-			s.log.Error("could not keep the Account Token", "issuer", rt.issuer, "err", kerr)
-			detail = "poppy-mcp could not store the Account Token, so later Sessions will start signed out."
-		}
 		rt.signin.mu.Lock()
 		old := rt.signin.account
 		rt.signin.account, rt.signin.loaded, rt.signin.notice = in.Account, true, ""
 		rt.signin.mu.Unlock()
-		if old != nil && old != in.Account && !old.Dropped() {
+		live := old != nil && old != in.Account && !old.Dropped()
+		if kerr := in.Account.KeepReplacing(ctx, s.deps.Store, old); kerr != nil {
+			s.log.Error("could not keep the Account Token", "issuer", rt.issuer, "err", kerr)
+			detail = "poppy-mcp could not store the Account Token, so later Sessions will start signed out."
+		}
+		if live {
 			if rerr := s.deps.Agent.Revoke(ctx, sess.Company(), old); rerr != nil {
 				s.log.Warn("could not revoke the replaced Account Token", "issuer", rt.issuer, "err", rerr)
 			}

@@ -1,0 +1,117 @@
+package tools_test
+
+import (
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/poppy-mcp/poppy-mcp/poppytest"
+)
+
+// TestSignOut: the Account Token is revoked and forgotten; the Session
+// continues signed out, or a new one starts when the Company ended it.
+func TestSignOut(t *testing.T) {
+	for _, end := range []bool{false, true} {
+		for _, rev := range revisions {
+			t.Run(map[bool]string{false: "continue", true: "ended"}[end]+"/"+rev, func(t *testing.T) {
+				t.Parallel()
+				h := newSignInHarness(t, signInOpts(func(o *poppytest.Options) { o.EndSessionsOnSignOut = end }))
+				cs := h.connect(t, rev)
+				before := signIn(t, h, cs, "poppy:read")
+				res, got := call(t, cs, "sign_out", map[string]any{"domain": domain})
+				if res.IsError || got["revoked"] != true || got["signed_in"] != false {
+					t.Fatalf("sign_out = %v", got)
+				}
+				if same := got["session_id"] == before["session_id"]; same == end {
+					t.Errorf("Session %v after sign-out, was %v (ended %v)", got["session_id"], before["session_id"], end)
+				}
+				if h.company.Served("revoked") != 1 || h.kept(t) != "" {
+					t.Error("the Account Token was not revoked and forgotten")
+				}
+				_, st := call(t, cs, "start_session", map[string]any{"domain": domain})
+				if st["signed_in"] != false {
+					t.Errorf("start_session after sign-out = %v", st)
+				}
+				scanForSecrets(t, h, res)
+			})
+		}
+	}
+}
+
+// TestStartSessionWithAccountToken: a later poppy-mcp starts signed in with
+// the Account Token kept, and says so when the Company refused it.
+func TestStartSessionWithAccountToken(t *testing.T) {
+	for _, rev := range revisions {
+		t.Run(rev, func(t *testing.T) {
+			t.Parallel()
+			h := newSignInHarness(t, signInOpts(func(o *poppytest.Options) { o.RotateRefreshTokens = true }))
+			signIn(t, h, h.connect(t, rev), "poppy:read", "poppy:write")
+			_, cs2 := h.another(t, rev)
+			_, got := call(t, cs2, "start_session", map[string]any{"domain": domain, "new": true})
+			if got["signed_in"] != true || len(strs(got["scopes"])) != 2 {
+				t.Fatalf("start_session with an Account Token = %v", got)
+			}
+			h.company.RevokeAccountTokens("acct_dana")
+			res, got := call(t, cs2, "start_session", map[string]any{"domain": domain, "new": true})
+			text := res.Content[0].(*sdk.TextContent).Text
+			if got["signed_in"] != false || !strings.Contains(text, "refused") || got["notice"] == nil {
+				t.Fatalf("start_session with a revoked Account Token = %v %q", got, text)
+			}
+			if h.kept(t) != "" {
+				t.Error("the refused Account Token is still kept")
+			}
+		})
+	}
+}
+
+// TestHeldTokenInsteadOfSignIn: another poppy-mcp process (or task) whose
+// Session is still signed out uses the Account Token already held instead
+// of a new sign-in (Poppy 0.1 §4.4).
+func TestHeldTokenInsteadOfSignIn(t *testing.T) {
+	h := newSignInHarness(t, signInOpts(nil))
+	cs := h.connect(t, revisions[0])
+	_, first := call(t, cs, "start_session", map[string]any{"domain": domain})
+	_, cs2 := h.another(t, revisions[1])
+	_, second := call(t, cs2, "start_session", map[string]any{"domain": domain})
+	if second["session_id"] != first["session_id"] || second["signed_in"] != false {
+		t.Fatalf("the second process: %v, want Session %v signed out", second, first["session_id"])
+	}
+	signIn(t, h, cs, "poppy:read")
+	res, got := call(t, cs2, "sign_in_device", map[string]any{"domain": domain, "scopes": []string{"poppy:read"}})
+	if res.IsError || got["status"] != "complete" || got["signed_in"] != true || got["session_id"] != first["session_id"] {
+		t.Fatalf("sign_in_device with a held token = %v", got)
+	}
+	if n := h.company.Served("device_code"); n != 1 {
+		t.Errorf("device requests = %d: a new sign-in was started", n)
+	}
+}
+
+// TestSignInAgainForMoreScopes: a new sign-in for more scopes replaces the
+// Account Token and revokes the old one; a different account starts a new
+// Session (account_mismatch).
+func TestSignInAgainForMoreScopes(t *testing.T) {
+	for _, account := range []string{"acct_dana", "acct_sam"} {
+		t.Run(account, func(t *testing.T) {
+			t.Parallel()
+			h := newSignInHarness(t, signInOpts(nil))
+			cs := h.connect(t, revisions[1])
+			first := signIn(t, h, cs, "poppy:read")
+			old := h.kept(t)
+			_, got := startDevice(t, cs, "poppy:read", "poppy:write")
+			if err := h.company.ApproveDevice(got["user_code"].(string), account); err != nil {
+				t.Fatal(err)
+			}
+			_, st := status(t, cs, 10)
+			if st["status"] != "complete" || len(strs(st["scopes"])) != 2 {
+				t.Fatalf("second sign-in = %v", st)
+			}
+			if h.kept(t) == old || h.company.Served("revoked") != 1 {
+				t.Errorf("the old Account Token was not replaced and revoked (revoked %d)", h.company.Served("revoked"))
+			}
+			if mismatch := account != "acct_dana"; (st["session_id"] != first["session_id"]) != mismatch {
+				t.Errorf("Session %v then %v for %s", first["session_id"], st["session_id"], account)
+			}
+		})
+	}
+}
