@@ -133,6 +133,9 @@ func (s *Server) waitFlow(ctx context.Context, req mcp.CallToolRequest, f *signI
 // flowResult is the result of a sign-in tool for f; elicited is the
 // client's answer to a URL elicitation, if one was made.
 func (s *Server) flowResult(rt *runtime, f *signInFlow, elicited string) *mcp.CallToolResult {
+	if isPending(f) && !f.expires.IsZero() && !signInClock().Before(f.expires) && f.end(statusExpired, nil, nil, "The sign-in expired before the user finished it.") {
+		f.close()
+	}
 	status, granted, missing, detail := f.state()
 	res := statusResult{Domain: f.domain, Type: f.kind, Status: status, Scopes: granted, Requested: f.scopes,
 		Missing: missing, Elicitation: elicited, Detail: detail, Notice: rt.takeNotice()}

@@ -1,0 +1,214 @@
+package tools
+
+// This file serves sign_in_mediated: Mediated Sign-In (Poppy 0.1 §4.7)
+// through a one-time local page (TOOLS.md "Local pages"). The page is an
+// HTML form with one input per auth.mediated.fields entry, named exactly as
+// the field, then, if the Company asks, a form for the one-time code showing
+// code.sent_to. The values go only to auth.mediated.endpoint (the code to
+// {endpoint}/{sign_in_id}) with the Session Token, and are neither logged,
+// shown back, kept after use, nor put in any result: MCP forbids form-mode
+// elicitation for passwords and codes, so the page is offered by URL mode.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/pages"
+)
+
+// mediatedPageTTL is how long the sign-in page stays open.
+const mediatedPageTTL = 10 * time.Minute
+
+// maxSignInForm bounds a posted sign-in form.
+const maxSignInForm = 16 << 10
+
+func init() {
+	toolsets = append(toolsets, func(s *Server) []tool { return []tool{s.signInMediatedTool()} })
+}
+
+func (s *Server) signInMediatedTool() tool {
+	return tool{newTool("sign_in_mediated",
+		"Sign the user in with the credentials the Company asks for, typed by the user on a one-time local page "+
+			"(never through you). Offers the page to the client, or returns sign_in_url for the user to open. "+
+			"Then call sign_in_status with wait_seconds.",
+		`{"type":"object","properties":{`+
+			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"},`+scopesSchema+`},`+
+			`"required":["domain","scopes"],"additionalProperties":false}`,
+		annotations{title: "Sign in with credentials", openWorld: true},
+	), s.signInMediated}
+}
+
+func (s *Server) signInMediated(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	domain := stringArg(req, "domain")
+	rt, sess, err := s.session(ctx, domain, false)
+	if err != nil {
+		return s.sessionFailure(domain, err), nil
+	}
+	if f, action := elicited(req, rt); f != nil {
+		if action != "accept" && f.end(statusFailed, nil, nil, "The user did not open the sign-in page ("+action+").") {
+			f.close()
+		}
+		return s.flowResult(rt, f, action), nil
+	}
+	co := rt.Company()
+	scopes := scopesArg(req)
+	if r := checkScopes(co, "mediated", "sign_in_mediated", scopes); r != nil {
+		return r, nil
+	}
+	if r := s.alreadyCovered(ctx, rt, sess, domain, scopes); r != nil {
+		return r, nil
+	}
+	if s.deps.Pages == nil {
+		return failure(map[string]string{"error": "no_pages"},
+			"This poppy-mcp serves no local pages, so it cannot collect credentials. Use sign_in_device or sign_in_direct if %s offers them.", domain), nil
+	}
+	f := newFlow("mediated", domain, scopes)
+	mp := &mediatedPage{s: s, rt: rt, sess: sess, f: f, fields: co.Document.Auth.Mediated.Fields, company: orgName(co)}
+	url, closePage := s.deps.Pages.Open(mp.serve, mediatedPageTTL)
+	f.page, f.close, f.expires = url, closePage, signInClock().Add(mediatedPageTTL)
+	rt.replaceFlow(f)
+	s.log.Info("mediated sign-in page opened", "issuer", rt.issuer)
+	if elicitsURL(ctx) {
+		return elicitURL(f, url, fmt.Sprintf("Sign in to %s on this page of poppy-mcp's own: your assistant never sees what you type.", mp.company)), nil
+	}
+	return s.flowResult(rt, f, ""), nil
+}
+
+// orgName is the Company's name for pages, or its domain.
+func orgName(co *discovery.Company) string {
+	if co.Document.Organization != nil && co.Document.Organization.Name != "" {
+		return co.Document.Organization.Name
+	}
+	return co.Domain
+}
+
+// mediatedPage is the local page of one Mediated Sign-In. It is safe for
+// concurrent use: posts are taken one at a time.
+type mediatedPage struct {
+	s       *Server
+	rt      *runtime
+	sess    *auth.Session
+	f       *signInFlow
+	fields  []discovery.Field
+	company string // Company text, escaped by html/template
+
+	// mu is held while a post is handled; it guards step.
+	mu   sync.Mutex
+	step *auth.MediatedStep // the code_required answer, once given
+}
+
+func (p *mediatedPage) serve(w http.ResponseWriter, r *http.Request, done func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !isPending(p.f) {
+		done()
+		pages.Message(w, http.StatusGone, "Sign-in finished", "This sign-in has finished. Return to your assistant.")
+		return
+	}
+	if r.Method != http.MethodPost {
+		p.render(w, http.StatusOK, "")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxSignInForm)
+	if err := r.ParseForm(); err != nil {
+		p.render(w, http.StatusBadRequest, "The form could not be read. Try again.")
+		return
+	}
+	var st *auth.MediatedStep
+	var err error
+	if p.step == nil {
+		st, err = p.sess.SignInMediated(r.Context(), p.f.scopes, p.credentials(r))
+	} else {
+		// Poppy 0.1 §4.7: the agent "submits only the code, not the credentials again"
+		st, err = p.sess.SubmitCode(r.Context(), p.step, auth.NewSecret(r.PostForm.Get("code")))
+	}
+	r.PostForm, r.Form = nil, nil // the values are not kept after use
+	p.outcome(w, r, st, err, done)
+}
+
+// credentials takes one value per Company field, by its exact name.
+func (p *mediatedPage) credentials(r *http.Request) map[string]auth.Secret {
+	creds := make(map[string]auth.Secret, len(p.fields))
+	for _, fd := range p.fields {
+		// Poppy 0.1 §4.7: "The Personal Agent sends every field in credentials"
+		creds[fd.Name] = auth.NewSecret(r.PostForm.Get(fd.Name))
+	}
+	return creds
+}
+
+// outcome shows the Company's answer and ends the flow when it is final.
+func (p *mediatedPage) outcome(w http.ResponseWriter, r *http.Request, st *auth.MediatedStep, err error, done func()) {
+	ctx := context.WithoutCancel(r.Context())
+	var wait *auth.RetryAfterError
+	switch {
+	case errors.As(err, &wait):
+		p.s.finishFlow(ctx, p.rt, p.sess, p.f, nil, fmt.Errorf("too many attempts: the Company asks to wait %d s", int(wait.Wait.Seconds())))
+	case err != nil:
+		p.s.finishFlow(ctx, p.rt, p.sess, p.f, nil, err)
+	case st.Status == auth.MediatedComplete:
+		p.s.finishFlow(ctx, p.rt, p.sess, p.f, st.SignIn, nil)
+		done()
+		pages.Message(w, http.StatusOK, "Signed in", "You are signed in to "+p.company+". You can close this page and return to your assistant.")
+		return
+	case st.Status == auth.MediatedCodeRequired:
+		again := p.step != nil
+		p.step = st
+		msg := ""
+		if again {
+			msg = "That code was not accepted. Try again."
+		}
+		p.render(w, http.StatusOK, msg)
+		return
+	case p.step == nil && errors.Is(st.Err, &auth.Error{Code: "invalid_credentials"}):
+		p.render(w, http.StatusOK, "Those details were not accepted. Try again.")
+		return
+	default:
+		p.s.finishFlow(ctx, p.rt, p.sess, p.f, nil, st.Err)
+	}
+	done()
+	_, _, _, detail := p.f.state()
+	pages.Message(w, http.StatusOK, "Sign-in failed", detail+" Return to your assistant.")
+}
+
+// render writes the form of the current step.
+func (p *mediatedPage) render(w http.ResponseWriter, status int, message string) {
+	d := mediatedPageData{Company: p.company, Message: message, Fields: p.fields}
+	if p.step != nil {
+		d.Code, d.SentTo = true, p.step.SentTo
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+	w.WriteHeader(status)
+	_ = mediatedTmpl.Execute(w, d)
+}
+
+type mediatedPageData struct {
+	Company, Message, SentTo string
+	Code                     bool
+	Fields                   []discovery.Field
+}
+
+var mediatedTmpl = template.Must(template.New("mediated").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign in to {{.Company}}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem}label,input,button{display:block;margin:.5rem 0}</style>
+</head><body><h1>Sign in to {{.Company}}</h1>
+<p>This page is served by poppy-mcp on your computer. What you type goes only to {{.Company}}; your assistant never sees it.</p>
+{{if .Message}}<p id="message"><strong>{{.Message}}</strong></p>{{end}}
+<form method="post">
+{{if .Code}}<p id="sent-to">{{.Company}} sent you a one-time code: {{.SentTo}}</p>
+<label>Code <input name="code" autocomplete="one-time-code" inputmode="numeric" required></label>
+{{else}}{{range .Fields}}<label>{{.Label}} <input name="{{.Name}}" type="{{if .Secret}}password{{else}}text{{end}}" autocomplete="off" required></label>
+{{end}}{{end}}<button type="submit">Continue</button>
+</form></body></html>
+`))
