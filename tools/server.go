@@ -37,6 +37,11 @@ type Deps struct {
 	// Pages serves one-time local pages (joining the website, mediated
 	// sign-in). Nil: tools that need one say so.
 	Pages *pages.Server
+	// PublicURL is where poppy-mcp is reachable over HTTPS in HTTP mode
+	// (--public-url). Direct Sign-In returns to PublicURL+CallbackPath,
+	// which must be one of the identity's redirect_uris; mount
+	// CallbackHandler there. Empty: sign_in_direct says to use sign_in_device.
+	PublicURL string
 	// Logger receives operational logs (never secrets). Nil means discard.
 	Logger *slog.Logger
 	// Browser is poppy-mcp's own headless browser (--browser): with it,
