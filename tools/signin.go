@@ -14,6 +14,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -64,6 +65,8 @@ type signInFlow struct {
 	direct  *auth.DirectSignIn        // direct: the URL and what the callback needs
 	page    string                    // mediated: the local page's URL
 	close   func()                    // stops the flow: polling or the page
+	// callback takes the query of a Direct Sign-In's callback.
+	callback func(ctx context.Context, q url.Values)
 
 	done chan struct{} // closed when status leaves pending
 
