@@ -25,10 +25,7 @@ func TestHandoff(t *testing.T) {
 	co := newCompany(t, nil, nil)
 	tr := co.tracker(t)
 	ctx := context.Background()
-	u, err := tr.Start(ctx, textMsg("Hello"), "", &ReadOptions{Wait: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := started(t, tr, "Hello")
 	h, err := tr.Handoff(ctx, u.ConversationID)
 	if err != nil || h.Status != StatusQueued || h.Responder != ResponderAgent {
 		t.Fatalf("handoff: %+v, %v", h, err)
@@ -64,10 +61,7 @@ func TestHandoffNoOne(t *testing.T) {
 	co := newCompany(t, nil, &poppytest.Options{NoHumans: true})
 	tr := co.tracker(t)
 	ctx := context.Background()
-	u, err := tr.Start(ctx, textMsg("Hello"), "", &ReadOptions{Wait: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := started(t, tr, "Hello")
 	if _, err := tr.Handoff(ctx, u.ConversationID); err != nil {
 		t.Fatal(err)
 	}
@@ -84,10 +78,7 @@ func TestDirectConversation(t *testing.T) {
 	co := newCompany(t, nil, nil)
 	tr := co.tracker(t)
 	ctx := context.Background()
-	parent, err := tr.Start(ctx, textMsg("Please have a specialist confirm the exchange"), "", &ReadOptions{Wait: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	parent := started(t, tr, "Please have a specialist confirm the exchange")
 	if !slices.Contains(types(parent.Events), EventUserRequested) {
 		t.Errorf("no user_requested in %v", types(parent.Events))
 	}
@@ -136,10 +127,7 @@ func TestClose(t *testing.T) {
 	co := newCompany(t, nil, nil)
 	tr := co.tracker(t)
 	ctx := context.Background()
-	parent, err := tr.Start(ctx, textMsg("Hello"), "", &ReadOptions{Wait: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	parent := started(t, tr, "Hello")
 	direct, err := tr.Start(ctx, Message{Sender: SenderHuman, Text: "Hi"}, parent.ConversationID, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -171,10 +159,7 @@ func TestCompanyClosesAndAsks(t *testing.T) {
 	co := newCompany(t, nil, nil)
 	tr := co.tracker(t)
 	ctx := context.Background()
-	u, err := tr.Start(ctx, textMsg("Hello"), "", &ReadOptions{Wait: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := started(t, tr, "Hello")
 	if err := co.srv.RequestUser(u.ConversationID, "A specialist needs to confirm the exchange with the customer."); err != nil {
 		t.Fatal(err)
 	}

@@ -152,3 +152,13 @@ func (r *recordingT) violations() string {
 	defer r.mu.Unlock()
 	return strings.Join(r.errs, "\n")
 }
+
+// started starts a conversation with text and waits for the reply.
+func started(t *testing.T, tr *Tracker, text string) *Update {
+	t.Helper()
+	u, err := tr.Start(context.Background(), textMsg(text), "", &ReadOptions{Wait: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}

@@ -90,10 +90,7 @@ func TestCursorExpired(t *testing.T) {
 	co := newCompany(t, nil, nil)
 	tr := co.tracker(t)
 	ctx := context.Background()
-	u, err := tr.Start(ctx, textMsg("Hello"), "", &ReadOptions{Wait: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := started(t, tr, "Hello")
 	person := co.srv.Person(u.ConversationID)
 	if person.Join() != nil || person.Say("first note") != nil || person.Say("second note") != nil {
 		t.Fatal("the person could not speak")
@@ -119,10 +116,7 @@ func TestUnknownEventSkipped(t *testing.T) {
 	co := newCompany(t, nil, nil)
 	tr := co.tracker(t)
 	ctx := context.Background()
-	u, err := tr.Start(ctx, textMsg("Hello"), "", &ReadOptions{Wait: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := started(t, tr, "Hello")
 	ev, err := co.srv.AddEvent(u.ConversationID, poppytest.Event{Type: "example.com/future"})
 	if err != nil {
 		t.Fatal(err)
