@@ -1,0 +1,262 @@
+// This file defines the conversation tools (Poppy 0.1 §7, TOOLS.md):
+// send_message, read_events, request_human, start_direct_conversation,
+// close_conversation and list_conversations, and reads their arguments. The
+// model passes a conversation ID; the store maps it back to its Company.
+// Handlers are in conversation_run.go, results in conversation_result.go.
+
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/conversation"
+	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/store"
+)
+
+func init() {
+	toolsets = append(toolsets, func(s *Server) []tool {
+		return []tool{s.sendMessageTool(), s.readEventsTool(), s.requestHumanTool(),
+			s.startDirectTool(), s.closeConversationTool(), s.listConversationsTool()}
+	})
+}
+
+// Waits of the conversation tools.
+const (
+	convMaxWait         = 60 * time.Second // Poppy 0.1 §7.5: the Company "MAY ... cap wait"
+	convDefaultSendWait = 20 * time.Second
+	convDefaultReadWait = 10 * time.Second
+)
+
+// Schema fragments shared by the conversation tools.
+const (
+	convIDSchema     = `"conversation_id":{"type":"string","description":"The conversation's ID, as a conversation tool returned it"}`
+	convDomainSchema = `"domain":{"type":"string","description":"The Company's domain; needed only for a conversation poppy-mcp does not hold"}`
+	convWaitSchema   = `"wait_seconds":{"type":"integer","minimum":0,"maximum":60,"description":"How long to wait for the Company (default %d)"}`
+)
+
+func (s *Server) sendMessageTool() tool {
+	return tool{newTool("send_message",
+		"Send a message to a Company's agent: starts a conversation, or continues one with conversation_id. "+
+			"Give text, data or context (at least one). Waits for the reply and returns the new events. "+
+			"Then reply with send_message, or read_events to wait longer.",
+		`{"type":"object","properties":{`+
+			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"},`+
+			`"conversation_id":{"type":"string","description":"Continue this conversation; omit to start a new one"},`+
+			`"text":{"type":"string","description":"The message in plain sentences, no JSON or markup"},`+
+			`"data":{"type":"object","description":"Structured details that would need markup in text (order numbers, travelers)"},`+
+			`"context":{"type":"object","description":"Facts about the user's situation; fields left out keep their earlier values","properties":{`+
+			`"locale":{"type":"string","description":"Language tag, e.g. en-US"},`+
+			`"time_zone":{"type":"string","description":"IANA time zone, e.g. America/Los_Angeles"},`+
+			`"user_available":{"type":"boolean","description":"Whether the user can answer questions now"}}},`+
+			`"from_user":{"type":"boolean","description":"true only when text is the user's own words, unchanged; a summary is not"},`+
+			fmt.Sprintf(convWaitSchema, int(convDefaultSendWait/time.Second))+`},`+
+			`"required":["domain"],"additionalProperties":false}`,
+		annotations{title: "Send a message to a Company", openWorld: true},
+	), s.sendMessage}
+}
+
+func (s *Server) readEventsTool() tool {
+	return tool{newTool("read_events",
+		"Read what is new in a conversation: Company messages, state changes, sign-in requests and requests for the user. "+
+			"Waits up to wait_seconds for news. Each event is returned once.",
+		`{"type":"object","properties":{`+convIDSchema+`,`+
+			fmt.Sprintf(convWaitSchema, int(convDefaultReadWait/time.Second))+`,`+convDomainSchema+`},`+
+			`"required":["conversation_id"],"additionalProperties":false}`,
+		annotations{title: "Read a conversation's new events", readOnly: true, openWorld: true},
+	), s.readEvents}
+}
+
+func (s *Server) requestHumanTool() tool {
+	return tool{newTool("request_human",
+		"Ask for a person at the Company to take over a conversation. The status becomes queued while the Company finds someone; "+
+			"call read_events to see when a person joins or why no one could.",
+		`{"type":"object","properties":{`+convIDSchema+`,`+convDomainSchema+`},`+
+			`"required":["conversation_id"],"additionalProperties":false}`,
+		annotations{title: "Ask for a person at the Company", idempotent: true, openWorld: true},
+	), s.requestHuman}
+}
+
+func (s *Server) startDirectTool() tool {
+	return tool{newTool("start_direct_conversation",
+		"Let the user talk with the Company themselves, linked to an agent conversation (e.g. after the Company asked for the user). "+
+			"text is the user's own first message. Show the user the replies; send their words with send_message and from_user true.",
+		`{"type":"object","properties":{`+
+			`"conversation_id":{"type":"string","description":"The agent conversation it follows from (the parent)"},`+
+			`"text":{"type":"string","description":"The user's own first message, as they wrote it"},`+
+			fmt.Sprintf(convWaitSchema, int(convDefaultSendWait/time.Second))+`,`+convDomainSchema+`},`+
+			`"required":["conversation_id","text"],"additionalProperties":false}`,
+		annotations{title: "Start a Direct Conversation for the user", openWorld: true},
+	), s.startDirect}
+}
+
+func (s *Server) closeConversationTool() tool {
+	return tool{newTool("close_conversation",
+		"Close a conversation you are done with; it then takes no more messages (a new one can be started). "+
+			"Closing does not cancel what it started, such as an order or a return.",
+		`{"type":"object","properties":{`+convIDSchema+`,`+convDomainSchema+`},`+
+			`"required":["conversation_id"],"additionalProperties":false}`,
+		annotations{title: "Close a conversation", destructive: true, idempotent: true, openWorld: true},
+	), s.closeConversation}
+}
+
+func (s *Server) listConversationsTool() tool {
+	return tool{newTool("list_conversations",
+		"List the open conversations poppy-mcp holds, with each one's Company, status and responder, "+
+			"to continue one with send_message or read_events.",
+		`{"type":"object","properties":{`+
+			`"domain":{"type":"string","description":"Only this Company's conversations"},`+
+			`"include_closed":{"type":"boolean","description":"Also list closed conversations"}},`+
+			`"additionalProperties":false}`,
+		annotations{title: "List conversations", readOnly: true, idempotent: true},
+	), s.listConversations}
+}
+
+// convWait reads wait_seconds, with a default.
+func convWait(req mcp.CallToolRequest, def time.Duration) time.Duration {
+	v, ok := req.GetArguments()["wait_seconds"].(float64)
+	if !ok {
+		return def
+	}
+	return min(max(time.Duration(v*float64(time.Second)), 0), convMaxWait)
+}
+
+// convMessage builds the message of send_message from its arguments. Its
+// error is phrased for the model.
+func convMessage(req mcp.CallToolRequest) (conversation.Message, error) {
+	args := req.GetArguments()
+	m := conversation.Message{Sender: conversation.SenderAgent, Text: stringArg(req, "text")}
+	if boolArg(req, "from_user") {
+		// Poppy 0.1 §7.8: "human only when it carries the User's own words"
+		m.Sender = conversation.SenderHuman
+	}
+	if d, ok := args["data"]; ok && d != nil {
+		raw, err := json.Marshal(d)
+		if err != nil {
+			return m, errors.New("data is not a JSON value")
+		}
+		m.Data = raw
+	}
+	if c, ok := args["context"].(map[string]any); ok && len(c) > 0 {
+		ctx, err := convContext(c)
+		if err != nil {
+			return m, err
+		}
+		m.Context = ctx
+	}
+	if m.Text == "" && m.Data == nil && m.Context == nil {
+		return m, errors.New("give at least one of text, data or context")
+	}
+	return m, nil
+}
+
+// convContext reads the context argument (Poppy 0.1 §7.4).
+func convContext(c map[string]any) (*conversation.Context, error) {
+	out := &conversation.Context{Other: map[string]json.RawMessage{}}
+	for k, v := range c {
+		var ok bool
+		switch k {
+		case "locale":
+			out.Locale, ok = v.(string)
+		case "time_zone":
+			out.TimeZone, ok = v.(string)
+		case "user_available":
+			var b bool
+			b, ok = v.(bool)
+			out.UserAvailable = &b
+		default:
+			raw, err := json.Marshal(v)
+			out.Other[k], ok = raw, err == nil
+		}
+		if !ok {
+			return nil, fmt.Errorf("context field %s has the wrong type", k)
+		}
+	}
+	return out, nil
+}
+
+// convTarget is a Company's conversations as the tools reach them.
+type convTarget struct {
+	rt      *runtime
+	sess    *auth.Session
+	tracker *conversation.Tracker
+	domain  string // the Company's domain as discovered
+}
+
+// convFor returns the conversations of the Company at domain, starting its
+// Session when needed. Its failure result is phrased for the model.
+func (s *Server) convFor(ctx context.Context, domain string) (*convTarget, *mcp.CallToolResult) {
+	rt, sess, err := s.session(ctx, domain, false)
+	if err != nil {
+		return nil, s.sessionFailure(domain, err)
+	}
+	co := rt.Company()
+	var protocols []discovery.Protocol
+	if co.Document.Agent != nil {
+		protocols = co.Document.Agent.Protocols
+	}
+	endpoint, err := conversation.ChooseEndpoint(protocols)
+	if err != nil {
+		return nil, failure(map[string]string{"error": "no_company_agent", "domain": co.Domain,
+			"next": "Use the Company's APIs or website instead."},
+			"%s offers no Company Agent to talk with (no poppy entry in agent.protocols). Use its APIs or website instead.", co.Domain)
+	}
+	c, err := conversation.New(sess.Client(), endpoint, nil)
+	var tr *conversation.Tracker
+	if err == nil {
+		tr, err = conversation.NewTracker(c, s.deps.Store, conversation.Owner{Issuer: rt.issuer, UserID: sess.UserID(), Domain: co.Domain})
+	}
+	if err != nil {
+		return nil, failure(map[string]string{"error": "conversation_failed", "domain": co.Domain}, "%v.", err)
+	}
+	return &convTarget{rt: rt, sess: sess, tracker: tr, domain: co.Domain}, nil
+}
+
+// convByID finds a conversation in the store and returns its Company's
+// conversations. domain (optional) picks among Companies using the same ID,
+// and lets the Company be asked about a conversation the store does not
+// hold.
+func (s *Server) convByID(ctx context.Context, id, domain string) (*convTarget, *mcp.CallToolResult) {
+	if !conversation.ValidID(id) {
+		return nil, failure(map[string]string{"error": "invalid_conversation_id"},
+			"%q is not a conversation ID. Call list_conversations to see the conversations poppy-mcp holds.", id)
+	}
+	if s.deps.Store == nil {
+		return nil, s.sessionFailure(domain, errNoIdentity)
+	}
+	host := ""
+	if domain != "" {
+		var err error
+		if host, err = discovery.NormalizeDomain(domain); err != nil {
+			return nil, failure(map[string]string{"error": "invalid_domain"}, "%v. Give the domain alone, like example.com.", err)
+		}
+	}
+	all, err := s.deps.Store.Conversations(ctx, host)
+	if err != nil {
+		return nil, failure(map[string]string{"error": "store_failed"}, "poppy-mcp could not read its conversations: %v.", err)
+	}
+	var found []store.Conversation
+	for _, c := range all {
+		if c.ID == id {
+			found = append(found, c)
+		}
+	}
+	switch {
+	case len(found) == 1:
+		return s.convFor(ctx, found[0].Domain)
+	case len(found) > 1:
+		return nil, failure(map[string]string{"error": "ambiguous_conversation"},
+			"Several Companies have a conversation %s: call again with domain.", id)
+	case domain != "":
+		return s.convFor(ctx, domain) // the Company decides whether it is the user's (§7.2)
+	}
+	return nil, failure(map[string]string{"error": "unknown_conversation"},
+		"poppy-mcp holds no conversation %s. Call list_conversations, or pass domain if it was started elsewhere.", id)
+}
