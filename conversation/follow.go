@@ -28,7 +28,7 @@ func (t *Tracker) follow(ctx context.Context, id, cursor string, must, hasMore b
 		}
 		wait := time.Duration(0)
 		if !hasMore {
-			wait = max(time.Until(deadline), 0)
+			wait = max(deadline.Sub(timeNow()), 0)
 		}
 		p, err := t.c.Read(ctx, id, cursor, wait)
 		if errors.Is(err, ErrCursorExpired) && cursor != "" {
@@ -60,11 +60,11 @@ func (t *Tracker) expired(cursor *string, upd *Update) {
 // deadline passes, reconnecting whenever the Company closes one. It
 // returns has_more when the Company answered with JSON instead.
 func (t *Tracker) stream(ctx context.Context, id string, cursor *string, deadline time.Time, o *ReadOptions, upd *Update) (bool, error) {
-	sctx, cancel := context.WithDeadline(ctx, deadline)
+	sctx, cancel := context.WithTimeout(ctx, deadline.Sub(timeNow()))
 	defer cancel()
 	resume := false
 	for !upd.settled() && sctx.Err() == nil {
-		s, p, err := t.c.Subscribe(sctx, id, *cursor, resume, time.Until(deadline))
+		s, p, err := t.c.Subscribe(sctx, id, *cursor, resume, deadline.Sub(timeNow()))
 		switch {
 		case errors.Is(err, ErrCursorExpired) && *cursor != "":
 			t.expired(cursor, upd)
