@@ -116,6 +116,13 @@ func (s *Session) FinishDirect(ctx context.Context, d *DirectSignIn, callback ur
 				"session_id":    {sid},
 			}, nil
 		}})
+	if errors.Is(err, ErrAccountMismatch) {
+		// Poppy 0.1 §4.4: "the Personal Agent starts a new Session". The
+		// code is used up: a new Direct Sign-In signs the new Session in.
+		if rerr := s.replace(ctx); rerr != nil {
+			return nil, rerr
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("auth: exchange the authorization code: %w", err)
 	}

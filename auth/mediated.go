@@ -73,14 +73,30 @@ func (s *Session) SignInMediated(ctx context.Context, scopes []string, credentia
 	for k, v := range credentials {
 		creds[k] = v.Reveal()
 	}
-	body, err := json.Marshal(map[string]any{"scope": strings.Join(scopes, " "), "credentials": creds})
-	if err != nil {
-		return nil, fmt.Errorf("auth: mediated sign-in: %w", err)
+	defer clear(creds)
+	for replaced := false; ; replaced = true {
+		body, err := json.Marshal(map[string]any{"scope": strings.Join(scopes, " "), "credentials": creds})
+		if err != nil {
+			return nil, fmt.Errorf("auth: mediated sign-in: %w", err)
+		}
+		// Poppy 0.1 §4.7: "Personal Agents MUST NOT send credentials to any
+		// endpoint other than the Company's auth.mediated.endpoint."
+		st, err := s.postMediated(ctx, s.company.MediatedEndpoint, body, scopes)
+		if err != nil || replaced || !st.mismatch() {
+			return st, err
+		}
+		// Poppy 0.1 §4.4: the Session was signed in to another account: "the
+		// Personal Agent starts a new Session", and signs that one in.
+		if err := s.replace(ctx); err != nil {
+			return nil, err
+		}
 	}
-	clear(creds)
-	// Poppy 0.1 §4.7: "Personal Agents MUST NOT send credentials to any
-	// endpoint other than the Company's auth.mediated.endpoint."
-	return s.postMediated(ctx, s.company.MediatedEndpoint, body, scopes)
+}
+
+// mismatch reports whether the step failed because the Session was signed
+// in to another account (Poppy 0.1 §4.4).
+func (st *MediatedStep) mismatch() bool {
+	return st.Status == MediatedFailed && errors.Is(st.Err, ErrAccountMismatch)
 }
 
 // SubmitCode sends the one-time code of a sign-in that answered
@@ -96,7 +112,15 @@ func (s *Session) SubmitCode(ctx context.Context, step *MediatedStep, code Secre
 		return nil, fmt.Errorf("auth: mediated sign-in code: %w", err)
 	}
 	u := strings.TrimSuffix(s.company.MediatedEndpoint, "/") + "/" + url.PathEscape(step.signInID)
-	return s.postMediated(ctx, u, body, step.scopes)
+	st, err := s.postMediated(ctx, u, body, step.scopes)
+	if err == nil && st.mismatch() {
+		// The code is used up: a new Session is started for the next sign-in
+		// (Poppy 0.1 §4.4), which needs the credentials again.
+		if err := s.replace(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return st, err
 }
 
 // postMediated posts a JSON body through the Session's client, without

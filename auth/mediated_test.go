@@ -149,3 +149,22 @@ func FuzzParseCodeRequired(f *testing.F) {
 		}
 	})
 }
+
+// TestMediatedAccountMismatch: a Session once signed in to another account
+// is replaced, and the credentials go once more, to the new Session's
+// sign-in, within the same call.
+func TestMediatedAccountMismatch(t *testing.T) {
+	co := newSignInCo(t, nil)
+	s := co.start(t)
+	before := co.signInDevice(t, s, "acct_sam", []string{"poppy:read"})
+	if err := s.SignOut(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.SignInMediated(context.Background(), []string{"poppy:read"}, creds("dana@example.com", "correct-horse-battery"))
+	if err != nil || st.Status != MediatedComplete || st.SignIn.SessionID == before.SessionID {
+		t.Fatalf("step = %+v, %v (Session was %s)", st, err, before.SessionID)
+	}
+	if n := co.srv.Count("auth.example.com", "/poppy/sign-in"); n != 2 {
+		t.Errorf("credential posts = %d, want 2 (mismatch, then the new Session)", n)
+	}
+}

@@ -211,6 +211,9 @@ func flowFailure(err error) (status, detail string) {
 		return statusDenied, "The user declined the sign-in."
 	case errors.Is(err, auth.ErrExpiredToken):
 		return statusExpired, "The sign-in expired before the user finished it."
+	case errors.Is(err, auth.ErrAccountMismatch):
+		// Poppy 0.1 §4.4: "A Session is signed in to at most one account."
+		return statusFailed, "The Session had been signed in to another account, so poppy-mcp started a new Session: start the sign-in again."
 	case errors.Is(err, context.Canceled):
 		return statusFailed, "The sign-in was stopped (poppy-mcp is shutting down or a newer sign-in replaced it)."
 	case errors.As(err, &ae):

@@ -171,6 +171,11 @@ func (p *mediatedPage) outcome(w http.ResponseWriter, r *http.Request, st *auth.
 	case p.step == nil && errors.Is(st.Err, &auth.Error{Code: "invalid_credentials"}):
 		p.render(w, http.StatusOK, "Those details were not accepted. Try again.")
 		return
+	case p.step != nil && errors.Is(st.Err, auth.ErrAccountMismatch):
+		// auth started a new Session, which needs the credentials again.
+		p.step = nil
+		p.render(w, http.StatusOK, "Your assistant had been signed in to another account here, so it started afresh: enter your details again.")
+		return
 	default:
 		p.s.finishFlow(ctx, p.rt, p.sess, p.f, nil, st.Err)
 	}

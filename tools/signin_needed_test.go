@@ -1,0 +1,53 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/poppytest"
+)
+
+// TestSignInNeeded: sign-in errors from any Company request name the scopes
+// and the sign-in type the Company offers with them.
+func TestSignInNeeded(t *testing.T) {
+	company := poppytest.NewServer(t, nil)
+	s := New(Deps{Discovery: discovery.New(company.Client(), nil)})
+	if _, err := s.company(context.Background(), "example.com", false); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		err    error
+		tool   string
+		scopes string
+	}{
+		{&auth.Error{Code: "sign_in_required", Status: 401}, "sign_in_device", `["poppy:read"]`},
+		{fmt.Errorf("call_api: %w", &auth.Error{Code: "insufficient_scope", Scope: "poppy:write"}), "sign_in_device", `["poppy:write"]`},
+		{&auth.Error{Code: "insufficient_scope", Scope: "addresses"}, "sign_in_direct", `["addresses"]`},
+		{&auth.Error{Code: "insufficient_scope", Scope: "unknown"}, "", `["unknown"]`},
+	} {
+		r, ok := s.signInNeeded("example.com", tc.err)
+		if !ok || !r.IsError {
+			t.Fatalf("%v: not a sign-in result", tc.err)
+		}
+		var got signInNeededResult
+		raw, _ := json.Marshal(r.StructuredContent)
+		_ = json.Unmarshal(raw, &got)
+		scopes, _ := json.Marshal(got.Scopes)
+		if got.Tool != tc.tool || string(scopes) != tc.scopes || got.Next == "" {
+			t.Errorf("%v: %+v", tc.err, got)
+		}
+	}
+	for _, err := range []error{errors.New("x"), &auth.Error{Code: "invalid_token"}, nil} {
+		if _, ok := s.signInNeeded("example.com", err); ok {
+			t.Errorf("%v taken for a sign-in error", err)
+		}
+	}
+	if r, _ := s.signInNeeded("unknown.example", auth.ErrSignInRequired); r == nil {
+		t.Error("an undiscovered Company gave no advice")
+	}
+}
