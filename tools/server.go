@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -48,6 +49,15 @@ type Deps struct {
 	// browse_page joins it to the Session and reads pages. Nil: no
 	// browse_page tool; open_website serves the agent's own browser.
 	Browser *browser.Browser
+	// Documents fetches public documents other than discovery's (OpenAPI
+	// documents): give it the client, and so the HTTP cache, Discovery uses.
+	// Nil: OpenAPI documents are not fetched, and the API tools say so.
+	Documents *http.Client
+	// MaxAPITools is the most operations a Company's OpenAPI APIs may have
+	// together for each to become a tool of its own once a Session exists;
+	// with more, list_api_operations and call_api reach them. Zero means 30;
+	// negative means never.
+	MaxAPITools int
 }
 
 // Server holds the MCP server and the per-Company state the tools share. It is
@@ -66,6 +76,8 @@ type Server struct {
 	mu        sync.Mutex
 	companies map[string]*discovery.Company // by normalized domain; guarded by mu
 	runtimes  map[string]*runtime           // by issuer; guarded by mu
+
+	apiState *apiState // OpenAPI catalogs and per-operation tools (api*.go); set once by its toolset; has its own lock
 }
 
 // New builds the MCP server with every tool registered.

@@ -1,0 +1,274 @@
+package tools
+
+// This file loads the catalogs of a Company's OpenAPI APIs (Poppy 0.1 §6:
+// an openapi entry's url is an OpenAPI document; calls go to its servers).
+// Documents are public: they are fetched through Deps.Documents, the HTTP
+// cache (§3: "SHOULD cache ... according to its HTTP caching headers"), and
+// the translated catalog is kept in memory and in the store under the
+// document's URL, versioned by its ETag (else its SHA-256), so a second
+// start with an unchanged document asks with If-None-Match and reuses the
+// stored catalog without translating again.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/openapi2tools"
+	"github.com/poppy-mcp/poppy-mcp/store"
+)
+
+const (
+	// maxAPIDocument bounds an OpenAPI document (GitHub's is 13 MB).
+	maxAPIDocument = 32 << 20
+	// apiLoadTimeout bounds fetching and translating one document.
+	apiLoadTimeout = 30 * time.Second
+	// catalogFormat versions what the store holds beside openapi2tools' own
+	// format: bump it when the options of loadCatalog change.
+	catalogFormat = "v1"
+)
+
+// apiState is the OpenAPI side of a Server: translated catalogs and the
+// per-operation tools announced. It is safe for concurrent use.
+type apiState struct {
+	// mu guards catalogs and exposed.
+	mu       sync.Mutex
+	catalogs map[string]*loadedCatalog    // by catalogKey
+	exposed  map[string]map[string]string // Company prefix -> tool name -> its JSON
+}
+
+func newAPIState() *apiState {
+	return &apiState{catalogs: map[string]*loadedCatalog{}, exposed: map[string]map[string]string{}}
+}
+
+// loadedCatalog is a translated document and the version it came from.
+type loadedCatalog struct {
+	version string // the document's ETag, or "sha256:" and its hash
+	cat     *openapi2tools.Catalog
+}
+
+// companyAPI is one openapi entry of a Company with its catalog.
+type companyAPI struct {
+	entry  discovery.API
+	prefix string                 // of its tool names
+	cat    *openapi2tools.Catalog // nil when err is set
+	err    error                  // why the document could not be used
+}
+
+// companyPrefix is the prefix of the tools of the Company's first OpenAPI
+// API, whichever host the User typed for it.
+func companyPrefix(co *discovery.Company) string { return apiPrefix(co, 1) }
+
+// apiPrefix is the prefix of the tools of the Company's n-th OpenAPI API
+// (from 1): "_api_", then "_api2_" and so on, after its domain label.
+func apiPrefix(co *discovery.Company, n int) string {
+	d := co.Domain
+	if co.Document != nil && co.Document.Organization != nil && co.Document.Organization.Domain != "" {
+		d = co.Document.Organization.Domain // the same Company whichever host the User typed
+	}
+	p := domainLabel(d) + "_api"
+	if n > 1 {
+		p += strconv.Itoa(n)
+	}
+	return p + "_"
+}
+
+// APIToolPrefix is the prefix of the tools of the first OpenAPI API of a
+// Company at domain (example.com: "example_com_api_"), as TOOLS.md wants:
+// short, unique per Company, the same on every run, and apart from the
+// relayed MCP tools ("example_com_mcp_", relay.go), with the same label.
+func APIToolPrefix(domain string) string { return domainLabel(domain) + "_api_" }
+
+// apis returns the Company's openapi entries with their catalogs. An entry
+// whose document cannot be used carries the error.
+func (s *Server) apis(ctx context.Context, co *discovery.Company) []*companyAPI {
+	if co == nil || co.Document == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, apiLoadTimeout)
+	defer cancel()
+	var out []*companyAPI
+	for _, e := range co.Document.APIs {
+		if e.Type != "openapi" {
+			continue // Poppy 0.1 §6: "Personal Agents SHOULD skip API types they don't recognize"
+		}
+		a := &companyAPI{entry: e, prefix: apiPrefix(co, len(out)+1)} // names of several APIs never collide
+		a.cat, a.err = s.catalog(ctx, e, a.prefix)
+		if a.err != nil {
+			s.log.Info("OpenAPI document unusable", "url", e.URL, "err", a.err)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// catalogKey identifies a translation: the same document with another
+// prefix or resource is another catalog.
+func catalogKey(u, prefix, resource string) string {
+	return strings.Join([]string{catalogFormat, u, "prefix=" + prefix, "resource=" + resource}, " ")
+}
+
+// catalog returns the translated document of an openapi entry: the one in
+// memory or in the store when the document has not changed, else a new
+// translation, which is then stored.
+func (s *Server) catalog(ctx context.Context, e discovery.API, prefix string) (*openapi2tools.Catalog, error) {
+	key := catalogKey(e.URL, prefix, e.Resource)
+	s.apiState.mu.Lock()
+	mem := s.apiState.catalogs[key]
+	s.apiState.mu.Unlock()
+	stored := s.storedCatalog(ctx, e.URL, key, mem)
+	version, data, err := s.fetchDocument(ctx, e.URL, mem, stored)
+	if err != nil {
+		return nil, err
+	}
+	var lc *loadedCatalog
+	switch {
+	case mem != nil && mem.version == version:
+		return mem.cat, nil
+	case stored != nil && stored.version == version:
+		lc = stored
+	default:
+		if data == nil { // 304 without a stored catalog: cannot happen, but never trust it
+			return nil, errors.New("the Company answered 304 to a request that was not conditional")
+		}
+		cat, err := loadCatalog(ctx, data, e.URL, prefix, e.Resource, s.log.Info)
+		if err != nil {
+			return nil, err
+		}
+		lc = &loadedCatalog{version: version, cat: cat}
+		s.storeCatalog(ctx, e.URL, key, lc)
+	}
+	s.apiState.mu.Lock()
+	s.apiState.catalogs[key] = lc
+	s.apiState.mu.Unlock()
+	return lc.cat, nil
+}
+
+// loadCatalog translates a document as poppy-mcp announces it.
+func loadCatalog(ctx context.Context, data []byte, docURL, prefix, resource string, logf func(string, ...any)) (*openapi2tools.Catalog, error) {
+	opts := &openapi2tools.Options{Prefix: prefix, Resource: resource}
+	if logf != nil {
+		opts.Logf = func(format string, args ...any) {
+			logf("OpenAPI operation skipped", "detail", fmt.Sprintf(format, args...))
+		}
+	}
+	return openapi2tools.Load(ctx, data, docURL, opts)
+}
+
+// storedCatalog returns the catalog the store holds for the translation
+// key, or nil. It is not read when memory already has a catalog.
+func (s *Server) storedCatalog(ctx context.Context, u, key string, mem *loadedCatalog) *loadedCatalog {
+	if mem != nil || s.deps.Store == nil {
+		return nil
+	}
+	v, data, err := s.deps.Store.Blob(ctx, u)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			s.log.Info("could not read a stored catalog", "url", u, "err", err)
+		}
+		return nil
+	}
+	keyPart, version, ok := strings.Cut(v, "\n")
+	if !ok || keyPart != key {
+		return nil // another prefix, resource or format
+	}
+	cat, err := openapi2tools.UnmarshalCatalog(data)
+	if err != nil {
+		s.log.Info("stored catalog unreadable; translating again", "url", u, "err", err)
+		return nil
+	}
+	return &loadedCatalog{version: version, cat: cat}
+}
+
+// storeCatalog keeps lc in the store for the next start.
+func (s *Server) storeCatalog(ctx context.Context, u, key string, lc *loadedCatalog) {
+	if s.deps.Store == nil {
+		return
+	}
+	data, err := lc.cat.MarshalBinary()
+	if err == nil {
+		err = s.deps.Store.PutBlob(ctx, u, key+"\n"+lc.version, data)
+	}
+	if err != nil {
+		s.log.Info("could not store a catalog", "url", u, "err", err)
+	}
+}
+
+// fetchDocument GETs an OpenAPI document through the HTTP cache and returns
+// its version and body. With only a stored catalog (a new start), it asks
+// with If-None-Match, and a 304 returns the stored version and no body.
+// A document whose ETag matches the one in memory is not read.
+func (s *Server) fetchDocument(ctx context.Context, u string, mem, stored *loadedCatalog) (string, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", nil, fmt.Errorf("the document URL %q is unusable", u)
+	}
+	req.Header.Set("Accept", "application/json, application/yaml;q=0.9, */*;q=0.1")
+	if mem == nil && stored != nil && isETag(stored.version) {
+		// RFC 9110 §13.1.2: the Company answers 304 while the document is unchanged.
+		req.Header.Set("If-None-Match", stored.version)
+	}
+	if s.deps.Documents == nil {
+		return "", nil, errors.New("poppy-mcp was started without a client for public documents (tools.Deps.Documents), so it reads no OpenAPI document")
+	}
+	resp, err := s.deps.Documents.Do(req)
+	if err != nil {
+		return "", nil, fmt.Errorf("could not fetch the OpenAPI document %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	etag := resp.Header.Get("ETag")
+	switch {
+	case resp.StatusCode == http.StatusNotModified && stored != nil:
+		return stored.version, nil, nil
+	case resp.StatusCode != http.StatusOK:
+		return "", nil, fmt.Errorf("the OpenAPI document %s answered HTTP %d", u, resp.StatusCode)
+	case mem != nil && isETag(etag) && etag == mem.version:
+		return etag, nil, nil
+	}
+	if !documentMediaType(resp.Header.Get("Content-Type")) {
+		return "", nil, fmt.Errorf("the OpenAPI document %s is %q, not JSON or YAML", u, resp.Header.Get("Content-Type"))
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIDocument+1))
+	if err != nil {
+		return "", nil, fmt.Errorf("reading the OpenAPI document %s: %w", u, err)
+	}
+	if len(data) > maxAPIDocument {
+		return "", nil, fmt.Errorf("the OpenAPI document %s is larger than %d MiB", u, maxAPIDocument>>20)
+	}
+	if !isETag(etag) {
+		sum := sha256.Sum256(data)
+		etag = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return etag, data, nil
+}
+
+// isETag reports whether v is an entity tag, strong or weak (RFC 9110 §8.8.3).
+func isETag(v string) bool {
+	v = strings.TrimPrefix(v, "W/")
+	return len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"'
+}
+
+// documentMediaType reports whether an OpenAPI document may have this
+// Content-Type: JSON or YAML, or text/plain as raw file hosts serve them.
+func documentMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	switch {
+	case mt == "application/json", mt == "text/plain", strings.HasSuffix(mt, "+json"),
+		strings.HasSuffix(mt, "/yaml"), strings.HasSuffix(mt, "/x-yaml"), strings.HasSuffix(mt, "+yaml"):
+		return true
+	}
+	return false
+}

@@ -1,0 +1,171 @@
+package tools
+
+// This file announces a tool per API operation (TOOLS.md): once a Session
+// with a Company exists, when all its OpenAPI APIs together have at most
+// Deps.MaxAPITools operations, each becomes a tool named under the
+// Company's prefix. mcp-go's AddTools and DeleteTools send
+// notifications/tools/list_changed. The tools are the server's own, not a
+// session's, so stateless (2026-07-28) clients see them too.
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/openapi2tools"
+)
+
+// defaultMaxAPITools is Deps.MaxAPITools when zero.
+const defaultMaxAPITools = 30
+
+// LoadAPITools translates an OpenAPI document into the MCP tools poppy-mcp
+// announces for it when the Company at domain lists it first among its
+// APIs: what `poppy-mcp openapi` prints. docURL is where the document was
+// read (relative servers resolve against it; it may be empty). domain ""
+// means no prefix.
+func LoadAPITools(ctx context.Context, data []byte, docURL, domain string) (*openapi2tools.Catalog, []mcp.Tool, error) {
+	prefix := ""
+	if domain != "" {
+		prefix = APIToolPrefix(domain)
+	}
+	cat, err := loadCatalog(ctx, data, docURL, prefix, "", nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]mcp.Tool, len(cat.Tools))
+	for i := range cat.Tools {
+		out[i] = operationTool(&cat.Tools[i])
+	}
+	return cat, out, nil
+}
+
+// operationTool is an operation as an MCP tool, its schema byte for byte
+// and every annotation as openapi2tools derived it.
+func operationTool(t *openapi2tools.Tool) mcp.Tool {
+	m := mcp.NewToolWithRawSchema(t.Name, t.Description, t.InputSchema)
+	m.Annotations = mcp.ToolAnnotation{
+		Title:           t.Annotations.Title,
+		ReadOnlyHint:    t.Annotations.ReadOnlyHint,
+		DestructiveHint: t.Annotations.DestructiveHint,
+		IdempotentHint:  t.Annotations.IdempotentHint,
+		OpenWorldHint:   t.Annotations.OpenWorldHint,
+	}
+	return m
+}
+
+// exposeAPITools is the session hook: it loads the Company's catalogs and
+// announces its operations as tools when they are few enough.
+func exposeAPITools(ctx context.Context, s *Server, rt *runtime) {
+	co := rt.Company()
+	prefix := companyPrefix(co)
+	s.apiState.mu.Lock()
+	if s.apiState.exposed[prefix] == nil {
+		s.apiState.exposed[prefix] = map[string]string{} // from now on, refreshAPITools keeps them current
+	}
+	s.apiState.mu.Unlock()
+	s.refreshAPITools(co, s.apis(ctx, co))
+}
+
+// refreshAPITools makes the announced tools of a Company match its
+// catalogs, once its Session exists: tools appear, change or go, each
+// change announced once. Nothing is sent when nothing changed.
+func (s *Server) refreshAPITools(co *discovery.Company, apis []*companyAPI) {
+	prefix := companyPrefix(co)
+	want, known := s.wantedTools(co, apis)
+	if !known {
+		return
+	}
+	s.apiState.mu.Lock()
+	defer s.apiState.mu.Unlock()
+	have, started := s.apiState.exposed[prefix]
+	if !started {
+		return
+	}
+	var gone []string
+	for name := range have {
+		if _, ok := want[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	var add []server.ServerTool
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if have[name] != want[name].def {
+			add = append(add, want[name].ServerTool)
+		}
+	}
+	// Holding mu keeps two refreshes from interleaving their announcements.
+	if len(gone) > 0 {
+		s.mcp.DeleteTools(gone...)
+	}
+	if len(add) > 0 {
+		s.mcp.AddTools(add...)
+	}
+	next := map[string]string{}
+	for name, w := range want {
+		next[name] = w.def
+	}
+	s.apiState.exposed[prefix] = next
+	if len(gone)+len(add) > 0 {
+		s.log.Info("API operation tools announced", "company", co.Domain, "tools", len(next), "added", len(add), "removed", len(gone))
+	}
+}
+
+// wantedTool is a per-operation tool with its definition as JSON, to see
+// whether an announced one changed.
+type wantedTool struct {
+	server.ServerTool
+	def string
+}
+
+// wantedTools are the tools a Company's operations should be now: none when
+// there are more than the limit. It reports false when a document could not
+// be read: what is announced then stays, rather than flap on a passing failure.
+func (s *Server) wantedTools(co *discovery.Company, apis []*companyAPI) (map[string]wantedTool, bool) {
+	limit := s.deps.MaxAPITools
+	if limit == 0 {
+		limit = defaultMaxAPITools
+	}
+	total := 0
+	for _, a := range apis {
+		if a.cat == nil {
+			return nil, false
+		}
+		total += len(a.cat.Tools)
+	}
+	if total > limit {
+		return nil, true
+	}
+	want := map[string]wantedTool{}
+	for _, a := range apis {
+		for i := range a.cat.Tools {
+			t := &a.cat.Tools[i]
+			m := operationTool(t)
+			def, _ := json.Marshal(m)
+			want[t.Name] = wantedTool{server.ServerTool{Tool: m, Handler: s.operationHandler(co.Domain, t.Name)}, string(def)}
+		}
+	}
+	return want, true
+}
+
+// operationHandler calls one operation with the tool's arguments.
+func (s *Server) operationHandler(domain, name string) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return s.callOperation(ctx, domain, name, req.GetArguments()), nil
+	}
+}
+
+// exposedTools returns the names of the tools announced under prefix.
+func (s *Server) exposedTools(prefix string) map[string]bool {
+	s.apiState.mu.Lock()
+	defer s.apiState.mu.Unlock()
+	out := map[string]bool{}
+	for name := range s.apiState.exposed[prefix] {
+		out[name] = true
+	}
+	return out
+}
