@@ -20,6 +20,8 @@ Usage:
   poppy-mcp check [--json] DOMAIN       validate a Company's discovery documents
   poppy-mcp init --client-id URL [--redirect-uri URL]... [--out DIR] [--rotate]
                                         create the agent's signing key; write agent.json and jwks.json
+  poppy-mcp openapi [--json] [--domain DOMAIN] FILE_OR_URL
+                                        print the tools an OpenAPI document becomes
   poppy-mcp demo                        a scripted walk against the embedded demo Company
   poppy-mcp version
 
@@ -51,6 +53,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runCheck(ctx, args, stdout, stderr)
 	case "init":
 		return runInit(ctx, args, stdout, stderr)
+	case "openapi":
+		return runOpenAPI(ctx, args, stdin, stdout, stderr)
 	case "demo":
 		return runDemo(ctx, args, stdout, stderr)
 	case "version":

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/poppy-mcp/poppy-mcp/poppytest"
+)
+
+func init() {
+	if flag.Lookup("update") == nil { // another file of the package may define it
+		flag.Bool("update", false, "rewrite the golden files")
+	}
+}
+
+// wantGolden compares got with testdata/name; -update rewrites it.
+func wantGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs; review, then go test ./cmd/poppy-mcp -run TestOpenAPI -update\ngot:\n%s", name, got)
+	}
+}
+
+// TestOpenAPICommand runs `poppy-mcp openapi` on the reference Company's
+// store API, by URL as an API owner would, in both output forms.
+func TestOpenAPICommand(t *testing.T) {
+	srv := poppytest.NewServer(t, nil)
+	env, resolve := companyArgs(t, srv)
+	const doc = "https://api.example.com/openapi.json"
+	out, errOut, code := runBinary(t, env, append(append([]string{"openapi"}, resolve...), doc)...)
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	wantGolden(t, "openapi.golden.txt", out)
+
+	out, errOut, code = runBinary(t, env, append(append([]string{"openapi", "--json"}, resolve...), doc)...)
+	if code != 0 || errOut != "" {
+		t.Fatalf("--json: exit %d, stderr %s", code, errOut)
+	}
+	var got struct {
+		Tools []map[string]any `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Tools) != 7 {
+		t.Fatalf("--json: %d tools, %v", len(got.Tools), err)
+	}
+	for _, tool := range got.Tools {
+		name, _ := tool["name"].(string)
+		if !strings.HasPrefix(name, "example_com_api_") || tool["inputSchema"] == nil || tool["annotations"] == nil {
+			t.Errorf("tool %v", tool)
+		}
+	}
+	wantGolden(t, "openapi.golden.json", out)
+}
+
+func TestOpenAPICommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	html := filepath.Join(dir, "soft404.html")
+	if err := os.WriteFile(html, []byte("<html><body>Not found</body></html>"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"openapi"}, 2, "usage"},
+		{[]string{"openapi", filepath.Join(dir, "missing.json")}, 2, "no such file"},
+		{[]string{"openapi", "http://example.com/openapi.json"}, 2, "https"},
+		{[]string{"openapi", html}, 1, "cannot read the document"},
+	} {
+		_, errOut, code := runBinary(t, nil, tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d with %q", tc.args, code, errOut, tc.code, tc.want)
+		}
+	}
+}
