@@ -35,7 +35,8 @@ const (
 
 // DeviceAuthorization is a started Device Sign-In: what the User needs to
 // sign in, and, kept private, the device code. Show VerificationURI and
-// UserCode, or VerificationURIComplete (Poppy 0.1 §4.6 step 2).
+// UserCode, or VerificationURIComplete (Poppy 0.1 §4.6 step 2). It is not
+// changed after StartDevice returns, so it is safe to share.
 type DeviceAuthorization struct {
 	// UserCode is the short code the User enters. Not a secret.
 	UserCode string

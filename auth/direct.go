@@ -21,7 +21,8 @@ import (
 
 // DirectSignIn is a started Direct Sign-In. Its URL is for the User's
 // browser; the callback's query goes to Session.FinishDirect. The code
-// verifier never leaves the agent except to the token endpoint.
+// verifier never leaves the agent except to the token endpoint. It is not
+// changed after StartDirect returns, so it is safe to share.
 type DirectSignIn struct {
 	// URL is the authorization URL to open in the User's browser.
 	URL string

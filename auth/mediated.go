@@ -31,7 +31,9 @@ const (
 // once with *RetryAfterError instead of sending credentials again later.
 const mediatedTimeout = 30 * time.Second
 
-// MediatedStep is where a Mediated Sign-In stands after a request.
+// MediatedStep is where a Mediated Sign-In stands after a request. It is
+// not changed once returned, so it is safe to share; give each step to one
+// SubmitCode.
 type MediatedStep struct {
 	// Status is MediatedComplete, MediatedCodeRequired or MediatedFailed.
 	Status string

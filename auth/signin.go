@@ -16,7 +16,8 @@ import (
 	"strings"
 )
 
-// SignIn is a finished sign-in: the Session is signed in.
+// SignIn is a finished sign-in: the Session is signed in. It is a value
+// to read; Account is safe for concurrent use.
 type SignIn struct {
 	// Account is the Account Token issued, not yet kept anywhere: Keep it.
 	// Nil when the Company issued none (the Session is signed in until it ends).

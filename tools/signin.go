@@ -327,6 +327,33 @@ func (s *Server) alreadyCovered(ctx context.Context, rt *runtime, sess *auth.Ses
 		domain, strings.Join(scopes, " "))
 }
 
+// beginSignIn is how every sign-in tool starts: the Session, the answer to
+// a URL elicitation of its flow (a retried call), the scopes checked against
+// what the type offers, and a held Account Token or signed-in Session that
+// makes a new sign-in needless. done is the result to give at once, if any.
+func (s *Server) beginSignIn(ctx context.Context, req mcp.CallToolRequest, kind, tool string) (rt *runtime, sess *auth.Session, scopes []string, done *mcp.CallToolResult) {
+	domain := stringArg(req, "domain")
+	rt, sess, err := s.session(ctx, domain, false)
+	if err != nil {
+		return nil, nil, nil, s.sessionFailure(domain, err)
+	}
+	if f, action := elicited(req, rt); f != nil {
+		// The local page's URL went only to the client: declined, it is closed.
+		if f.page != "" && action != "accept" && f.end(statusFailed, nil, nil, "The user did not open the sign-in page ("+action+").") {
+			f.close()
+		}
+		return nil, nil, nil, s.flowResult(rt, f, action)
+	}
+	scopes = scopesArg(req)
+	if r := checkScopes(rt.Company(), kind, tool, scopes); r != nil {
+		return nil, nil, nil, r
+	}
+	if r := s.alreadyCovered(ctx, rt, sess, domain, scopes); r != nil {
+		return nil, nil, nil, r
+	}
+	return rt, sess, scopes, nil
+}
+
 // covers reports whether have holds every scope of want.
 func covers(have, want []string) bool {
 	for _, sc := range want {

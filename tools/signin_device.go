@@ -36,19 +36,9 @@ func (s *Server) signInDeviceTool() tool {
 
 func (s *Server) signInDevice(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	domain := stringArg(req, "domain")
-	rt, sess, err := s.session(ctx, domain, false)
-	if err != nil {
-		return s.sessionFailure(domain, err), nil
-	}
-	if f, action := elicited(req, rt); f != nil {
-		return s.flowResult(rt, f, action), nil
-	}
-	scopes := scopesArg(req)
-	if r := checkScopes(rt.Company(), "device", "sign_in_device", scopes); r != nil {
-		return r, nil
-	}
-	if r := s.alreadyCovered(ctx, rt, sess, domain, scopes); r != nil {
-		return r, nil
+	rt, sess, scopes, done := s.beginSignIn(ctx, req, "device", "sign_in_device")
+	if done != nil {
+		return done, nil
 	}
 	if f := rt.currentFlow(); f != nil && f.device != nil && sameScopes(f.scopes, scopes) && isPending(f) && f.domain == domain {
 		return s.offerDevice(ctx, rt, f), nil // the user may already be on the page: no second code

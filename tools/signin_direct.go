@@ -57,19 +57,9 @@ func (s *Server) redirectURI() (string, bool) {
 
 func (s *Server) signInDirect(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	domain := stringArg(req, "domain")
-	rt, sess, err := s.session(ctx, domain, false)
-	if err != nil {
-		return s.sessionFailure(domain, err), nil
-	}
-	if f, action := elicited(req, rt); f != nil {
-		return s.flowResult(rt, f, action), nil
-	}
-	scopes := scopesArg(req)
-	if r := checkScopes(rt.Company(), "direct", "sign_in_direct", scopes); r != nil {
-		return r, nil
-	}
-	if r := s.alreadyCovered(ctx, rt, sess, domain, scopes); r != nil {
-		return r, nil
+	rt, sess, scopes, done := s.beginSignIn(ctx, req, "direct", "sign_in_direct")
+	if done != nil {
+		return done, nil
 	}
 	redirect, ok := s.redirectURI()
 	if !ok {

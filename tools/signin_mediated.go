@@ -49,24 +49,11 @@ func (s *Server) signInMediatedTool() tool {
 
 func (s *Server) signInMediated(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	domain := stringArg(req, "domain")
-	rt, sess, err := s.session(ctx, domain, false)
-	if err != nil {
-		return s.sessionFailure(domain, err), nil
-	}
-	if f, action := elicited(req, rt); f != nil {
-		if action != "accept" && f.end(statusFailed, nil, nil, "The user did not open the sign-in page ("+action+").") {
-			f.close()
-		}
-		return s.flowResult(rt, f, action), nil
+	rt, sess, scopes, done := s.beginSignIn(ctx, req, "mediated", "sign_in_mediated")
+	if done != nil {
+		return done, nil
 	}
 	co := rt.Company()
-	scopes := scopesArg(req)
-	if r := checkScopes(co, "mediated", "sign_in_mediated", scopes); r != nil {
-		return r, nil
-	}
-	if r := s.alreadyCovered(ctx, rt, sess, domain, scopes); r != nil {
-		return r, nil
-	}
 	if s.deps.Pages == nil {
 		return failure(map[string]string{"error": "no_pages"},
 			"This poppy-mcp serves no local pages, so it cannot collect credentials. Use sign_in_device or sign_in_direct if %s offers them.", domain), nil
