@@ -34,8 +34,8 @@ func TestStartSession(t *testing.T) {
 			if fresh["session_id"] == id {
 				t.Errorf("new=true kept Session %v", id)
 			}
-			if n := h.company.Served("session_token"); n != 2 {
-				t.Errorf("Session Tokens issued = %d, want 2", n)
+			if n := len(h.company.Sessions()); n != 2 { // the first, then the one new=true asked for
+				t.Errorf("the Company holds %d Sessions, want 2", n)
 			}
 			scanForSecrets(t, h, res, fresh)
 		})
