@@ -133,3 +133,29 @@ func TestDirectNeedsRegisteredRedirect(t *testing.T) {
 		t.Error("StartDirect accepted a redirect URI the agent does not publish")
 	}
 }
+
+// FuzzCheckCallback: a callback is accepted only with the state sent, the
+// Company's exact issuer, and no error.
+func FuzzCheckCallback(f *testing.F) {
+	f.Add("state=abc&iss=https%3A%2F%2Fauth.example.com&code=x")
+	f.Add("state=abc&iss=https%3A%2F%2Fauth.example.com&error=access_denied")
+	f.Add("state=abc&state=abc&iss=https%3A%2F%2Fauth.example.com%2F")
+	f.Add("state=ABC&iss=https%3A%2F%2FAUTH.example.com&error=%00")
+	s := &Session{company: Company{Issuer: "https://auth.example.com"}}
+	d := &DirectSignIn{State: "abc"}
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		err = s.checkCallback(d, q)
+		ok := len(q["state"]) == 1 && q.Get("state") == "abc" && len(q["iss"]) == 1 && q.Get("iss") == "https://auth.example.com"
+		if err == nil && (!ok || q.Get("error") != "") {
+			t.Errorf("accepted %q", raw)
+		}
+		var e *Error
+		if errors.As(err, &e) && !validCode(e.Code) {
+			t.Errorf("error code %q", e.Code)
+		}
+	})
+}
