@@ -210,8 +210,9 @@ func (s *Server) storeCatalog(ctx context.Context, u, key string, lc *loadedCata
 // A document whose ETag matches the one in memory is not read.
 func (s *Server) fetchDocument(ctx context.Context, u string, mem, stored *loadedCatalog) (string, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return "", nil, fmt.Errorf("the document URL %q is unusable", u)
+	if err != nil || req.URL.Scheme != "https" {
+		// Poppy 0.1 §3 (SPEC-NOTES): "Every URL is HTTPS." The document names the servers tokens go to.
+		return "", nil, fmt.Errorf("the document URL %q is not an HTTPS URL", u)
 	}
 	req.Header.Set("Accept", "application/json, application/yaml;q=0.9, */*;q=0.1")
 	if mem == nil && stored != nil && isETag(stored.version) {
@@ -226,6 +227,9 @@ func (s *Server) fetchDocument(ctx context.Context, u string, mem, stored *loade
 		return "", nil, fmt.Errorf("could not fetch the OpenAPI document %s: %w", u, err)
 	}
 	defer resp.Body.Close()
+	if resp.Request != nil && resp.Request.URL.Scheme != "https" {
+		return "", nil, fmt.Errorf("the OpenAPI document %s was redirected to a URL that is not HTTPS", u)
+	}
 	etag := resp.Header.Get("ETag")
 	switch {
 	case resp.StatusCode == http.StatusNotModified && stored != nil:
