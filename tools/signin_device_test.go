@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -244,4 +245,23 @@ func (h *harness) another(t *testing.T, rev string) (*tools.Server, *sdk.ClientS
 	h2 := *h
 	h2.url = hs.URL + "/mcp"
 	return ts, h2.connect(t, rev)
+}
+
+// TestSignInDeviceStopsOnClose: closing the tools Server stops the
+// background poll, and the sign-in reads as stopped.
+func TestSignInDeviceStopsOnClose(t *testing.T) {
+	h := newSignInHarness(t, signInOpts(nil))
+	cs := h.connect(t, revisions[0])
+	startDevice(t, cs, "poppy:read")
+	h.tools.Close() // waits for the poll to end
+	polls := 0
+	for _, r := range h.company.Requests() {
+		if r.Path == "/oauth/token" && strings.Contains(string(r.Body), "device_code") {
+			polls++
+		}
+	}
+	_, st := status(t, cs, 0)
+	if st["status"] != "failed" || !strings.Contains(st["detail"].(string), "stopped") {
+		t.Errorf("after Close: %v (%d polls)", st, polls)
+	}
 }
