@@ -7,7 +7,6 @@ package auth
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -39,20 +38,10 @@ func (t *resourceTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	return t.s.a.roundTrip(req, t)
 }
 
-// cell returns the resource's token cell. It is kept beside the Bearer
-// tokens (s.bearer, under "DPoP " and the resource, which no MCP url
-// starts with), so a new Session in place of an ended one drops it too.
-func (t *resourceTransport) cell() *tokenCell {
-	key := "DPoP " + t.resource
-	t.s.mu.Lock()
-	defer t.s.mu.Unlock()
-	c, ok := t.s.bearer[key]
-	if !ok {
-		c = &tokenCell{}
-		t.s.bearer[key] = c
-	}
-	return c
-}
+// cell returns the resource's token cell, kept beside the Bearer tokens
+// under "DPoP " and the resource (no MCP url starts so), so the Session
+// drops it when it changes, as it does them.
+func (t *resourceTransport) cell() *tokenCell { return t.s.resourceCell("DPoP " + t.resource) }
 
 func (t *resourceTransport) token(ctx context.Context) (*Token, error) {
 	return t.cell().get(ctx, t.s.a, t.s.tokenEP, t.fetch)
@@ -74,23 +63,5 @@ func (t *resourceTransport) authorize(r *http.Request, tok *Token) error {
 // renewal request with resource, and with a DPoP proof.
 // Poppy 0.1 §4.3: "Any token request MAY include ... resource (RFC 8707), to ask for a token for one service."
 func (t *resourceTransport) fetch(ctx context.Context, _ *Token) (*Token, error) {
-	sess, err := t.s.token(ctx)
-	if err != nil {
-		return nil, err
-	}
-	tok, err := t.request(ctx, sess.SessionID)
-	if errors.Is(err, ErrInvalidSession) {
-		// The Session ended: renew it (which starts a new one), then ask again.
-		if sess, err = t.s.renewAfter(ctx, sess); err != nil {
-			return nil, err
-		}
-		tok, err = t.request(ctx, sess.SessionID)
-	}
-	return tok, err
-}
-
-// request asks with the grant that renews the Session (Poppy 0.1 §4.2, or
-// §4.8 for a signed-in Session), with resource and a proof.
-func (t *resourceTransport) request(ctx context.Context, sessionID string) (*Token, error) {
-	return t.s.grant(ctx, sessionID, t.resource, t.s.proof)
+	return t.s.forResource(ctx, t.resource, t.s.proof)
 }

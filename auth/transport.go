@@ -249,13 +249,18 @@ func (t *bearerTransport) covers(u *url.URL) bool {
 
 // cell returns the token cell of the resource; a new Session in place of an
 // ended one starts with an empty cell.
-func (t *bearerTransport) cell() *tokenCell {
-	t.s.mu.Lock()
-	defer t.s.mu.Unlock()
-	c, ok := t.s.bearer[t.resource]
+func (t *bearerTransport) cell() *tokenCell { return t.s.resourceCell(t.resource) }
+
+// resourceCell returns the cell of the tokens kept under key in s.bearer,
+// making it: the Session drops them all when it changes (a new Session, a
+// sign-in), as they were issued for its earlier state.
+func (s *Session) resourceCell(key string) *tokenCell {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.bearer[key]
 	if !ok {
 		c = &tokenCell{}
-		t.s.bearer[t.resource] = c
+		s.bearer[key] = c
 	}
 	return c
 }
@@ -282,24 +287,25 @@ func (t *bearerTransport) authorize(r *http.Request, tok *Token) error {
 // Poppy 0.1 §4.3: "the Personal Agent sends the request that renews the
 // Session's token ... without the DPoP header, and MUST include resource".
 func (t *bearerTransport) fetch(ctx context.Context, _ *Token) (*Token, error) {
-	sess, err := t.s.token(ctx)
+	return t.s.forResource(ctx, t.resource, nil)
+}
+
+// forResource asks for a token for resource in the Session, with proof
+// (nil: a Bearer token): the JWT bearer grant for a signed-out Session, the
+// refresh_token grant for a signed-in one (Poppy 0.1 §4.3: "the request that
+// renews the Session's token (4.2, or 4.8 for a signed-in Session)").
+func (s *Session) forResource(ctx context.Context, resource string, proof *ProofKey) (*Token, error) {
+	sess, err := s.token(ctx)
 	if err != nil {
 		return nil, err
 	}
-	tok, err := t.request(ctx, sess.SessionID)
+	tok, err := s.grant(ctx, sess.SessionID, resource, proof)
 	if errors.Is(err, ErrInvalidSession) {
 		// The Session ended: renew it (which starts a new one), then ask again.
-		if sess, err = t.s.renewAfter(ctx, sess); err != nil {
+		if sess, err = s.renewAfter(ctx, sess); err != nil {
 			return nil, err
 		}
-		tok, err = t.request(ctx, sess.SessionID)
+		tok, err = s.grant(ctx, sess.SessionID, resource, proof)
 	}
 	return tok, err
-}
-
-// request asks for a Bearer token: the JWT bearer grant for a signed-out
-// Session, the refresh_token grant for a signed-in one (Poppy 0.1 §4.3: "the
-// request that renews the Session's token (4.2, or 4.8 for a signed-in Session)").
-func (t *bearerTransport) request(ctx context.Context, sessionID string) (*Token, error) {
-	return t.s.grant(ctx, sessionID, t.resource, nil)
 }
