@@ -44,7 +44,26 @@ func (t *Tracker) follow(ctx context.Context, id, cursor string, must, hasMore b
 		}
 		hasMore = p.HasMore
 	}
+	if o.Stream && upd.settled() {
+		return t.flush(ctx, id, cursor, upd)
+	}
 	return nil
+}
+
+// flush collects, without waiting, the events the Company already has once a
+// streamed wait has settled. A stream is left at the first event that
+// settles the wait, and what follows it at once (a person's message after
+// the state event that announced them) belongs in the same result.
+func (t *Tracker) flush(ctx context.Context, id, cursor string, upd *Update) error {
+	for {
+		p, err := t.c.Read(ctx, id, cursor, 0)
+		if err != nil {
+			return err
+		}
+		if cursor, err = t.handle(ctx, id, p.Events, p.Cursor, &p.State, upd); err != nil || !p.HasMore {
+			return err
+		}
+	}
 }
 
 // expired restarts reading from the beginning. Poppy 0.1 §7.5: "A cursor

@@ -309,3 +309,25 @@ func TestAnswerChecks(t *testing.T) {
 		t.Error("a bad conversation ID was requested")
 	}
 }
+
+// TestStreamedReadTakesWhatFollows: a streamed read that settles on a state
+// event (a person joined) still returns the message the person already
+// wrote, in the same result.
+func TestStreamedReadTakesWhatFollows(t *testing.T) {
+	co := newCompany(t, nil, nil)
+	tr := co.tracker(t)
+	ctx := context.Background()
+	u := started(t, tr, "Hello")
+	person := co.srv.Person(u.ConversationID)
+	if person.Join() != nil || person.Say("Hi, I'm Alex.") != nil {
+		t.Fatal("the person could not speak")
+	}
+	r, err := tr.Read(ctx, u.ConversationID, &ReadOptions{Wait: 5 * time.Second, Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := companyTexts(r.Events); !slices.Equal(got, []string{"Hi, I'm Alex."}) || r.Responder != ResponderHuman {
+		t.Errorf("streamed read: texts %q, responder %s", got, r.Responder)
+	}
+	noRepeats(t, u, r)
+}
