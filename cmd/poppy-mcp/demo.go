@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -58,6 +59,8 @@ type walk struct {
 	out  io.Writer
 	step int
 	mcp  *client.Client
+
+	conversation string // the conversation the walk holds
 }
 
 func (w *walk) say(format string, args ...any) {
@@ -85,12 +88,112 @@ func (w *walk) run(ctx context.Context, a *app) error {
 	if err := w.listTools(ctx); err != nil {
 		return err
 	}
+	steps := []func(context.Context, *app) error{w.discover, w.converse, w.signIn, w.handoff, w.api, w.relay, w.website, w.signOut}
+	for _, step := range steps {
+		if err := step(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *walk) discover(ctx context.Context, _ *app) error {
 	w.say("Discover the Company: poppy.json, its OAuth server metadata, and its MCP server's resource metadata, each rule checked.")
-	if err := w.call(ctx, "discover_company", map[string]any{"domain": demoDomain}); err != nil {
+	if _, err := w.call(ctx, "discover_company", map[string]any{"domain": demoDomain}); err != nil {
 		return err
 	}
 	w.say("Open a Session: a signed jwt-bearer assertion, a client assertion and a DPoP proof go to the token endpoint; the Session Token stays inside poppy-mcp.")
-	return w.call(ctx, "start_session", map[string]any{"domain": demoDomain})
+	_, err := w.call(ctx, "start_session", map[string]any{"domain": demoDomain})
+	return err
+}
+
+// converse talks with the Company Agent until it asks for sign-in.
+func (w *walk) converse(ctx context.Context, _ *app) error {
+	w.say("Talk with the Company Agent. poppy-mcp makes the message IDs, keeps the cursor and retries safely.")
+	res, err := w.call(ctx, "send_message", map[string]any{"domain": demoDomain, "text": "Hello",
+		"context": map[string]any{"locale": "en-US", "time_zone": "America/Los_Angeles", "user_available": true}, "wait_seconds": 10})
+	if err != nil {
+		return err
+	}
+	w.conversation, _ = res["conversation_id"].(string)
+	w.say("Ask about an order: that needs the user's account, so the Company Agent asks for sign-in with an authorization event.")
+	_, err = w.call(ctx, "send_message", map[string]any{"domain": demoDomain, "conversation_id": w.conversation,
+		"text": "What is the status of order 1042?", "wait_seconds": 10})
+	return err
+}
+
+// signIn signs in with Device Sign-In and continues the conversation signed in.
+func (w *walk) signIn(ctx context.Context, _ *app) error {
+	w.say("Sign in with Device Sign-In. The user would open the link and enter the code; the demo Company approves by itself as its test account Dana.")
+	if _, err := w.call(ctx, "sign_in_device", map[string]any{"domain": demoDomain, "scopes": []string{"poppy:read", "poppy:write"}}); err != nil {
+		return err
+	}
+	w.say("Wait for the sign-in (poppy-mcp polls in the background; the Account Token is stored encrypted and never shown).")
+	if _, err := w.call(ctx, "sign_in_status", map[string]any{"domain": demoDomain, "wait_seconds": 15}); err != nil {
+		return err
+	}
+	w.say("Continue the same conversation, now signed in.")
+	_, err := w.call(ctx, "send_message", map[string]any{"domain": demoDomain, "conversation_id": w.conversation,
+		"text": "The user has signed in. What is the status of order 1042?", "wait_seconds": 10})
+	return err
+}
+
+// handoff asks for a person; the demo Company's person joins and writes.
+func (w *walk) handoff(ctx context.Context, a *app) error {
+	w.say("Ask for a person at the Company (handoff). The conversation is queued until someone joins.")
+	if _, err := w.call(ctx, "request_human", map[string]any{"conversation_id": w.conversation}); err != nil {
+		return err
+	}
+	p := a.demo.srv.Person(w.conversation)
+	if err := p.Join(); err != nil {
+		return err
+	}
+	if err := p.Say("Hi, I'm Alex from Example Company. I can help with order 1042."); err != nil {
+		return err
+	}
+	w.say("A person joined on the Company's side: read the new events (responder is now human).")
+	_, err := w.call(ctx, "read_events", map[string]any{"conversation_id": w.conversation, "wait_seconds": 10})
+	return err
+}
+
+// website gives the agent's own browser a one-time page that joins the Session.
+func (w *walk) website(ctx context.Context, _ *app) error {
+	w.say("Browse the website in the same Session: poppy-mcp gives its own browser a one-time local page that posts a fresh browser assertion to the Company (never to the user's browser).")
+	res, err := w.call(ctx, "open_website", map[string]any{"domain": demoDomain, "url": "/orders"})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w.out, "   (Opening %v within a minute lands on /orders signed in as this Session; a second open answers 410 Gone.)\n", res["join_url"])
+	return nil
+}
+
+// api lists and calls the Company's OpenAPI operations through the Session.
+func (w *walk) api(ctx context.Context, _ *app) error {
+	w.say("Find an operation of the Company's OpenAPI API (a large API stays behind these three tools; a small one also gets a tool per operation).")
+	if _, err := w.call(ctx, "list_api_operations", map[string]any{"domain": demoDomain, "query": "orders"}); err != nil {
+		return err
+	}
+	w.say("Call it: the request goes out with the DPoP-bound Session Token, signed in, so it sees the user's orders.")
+	_, err := w.call(ctx, "call_api", map[string]any{"domain": demoDomain, "operation": "listOrders"})
+	return err
+}
+
+// relay calls a tool of the Company's MCP server, relayed by poppy-mcp with
+// a Bearer Session Token issued for that server alone.
+func (w *walk) relay(ctx context.Context, _ *app) error {
+	w.say("Use the Company's own MCP server: its tools are relayed under a per-Company prefix, with a Bearer Session Token issued for that server only (Poppy 0.1 §4.3).")
+	_, err := w.call(ctx, "demo_poppy_example_mcp_search_products", map[string]any{"query": "stormline"})
+	return err
+}
+
+func (w *walk) signOut(ctx context.Context, _ *app) error {
+	w.say("Close the conversation (it used the account, so it is closed while still signed in).")
+	if _, err := w.call(ctx, "close_conversation", map[string]any{"conversation_id": w.conversation}); err != nil {
+		return err
+	}
+	w.say("Sign out: poppy-mcp revokes the Account Token (RFC 7009) and the Session continues signed out.")
+	_, err := w.call(ctx, "sign_out", map[string]any{"domain": demoDomain})
+	return err
 }
 
 func (w *walk) listTools(ctx context.Context) error {
@@ -105,26 +208,33 @@ func (w *walk) listTools(ctx context.Context) error {
 	return nil
 }
 
-// call calls a tool and prints its text result.
-func (w *walk) call(ctx context.Context, name string, args map[string]any) error {
+// call calls a tool, prints its text result and returns its structured content.
+func (w *walk) call(ctx context.Context, name string, args map[string]any) (map[string]any, error) {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
 	fmt.Fprintf(w.out, "   → %s %v\n", name, args)
 	res, err := w.mcp.CallTool(ctx, req)
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	for _, c := range res.Content {
 		if t, ok := c.(mcp.TextContent); ok {
-			fmt.Fprintf(w.out, "   ← %s\n", t.Text)
+			fmt.Fprintf(w.out, "   ← %s\n", indent(t.Text))
 		}
 	}
 	if res.IsError {
-		return fmt.Errorf("%s failed", name)
+		return nil, fmt.Errorf("%s failed", name)
 	}
-	return nil
+	structured, _ := res.StructuredContent.(map[string]any)
+	if structured == nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(b, &structured)
+	}
+	return structured, nil
 }
+
+func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n     ") }
 
 func firstSentence(s string) string {
 	if i := strings.Index(s, ". "); i > 0 {

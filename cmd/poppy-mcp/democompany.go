@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
@@ -25,7 +26,14 @@ func startDemoCompany(logger *slog.Logger) (dc *demoCompany, err error) {
 			err = fmt.Errorf("starting the demo Company: %v", r)
 		}
 	}()
-	srv := poppytest.NewServer(rep, &poppytest.Options{Domain: demoDomain})
+	srv := poppytest.NewServer(rep, &poppytest.Options{
+		Domain: demoDomain,
+		// The demo has no person to approve device sign-in on the Company's
+		// page: the demo Company approves it itself, as its test account Dana,
+		// a couple of seconds after the request (README says so).
+		AutoApprove:    &poppytest.AutoApproval{Account: "acct_dana", After: 2 * time.Second},
+		DeviceInterval: time.Second,
+	})
 	return &demoCompany{srv: srv, rep: rep}, nil
 }
 

@@ -24,6 +24,7 @@ type common struct {
 	resolve   resolveFlag
 	pagesAddr string
 	publicURL string // serve --public-url
+	browser   string // serve --browser
 }
 
 func (c *common) register(fs *flag.FlagSet) {

@@ -9,8 +9,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/tools"
 )
 
 // httpOptions are serve's HTTP-mode flags.
@@ -109,6 +112,14 @@ func requireToken(token string, next http.Handler) http.Handler {
 func (a *app) mountPublic(mux *http.ServeMux, publicURL string, logger *slog.Logger) {
 	if a.pages != nil {
 		mux.Handle("/pages/", a.pages.Handler())
+	}
+	// Direct Sign-In returns here (Poppy 0.1 §4.5); it must be in redirect_uris.
+	callback := strings.TrimSuffix(publicURL, "/") + tools.CallbackPath
+	if pu, err := url.Parse(callback); err == nil {
+		mux.Handle("GET "+pu.Path, a.tools.CallbackHandler())
+	}
+	if a.identity != nil && !slices.Contains(a.identity.Metadata().RedirectURIs, callback) {
+		logger.Warn("Direct Sign-In needs the callback in agent.json's redirect_uris: run `poppy-mcp init --client-id ... --redirect-uri " + callback + "` and publish agent.json again")
 	}
 	if a.identity == nil {
 		return

@@ -159,7 +159,19 @@ func TestDemo(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"discover_company", "speaks Poppy", "no protocol violation"} {
+	for _, want := range []string{
+		"speaks Poppy",                    // discovery
+		"is open, signed out",             // a Session
+		"authorization: sign_in_required", // the Company Agent asks for the account
+		"sign-in with demo.poppy.example: complete",
+		"is delivered",                 // the conversation continues signed in
+		"company_person",               // handoff: a person wrote
+		"listOrders answered HTTP 200", // OpenAPI call, signed in
+		"products match",               // relayed MCP tool
+		"/p/",                          // the website join page
+		"Account Token was revoked",    // sign-out
+		"no protocol violation",
+	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}

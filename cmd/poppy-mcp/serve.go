@@ -38,6 +38,7 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.StringVar(&cfg.pagesAddr, "pages-addr", "", "where local pages listen (default 127.0.0.1 on a random port)")
 	fs.StringVar(&cfg.http.addr, "http", "", "serve MCP over streamable HTTP at ADDR (endpoint /mcp) instead of stdio")
 	fs.StringVar(&cfg.http.token, "http-token", os.Getenv("POPPY_HTTP_TOKEN"), "bearer token HTTP clients must send (required off loopback)")
+	fs.StringVar(&cfg.browser, "browser", "", "drive this headless Chromium (\"auto\" finds one) and add the browse_page tool")
 	fs.StringVar(&cfg.http.publicURL, "public-url", "", "HTTP mode: the https URL this server is reachable at; serves agent.json, jwks.json and local pages there")
 	if !parse(fs, args, stderr) {
 		return nil, errors.New("usage: poppy-mcp serve [--demo] [--http ADDR [--http-token T] [--public-url URL]] [flags]")
@@ -142,10 +143,19 @@ func newApp(ctx context.Context, c *common, demo bool, logger *slog.Logger) (a *
 	if err != nil {
 		return nil, err
 	}
-	a.tools = tools.New(tools.Deps{
-		Discovery: discovery.New(documentClient(base), nil),
-		Agent:     agent, Store: a.store, Pages: a.pages, Logger: logger,
-	})
+	docs := documentClient(base) // one HTTP cache for every public document
+	deps := tools.Deps{
+		Discovery: discovery.New(docs, nil), Documents: docs,
+		Agent: agent, Store: a.store, Pages: a.pages, Logger: logger,
+		PublicURL: c.publicURL,
+	}
+	if c.browser != "" {
+		if deps.Browser, err = a.startBrowser(c.browser, c); err != nil {
+			return nil, fmt.Errorf("--browser: %w", err)
+		}
+		a.cleanup = append(a.cleanup, func() { deps.Browser.Close() })
+	}
+	a.tools = tools.New(deps)
 	return a, nil
 }
 
