@@ -69,8 +69,9 @@ func (u *Upstream) Call(ctx context.Context, name string, args json.RawMessage, 
 }
 
 // request sends one request and returns its result. A request refused
-// unsent (a forgotten session, no connection) is sent once more on a new
-// connection.
+// unsent (a forgotten session, no connection), or one that is safe to
+// repeat (not tools/call) whose connection broke, is sent once more on a
+// new connection.
 func (u *Upstream) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	for attempt := 0; ; attempt++ {
 		c, err := u.acquire(ctx)
@@ -91,6 +92,11 @@ func (u *Upstream) request(ctx context.Context, method string, params any) (json
 			u.drop(c)
 		case notSent(err):
 			u.drop(c) // the next acquire reconnects, with backoff while it is down
+		case isTransient(err) && method != string(mcp.MethodToolsCall):
+			u.drop(c) // a list may be asked again; a call may have run, so it is not
+		case isTransient(err):
+			u.drop(c)
+			return nil, err
 		default:
 			return nil, err
 		}
