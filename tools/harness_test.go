@@ -66,9 +66,10 @@ func newHarness(t *testing.T, opts *poppytest.Options) *harness {
 	t.Cleanup(func() { pg.Close() })
 	logs := &syncBuffer{}
 	agent := auth.New(id, &auth.Options{HTTPClient: company.Client(), Store: st})
+	docs := &http.Client{Transport: cache.New(company.Transport(), nil)}
 	ts := tools.New(tools.Deps{
-		Discovery: discovery.New(&http.Client{Transport: cache.New(company.Transport(), nil)}, nil),
-		Agent:     agent, Store: st, Pages: pg,
+		Discovery: discovery.New(docs, nil), Documents: docs,
+		Agent: agent, Store: st, Pages: pg,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	hs := httptest.NewServer(ts.HTTPHandler())
