@@ -72,6 +72,7 @@ func newHarness(t *testing.T, opts *poppytest.Options) *harness {
 		Agent: agent, Store: st, Pages: pg,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
+	t.Cleanup(ts.Close) // stops background polling and relays (cleanups run last-in first-out)
 	hs := httptest.NewServer(ts.HTTPHandler())
 	t.Cleanup(hs.Close)
 	return &harness{company: company, tools: ts, store: st, agent: agent, pages: pg, url: hs.URL + "/mcp", logs: logs}
