@@ -11,7 +11,9 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -302,4 +304,24 @@ func hasTool(t *testing.T, cs *sdk.ClientSession, name string) *sdk.Tool {
 		}
 	}
 	return nil
+}
+
+// TestBrowsePageRedirectOffDomain: a Company page that redirects the
+// browser elsewhere (here to a local address) gets nothing of that page back
+// to the model.
+func TestBrowsePageRedirectOffDomain(t *testing.T) {
+	local := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "<html><body>LOCAL-ONLY-SECRET</body></html>")
+	}))
+	defer local.Close()
+	h := withBrowser(t, newHarness(t, nil))
+	h.company.HandleFunc("example.com", "/away", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, local.URL+"/", http.StatusFound)
+	})
+	cs := h.connect(t, revisions[0])
+	res, got := call(t, cs, "browse_page", map[string]any{"domain": "example.com", "url": "/away"})
+	raw, _ := json.Marshal(res)
+	if !res.IsError || got["error"] != "left_company_domain" || strings.Contains(string(raw), "LOCAL-ONLY-SECRET") {
+		t.Fatalf("redirect off the domain: isError=%v %v", res.IsError, got)
+	}
 }
