@@ -308,20 +308,33 @@ func hasTool(t *testing.T, cs *sdk.ClientSession, name string) *sdk.Tool {
 
 // TestBrowsePageRedirectOffDomain: a Company page that redirects the
 // browser elsewhere (here to a local address) gets nothing of that page back
-// to the model.
+// to the model. Without the join endpoint the browser navigates there
+// directly; with it, the join page's CSP form-action already stops the
+// redirect in the browser, and the result is an error either way.
 func TestBrowsePageRedirectOffDomain(t *testing.T) {
 	local := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "<html><body>LOCAL-ONLY-SECRET</body></html>")
 	}))
 	defer local.Close()
-	h := withBrowser(t, newHarness(t, nil))
-	h.company.HandleFunc("example.com", "/away", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, local.URL+"/", http.StatusFound)
-	})
-	cs := h.connect(t, revisions[0])
-	res, got := call(t, cs, "browse_page", map[string]any{"domain": "example.com", "url": "/away"})
-	raw, _ := json.Marshal(res)
-	if !res.IsError || got["error"] != "left_company_domain" || strings.Contains(string(raw), "LOCAL-ONLY-SECRET") {
-		t.Fatalf("redirect off the domain: isError=%v %v", res.IsError, got)
+	cases := map[string]*poppytest.Options{
+		"direct": {PoppyJSON: func(doc map[string]any) { delete(doc, "web") }},
+		"joined": nil,
+	}
+	for name, opts := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := withBrowser(t, newHarness(t, opts))
+			h.company.HandleFunc("example.com", "/away", func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, local.URL+"/", http.StatusFound)
+			})
+			cs := h.connect(t, revisions[0])
+			res, got := call(t, cs, "browse_page", map[string]any{"domain": "example.com", "url": "/away"})
+			raw, _ := json.Marshal(res)
+			if !res.IsError || strings.Contains(string(raw), "LOCAL-ONLY-SECRET") {
+				t.Fatalf("redirect off the domain: isError=%v %v", res.IsError, got)
+			}
+			if name == "direct" && got["error"] != "left_company_domain" {
+				t.Errorf("error = %v, want left_company_domain", got["error"])
+			}
+		})
 	}
 }
