@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Drive `poppy-mcp serve --demo` with a client we did not write: the MCP Inspector's CLI
-# (npm @modelcontextprotocol/inspector, TypeScript SDK inside), over stdio and over
-# streamable HTTP. It lists the tools and calls discover_company and start_session, and
-# fails when any answer is missing or an error. Run by .ci/run; rerun by hand any time.
+# Drive `poppy-mcp serve --demo` with clients we did not write: the MCP Inspector's CLI
+# (npm @modelcontextprotocol/inspector) and the TypeScript SDK client it ships, pinned to
+# each MCP revision (scripts/ts-client-check.mjs), over stdio and streamable HTTP. They list
+# the tools and call discover_company and start_session, and the script fails when any
+# answer is missing or an error. Run by .ci/run; rerun by hand any time.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
@@ -39,3 +40,5 @@ url=$(grep -o 'url=http[^ ]*' "$work/http.log" | head -1 | cut -d= -f2)
 [ -n "$url" ] || fail "serve --http did not start: $(cat "$work/http.log")"
 check http --transport http --server-url "$url"
 echo "inspector-check: passed (stdio and streamable HTTP)"
+# The TypeScript SDK client itself, pinned to each MCP revision (2025-11-25, 2026-07-28).
+node "$root/scripts/ts-client-check.mjs" "$bin" "$url" || fail "TypeScript SDK client"
