@@ -22,7 +22,8 @@ func (s *Server) startSessionTool() tool {
 			"conversations and website. Starts signed in when poppy-mcp holds an Account Token. Other tools start one as needed.",
 		`{"type":"object","properties":{`+
 			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"},`+
-			`"new":{"type":"boolean","description":"Start a fresh Session instead of reusing the current one"}},`+
+			`"new":{"type":"boolean","description":"Start a fresh Session instead of reusing the current one"},`+
+			`"scopes":{"type":"array","items":{"type":"string"},"description":"Narrow the signed-in Session to these scopes for a task (fewer than the sign-in granted); leave out for all of them"}},`+
 			`"required":["domain"],"additionalProperties":false}`,
 		annotations{title: "Start a Session", idempotent: true, openWorld: true},
 	), s.startSession}
@@ -46,6 +47,11 @@ func (s *Server) startSession(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if err != nil {
 		s.log.WarnContext(ctx, "no Session", "domain", domain, "err", err.Error())
 		return s.sessionFailure(domain, err), nil
+	}
+	if _, given := req.GetArguments()["scopes"]; given {
+		if fail := s.narrow(ctx, rt, sess, scopesArg(req)); fail != nil {
+			return fail, nil
+		}
 	}
 	info := sess.Info()
 	res := sessionResult{Domain: rt.Company().Domain, SessionID: info.ID, SignedIn: info.SignedIn,
@@ -86,4 +92,35 @@ func (s *Server) sessionFailure(domain string, err error) *mcp.CallToolResult {
 	}
 	s.log.Info("no session", "domain", domain, "code", code, "err", err.Error())
 	return failure(map[string]string{"error": code, "next": next}, "%v. %s", err, next)
+}
+
+// narrow gives the signed-in Session a token for fewer scopes than the
+// Account Token has, or for all of them again when scopes is empty. Poppy
+// 0.1 §4.8: "scope MAY ask for fewer scopes than the Account Token has, for
+// example read-only access for a task that only looks things up. It can't
+// ask for more."
+func (s *Server) narrow(ctx context.Context, rt *runtime, sess *auth.Session, scopes []string) *mcp.CallToolResult {
+	domain := rt.Company().Domain
+	acct := s.heldAccount(ctx, rt, rt.userID)
+	if acct == nil {
+		return failure(map[string]string{"error": "not_signed_in"},
+			"Scopes narrow a signed-in Session, and poppy-mcp holds no sign-in for %s. Sign in first (%s with domain %s).",
+			domain, signInTool(rt.Company().Document.Auth, scopes), domain)
+	}
+	if !acct.Covers(scopes, time.Now()) {
+		return failure(map[string]any{"error": "scope_not_granted", "granted": acct.Scopes()},
+			"The sign-in for %s granted %s, not all of %s: a Session cannot get more. Call %s with domain %s and those scopes to sign in for more.",
+			domain, strings.Join(acct.Scopes(), " "), strings.Join(scopes, " "), signInTool(rt.Company().Document.Auth, scopes), domain)
+	}
+	var want []string
+	if len(scopes) > 0 {
+		want = scopes
+	}
+	if err := sess.SignInWith(ctx, acct, want); err != nil {
+		return s.sessionFailure(domain, err)
+	}
+	if err := s.saveSession(ctx, rt); err != nil {
+		s.log.Warn("could not save the Session", "issuer", rt.issuer, "err", err)
+	}
+	return nil
 }

@@ -118,3 +118,32 @@ func scanForSecrets(t *testing.T, h *harness, results ...any) {
 }
 
 var _ = context.Background
+
+// TestStartSessionNarrows: a signed-in Session can be narrowed for a task and
+// widened back, never beyond what the sign-in granted (Poppy 0.1 §4.8).
+func TestStartSessionNarrows(t *testing.T) {
+	h := newSignInHarness(t, signInOpts(nil))
+	cs := h.connect(t, revisions[1])
+	res, got := call(t, cs, "start_session", map[string]any{"domain": "example.com", "scopes": []string{"poppy:read"}})
+	if !res.IsError || got["error"] != "not_signed_in" {
+		t.Fatalf("narrowing signed out: %v", got)
+	}
+	signIn(t, h, cs, "poppy:read", "poppy:write")
+	res, got = call(t, cs, "start_session", map[string]any{"domain": "example.com", "scopes": []string{"poppy:read"}})
+	if res.IsError || got["signed_in"] != true || strings.Join(strs(got["scopes"]), " ") != "poppy:read" {
+		t.Fatalf("narrowed: %v (isError %v)", got, res.IsError)
+	}
+	res, _ = call(t, cs, "call_api", map[string]any{"domain": "example.com", "operation": "createReturn",
+		"arguments": map[string]any{"order_id": "ord_1042", "reason": "too small"}})
+	if text := res.Content[0].(*sdk.TextContent).Text; !res.IsError || !strings.Contains(text, "poppy:write") {
+		t.Errorf("a write with a read-only Session: %q", text)
+	}
+	res, got = call(t, cs, "start_session", map[string]any{"domain": "example.com", "scopes": []string{"addresses"}})
+	if !res.IsError || got["error"] != "scope_not_granted" {
+		t.Errorf("widening beyond the sign-in: %v", got)
+	}
+	_, got = call(t, cs, "start_session", map[string]any{"domain": "example.com", "scopes": []string{}})
+	if strings.Join(strs(got["scopes"]), " ") != "poppy:read poppy:write" {
+		t.Errorf("widened back: %v", got)
+	}
+}
