@@ -124,6 +124,10 @@ type accepted struct {
 	conversationID string
 	status         int  // 201 or 202
 	duplicate      bool // a retry of a message accepted before: nothing was added
+	// convStatus and responder are the conversation's as the message was
+	// accepted (empty for a retry: the answer then gives the current ones),
+	// so the answer does not depend on how fast the Company Agent replies.
+	convStatus, responder string
 }
 
 // handleStart starts a conversation with its first message (Poppy 0.1 §7.3),
@@ -204,7 +208,7 @@ func (s *Server) startConversation(c *Caller, in *messageRequest, q readQuery) (
 	}
 	st.sent[sentKey(c, in.msg.ID)] = &sentMessage{conversationID: cv.ID, fingerprint: fp, started: true}
 	s.acceptMessage(cv, c, in.msg)
-	return accepted{conversationID: cv.ID, status: http.StatusCreated}, nil
+	return accepted{conversationID: cv.ID, status: http.StatusCreated, convStatus: cv.Status, responder: cv.Responder}, nil
 }
 
 // parentFor checks the parent of a new Direct Conversation (Poppy 0.1 §7.10).
@@ -254,7 +258,7 @@ func (s *Server) continueConversation(id string, c *Caller, in *messageRequest, 
 	}
 	st.sent[sentKey(c, in.msg.ID)] = &sentMessage{conversationID: id, fingerprint: fp}
 	s.acceptMessage(cv, c, in.msg)
-	return accepted{conversationID: id, status: http.StatusAccepted}, nil
+	return accepted{conversationID: id, status: http.StatusAccepted, convStatus: cv.Status, responder: cv.Responder}, nil
 }
 
 // takesMessages reports why cv takes no messages or handoff requests now.
@@ -348,6 +352,9 @@ func (s *Server) answerPost(w http.ResponseWriter, r *http.Request, c *Caller, r
 		cv := st.convs[res.conversationID]
 		body := statusResponse{ConversationID: cv.ID, Status: cv.Status, Responder: cv.Responder}
 		st.mu.Unlock()
+		if res.convStatus != "" {
+			body.Status, body.Responder = res.convStatus, res.responder
+		}
 		writeJSON(w, res.status, body)
 		return
 	}
