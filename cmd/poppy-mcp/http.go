@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,9 @@ func isLoopback(addr string) bool {
 
 // checkHTTP refuses a configuration that would expose MCP without a token.
 func (o *httpOptions) check() error {
+	if _, err := strconv.ParseUint(o.addr, 10, 16); err == nil {
+		o.addr = "127.0.0.1:" + o.addr // a bare port binds loopback: the safe default
+	}
 	if _, _, err := net.SplitHostPort(o.addr); err != nil {
 		return fmt.Errorf("--http %q: want HOST:PORT, like 127.0.0.1:8808", o.addr)
 	}
