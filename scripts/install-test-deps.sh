@@ -19,7 +19,7 @@ if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq --no-install-recommends chromium >/dev/null
+    apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null
   else
     echo "install-test-deps: Chromium missing; run as root, or: sudo apt-get install chromium" >&2
   fi
