@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 // GrantDeviceCode is the grant_type of a device poll (RFC 8628 §3.4).
@@ -117,7 +119,7 @@ func (s *Session) StartDevice(ctx context.Context, scopes []string) (*DeviceAuth
 		return nil, fmt.Errorf("auth: device authorization: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK || !isJSON(resp.Header.Get("Content-Type")) {
-		return nil, fmt.Errorf("auth: device authorization endpoint answered HTTP %d (%s)", resp.StatusCode, clean(resp.Header.Get("Content-Type")))
+		return nil, fmt.Errorf("auth: device authorization endpoint answered HTTP %d (%s)", resp.StatusCode, untrusted.Text(resp.Header.Get("Content-Type"), 300))
 	}
 	d, err := parseDeviceAuthorization(body, s.a.now())
 	if err != nil {
@@ -135,7 +137,7 @@ func checkScopes(scopes []string) error {
 	}
 	for _, sc := range scopes {
 		if sc == "" || !printable(sc) || strings.ContainsAny(sc, `"\`) {
-			return fmt.Errorf("auth: %q is not a scope", clean(sc))
+			return fmt.Errorf("auth: %q is not a scope", untrusted.Text(sc, 300))
 		}
 	}
 	return nil

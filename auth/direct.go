@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 // DirectSignIn is a started Direct Sign-In. Its URL is for the User's
@@ -142,14 +144,14 @@ func (s *Session) checkCallback(d *DirectSignIn, cb url.Values) error {
 	// RFC 9207 §2.4: "Clients MUST compare the value of the iss parameter to
 	// the issuer value ... using simple string comparison"
 	if cb.Get("iss") != s.company.Issuer || len(cb["iss"]) != 1 {
-		return fmt.Errorf("auth: the callback's iss %q is not the Company's issuer %q (RFC 9207)", clean(cb.Get("iss")), s.company.Issuer)
+		return fmt.Errorf("auth: the callback's iss %q is not the Company's issuer %q (RFC 9207)", untrusted.Text(cb.Get("iss"), 300), s.company.Issuer)
 	}
 	if code := cb.Get("error"); code != "" {
 		// Poppy 0.1 §4.5: "If the User declines, the redirect carries error=access_denied and iss instead."
-		if !validCode(code) {
+		if !untrusted.Code(code) {
 			code = "invalid_request"
 		}
-		return &Error{Code: code, Description: clean(cb.Get("error_description"))}
+		return &Error{Code: code, Description: untrusted.Text(cb.Get("error_description"), 300)}
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 // TestPKCEVector is RFC 7636 Appendix B.
@@ -154,7 +156,7 @@ func FuzzCheckCallback(f *testing.F) {
 			t.Errorf("accepted %q", raw)
 		}
 		var e *Error
-		if errors.As(err, &e) && !validCode(e.Code) {
+		if errors.As(err, &e) && !untrusted.Code(e.Code) {
 			t.Errorf("error code %q", e.Code)
 		}
 	})

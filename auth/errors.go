@@ -12,7 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 // Error is an OAuth or Poppy protocol error from the Company. Compare codes
@@ -97,12 +98,12 @@ type errorWire struct {
 // when the body is not one.
 func parseErrorBody(status int, h http.Header, body []byte) *Error {
 	var w errorWire
-	if json.Unmarshal(body, &w) != nil || !validCode(w.Error) {
+	if json.Unmarshal(body, &w) != nil || !untrusted.Code(w.Error) {
 		return nil
 	}
 	return &Error{
-		Code: w.Error, Description: clean(w.Description), Status: status, Header: h,
-		Extension: clean(w.Extension), Scope: clean(w.Scope),
+		Code: w.Error, Description: untrusted.Text(w.Description, 300), Status: status, Header: h,
+		Extension: untrusted.Text(w.Extension, 300), Scope: untrusted.Text(w.Scope, 300),
 	}
 }
 
@@ -112,43 +113,13 @@ func parseErrorBody(status int, h http.Header, body []byte) *Error {
 // RFC 6750 §3: the Bearer scheme carries error, error_description and scope.
 func challengeError(scheme string, status int, h http.Header) *Error {
 	c, ok := FindChallenge(ParseChallenges(h), scheme)
-	if !ok || !validCode(c.Params["error"]) {
+	if !ok || !untrusted.Code(c.Params["error"]) {
 		return nil
 	}
 	return &Error{
-		Code: c.Params["error"], Description: clean(c.Params["error_description"]),
-		Status: status, Header: h, Scope: clean(c.Params["scope"]), Extension: clean(c.Params["extension"]),
+		Code: c.Params["error"], Description: untrusted.Text(c.Params["error_description"], 300),
+		Status: status, Header: h, Scope: untrusted.Text(c.Params["scope"], 300), Extension: untrusted.Text(c.Params["extension"], 300),
 	}
-}
-
-// validCode checks the syntax of an error code.
-// RFC 6749 §5.2: error = 1*NQSCHAR (%x20-21 / %x23-5B / %x5D-7E)
-func validCode(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
-
-// clean makes Company text safe to put in an error message: no control
-// characters, at most 300 bytes.
-func clean(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == unicode.ReplacementChar {
-			return -1
-		}
-		return r
-	}, s)
-	if len(s) > 300 {
-		s = strings.ToValidUTF8(s[:300], "") + "…"
-	}
-	return s
 }
 
 // RetryAfterError reports that an endpoint is rate limited and the caller's

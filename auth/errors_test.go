@@ -49,7 +49,7 @@ func TestErrorMessages(t *testing.T) {
 func TestParseErrorBody(t *testing.T) {
 	h := http.Header{"X": {"y"}}
 	e := parseErrorBody(403, h, []byte(`{"error":"extension_required","error_description":"needs\u0007 it","extension":"operations"}`))
-	if e == nil || e.Code != "extension_required" || e.Extension != "operations" || e.Description != "needs it" || e.Status != 403 || e.Header.Get("X") != "y" {
+	if e == nil || e.Code != "extension_required" || e.Extension != "operations" || e.Description != "needs  it" || e.Status != 403 || e.Header.Get("X") != "y" {
 		t.Fatalf("e = %+v", e)
 	}
 	for _, bad := range []string{`{}`, `[]`, `{"error":""}`, `{"error":"a\"b"}`, `not json`, `{"error":1}`} {

@@ -18,6 +18,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 // Mediated sign-in statuses (Poppy 0.1 §4.7).
@@ -146,7 +148,7 @@ func (s *Session) postMediated(ctx context.Context, endpoint string, body []byte
 	defer resp.Body.Close()
 	b, err := readLimited(resp.Body, s.a.maxBody)
 	if err != nil || !isJSON(resp.Header.Get("Content-Type")) {
-		return nil, fmt.Errorf("auth: mediated sign-in answered HTTP %d (%s)", resp.StatusCode, clean(resp.Header.Get("Content-Type")))
+		return nil, fmt.Errorf("auth: mediated sign-in answered HTTP %d (%s)", resp.StatusCode, untrusted.Text(resp.Header.Get("Content-Type"), 300))
 	}
 	return s.readMediated(resp.StatusCode, resp.Header, b, scopes)
 }
@@ -178,7 +180,7 @@ func (s *Session) readMediated(status int, h http.Header, body []byte, scopes []
 		}
 		return &MediatedStep{Status: MediatedFailed, Err: e}, nil
 	}
-	return nil, fmt.Errorf("auth: mediated sign-in answered HTTP %d with status %q", status, clean(w.Status))
+	return nil, fmt.Errorf("auth: mediated sign-in answered HTTP %d with status %q", status, untrusted.Text(w.Status, 300))
 }
 
 // parseCodeRequired checks a code_required answer (Poppy 0.1 §4.7 "One-time codes").
@@ -187,7 +189,7 @@ func parseCodeRequired(w *mediatedWire, scopes []string) (*MediatedStep, error) 
 	if w.SignInID == "" || !printable(w.SignInID) || strings.ContainsAny(w.SignInID, "/?#%") || w.SignInID == "." || w.SignInID == ".." {
 		return nil, errors.New("auth: code_required answer without a usable sign_in_id")
 	}
-	st := &MediatedStep{Status: MediatedCodeRequired, SentTo: clean(w.Code.SentTo), signInID: w.SignInID,
+	st := &MediatedStep{Status: MediatedCodeRequired, SentTo: untrusted.Text(w.Code.SentTo, 300), signInID: w.SignInID,
 		scopes: slices.Clone(scopes)}
 	if t, err := time.Parse(time.RFC3339, w.ExpiresAt); err == nil {
 		st.ExpiresAt = t

@@ -16,6 +16,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 // Token is what a token endpoint issued. Its secrets redact themselves.
@@ -68,7 +70,7 @@ func parseToken(body []byte, wantType string, now time.Time) (*Token, error) {
 	// RFC 6749 §5.1: token_type "is case insensitive".
 	// Poppy 0.1 §4.2: "token_type is DPoP, or Bearer for a token requested without a proof (4.3)."
 	if !strings.EqualFold(w.TokenType, wantType) {
-		return nil, fmt.Errorf("auth: token response has token_type %q, want %s", clean(w.TokenType), wantType)
+		return nil, fmt.Errorf("auth: token response has token_type %q, want %s", untrusted.Text(w.TokenType, 300), wantType)
 	}
 	// Poppy 0.1 §4.2: "The Company chooses the value, and it MUST be greater than 0."
 	if w.ExpiresIn == nil || *w.ExpiresIn <= 0 {
@@ -218,7 +220,7 @@ func (a *Agent) readTokenResponse(resp *http.Response, tr tokenRequest) (*Token,
 		// assertions to another URL.
 		return nil, fmt.Errorf("auth: token endpoint redirected (HTTP %d); not followed", resp.StatusCode)
 	}
-	return nil, fmt.Errorf("auth: token endpoint answered HTTP %d (%s)", resp.StatusCode, clean(resp.Header.Get("Content-Type")))
+	return nil, fmt.Errorf("auth: token endpoint answered HTTP %d (%s)", resp.StatusCode, untrusted.Text(resp.Header.Get("Content-Type"), 300))
 }
 
 // observe keeps what every response teaches: the origin's DPoP nonce and

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 func TestParseToken(t *testing.T) {
@@ -78,7 +80,7 @@ func FuzzParseErrorBody(f *testing.F) {
 		if e == nil {
 			return
 		}
-		if !validCode(e.Code) || len(e.Description) > 304 || strings.ContainsAny(e.Error(), "\n\r\x00") {
+		if !untrusted.Code(e.Code) || len(e.Description) > 304 || strings.ContainsAny(e.Error(), "\n\r\x00") {
 			t.Fatalf("bad error %q", e.Error())
 		}
 	})

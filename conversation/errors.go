@@ -10,7 +10,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"unicode"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 // Error is a conversation error from the Company (Poppy 0.1 §7.13). Compare
@@ -94,42 +95,13 @@ type errorWire struct {
 func parseError(status int, h http.Header, body []byte) *Error {
 	e := &Error{Status: status, Header: h}
 	var w errorWire
-	if isJSON(h.Get("Content-Type")) && json.Unmarshal(body, &w) == nil && validCode(w.Error) {
-		e.Code, e.Description, e.Extension = w.Error, clean(w.Description), clean(w.Extension)
+	if isJSON(h.Get("Content-Type")) && json.Unmarshal(body, &w) == nil && untrusted.Code(w.Error) {
+		e.Code, e.Description, e.Extension = w.Error, untrusted.Text(w.Description, 300), untrusted.Text(w.Extension, 300)
 		if validID(w.ConversationID) {
 			e.ConversationID = w.ConversationID
 		}
 	}
 	return e
-}
-
-// validCode checks the syntax of an error code, as OAuth's.
-// RFC 6749 §5.2: error = 1*NQSCHAR (%x20-21 / %x23-5B / %x5D-7E)
-func validCode(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
-
-// clean makes Company text safe to put in an error message: no control
-// characters, at most 300 bytes.
-func clean(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == unicode.ReplacementChar {
-			return -1
-		}
-		return r
-	}, s)
-	if len(s) > 300 {
-		s = strings.ToValidUTF8(s[:300], "") + "…"
-	}
-	return s
 }
 
 // ProtocolError reports an answer that breaks Poppy 0.1: a success without

@@ -5,10 +5,10 @@ package mcpproxy
 
 import (
 	"fmt"
-	"strings"
-	"unicode"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 // Error is a JSON-RPC error from the upstream. Compare codes with
@@ -43,26 +43,5 @@ func (e *Error) Is(target error) bool {
 }
 
 func newError(d *mcp.JSONRPCErrorDetails) *Error {
-	return &Error{Code: d.Code, Message: clean(d.Message, 300)}
+	return &Error{Code: d.Code, Message: untrusted.Text(d.Message, 300)}
 }
-
-// clean drops control characters from Company text and cuts it to max
-// bytes on a rune boundary.
-func clean(s string, max int) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-	if len(s) <= max {
-		return s
-	}
-	cut := max - len("…")
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

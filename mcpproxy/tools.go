@@ -12,6 +12,8 @@ import (
 	"sort"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 // maxPages bounds how many tools/list pages are followed.
@@ -81,7 +83,7 @@ func (u *Upstream) Tools(ctx context.Context) ([]Tool, error) {
 			break
 		}
 		if seen[w.NextCursor] {
-			return nil, fmt.Errorf("mcpproxy: tools/list at %s repeats cursor %q", u.url, clean(w.NextCursor, 40))
+			return nil, fmt.Errorf("mcpproxy: tools/list at %s repeats cursor %q", u.url, untrusted.Text(w.NextCursor, 40))
 		}
 		seen[w.NextCursor], cursor = true, w.NextCursor
 	}
@@ -106,7 +108,7 @@ func (u *Upstream) relayable(raws []json.RawMessage) []Tool {
 	for _, t := range out {
 		name, ok := names[t.Upstream]
 		if !ok {
-			u.log.Info("mcpproxy: a tool's name is listed twice; only the first is relayed", "url", u.url, "tool", clean(t.Upstream, 80))
+			u.log.Info("mcpproxy: a tool's name is listed twice; only the first is relayed", "url", u.url, "tool", untrusted.Text(t.Upstream, 80))
 			continue
 		}
 		delete(names, t.Upstream)
@@ -127,10 +129,10 @@ func relayTool(raw json.RawMessage) (Tool, error) {
 		return Tool{}, fmt.Errorf("tool without a name")
 	}
 	if !isObject(w.InputSchema) {
-		return Tool{}, fmt.Errorf("tool %q: inputSchema is not a JSON object", clean(w.Name, 80))
+		return Tool{}, fmt.Errorf("tool %q: inputSchema is not a JSON object", untrusted.Text(w.Name, 80))
 	}
 	if w.Execution != nil && w.Execution.TaskSupport == mcp.TaskSupportRequired {
-		return Tool{}, fmt.Errorf("tool %q can only run as a task", clean(w.Name, 80))
+		return Tool{}, fmt.Errorf("tool %q can only run as a task", untrusted.Text(w.Name, 80))
 	}
 	def := mcp.NewToolWithRawSchema(w.Name, w.Description, w.InputSchema)
 	if isObject(w.OutputSchema) {
@@ -139,7 +141,7 @@ func relayTool(raw json.RawMessage) (Tool, error) {
 	def.Title, def.Meta, def.Icons = w.Title, w.Meta, w.Icons
 	def.Annotations = annotationsOf(w)
 	if err := mcp.ValidateParamHeaderAnnotations(&def); err != nil {
-		return Tool{}, fmt.Errorf("tool %q: %w", clean(w.Name, 80), err)
+		return Tool{}, fmt.Errorf("tool %q: %w", untrusted.Text(w.Name, 80), err)
 	}
 	return Tool{Upstream: w.Name, Def: def, Raw: raw}, nil
 }
