@@ -76,6 +76,7 @@ func (w *walk) run(ctx context.Context, a *app) error {
 	}
 	defer cl.Close()
 	w.mcp = cl
+	cl.OnNotification(w.progress)
 	if err := cl.Start(ctx); err != nil {
 		return err
 	}
@@ -213,6 +214,7 @@ func (w *walk) call(ctx context.Context, name string, args map[string]any) (map[
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
+	req.Params.Meta = &mcp.Meta{ProgressToken: name} // waits report progress
 	fmt.Fprintf(w.out, "   → %s %v\n", name, args)
 	res, err := w.mcp.CallTool(ctx, req)
 	if err != nil {
@@ -235,6 +237,18 @@ func (w *walk) call(ctx context.Context, name string, args map[string]any) (map[
 }
 
 func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n     ") }
+
+// progress prints the progress notifications a tool sends while it waits.
+func (w *walk) progress(n mcp.JSONRPCNotification) {
+	if n.Method != "notifications/progress" {
+		return
+	}
+	msg, _ := n.Params.AdditionalFields["message"].(string)
+	if msg == "" {
+		msg = fmt.Sprintf("%v", n.Params.AdditionalFields["progress"])
+	}
+	fmt.Fprintf(w.out, "     … %s\n", msg)
+}
 
 func firstSentence(s string) string {
 	if i := strings.Index(s, ". "); i > 0 {
