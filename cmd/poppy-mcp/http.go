@@ -48,6 +48,12 @@ func (o *httpOptions) check() error {
 	if !isLoopback(o.addr) && o.token == "" {
 		return fmt.Errorf("refusing to serve MCP on %s without a bearer token: set --http-token or POPPY_HTTP_TOKEN (or bind 127.0.0.1)", o.addr)
 	}
+	if o.publicURL != "" && o.token == "" {
+		// Behind --public-url the server is meant to be reached from elsewhere
+		// (a reverse proxy), and mcp-go's localhost Host check is off: only the
+		// token keeps anyone else, or a DNS-rebinding page, away from /mcp.
+		return errors.New("refusing to serve MCP behind --public-url without a bearer token: set --http-token or POPPY_HTTP_TOKEN")
+	}
 	if o.publicURL != "" {
 		u, err := url.Parse(o.publicURL)
 		if err != nil || u.Scheme != "https" || u.Host == "" {

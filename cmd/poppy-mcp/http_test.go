@@ -164,10 +164,25 @@ func TestServePublicURL(t *testing.T) {
 	if _, errOut, code := runBinary(t, env, "init", "--state-dir", state, "--out", t.TempDir(), "--client-id", "https://agent.test/agent.json"); code != 0 {
 		t.Fatalf("init: %s", errOut)
 	}
-	cmd := exec.Command(binary, "serve", "--state-dir", state, "--http", "127.0.0.1:0",
+	if _, errOut, code := runBinary(t, env, "serve", "--state-dir", state, "--http", "127.0.0.1:0", "--public-url", "https://agent.test"); code != 2 || !strings.Contains(errOut, "without a bearer token") {
+		t.Fatalf("--public-url without a token: exit %d %s", code, errOut)
+	}
+	if _, errOut, code := runBinary(t, env, "serve", "--state-dir", state, "--public-url", "https://agent.test"); code != 2 || !strings.Contains(errOut, "needs --http") {
+		t.Fatalf("--public-url without --http: exit %d %s", code, errOut)
+	}
+	cmd := exec.Command(binary, "serve", "--state-dir", state, "--http", "127.0.0.1:0", "--http-token", "t0ken",
 		"--client-id", "https://agent.test/agent.json", "--public-url", "https://agent.test")
 	u := startCmd(t, cmd, env)
 	base := strings.TrimSuffix(u, "/mcp")
+	// /mcp behind --public-url takes no request without the token, whatever its Host.
+	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Host = "rebound.attacker.example"
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("/mcp without the token behind --public-url: %v %v", err, resp)
+	} else {
+		resp.Body.Close()
+	}
 	for _, p := range []string{"/agent.json", "/jwks.json"} {
 		resp, err := http.Get(base + p)
 		if err != nil {

@@ -49,6 +49,9 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	if _, err := cfg.logger(io.Discard); err != nil {
 		return nil, err
 	}
+	if cfg.http.publicURL != "" && cfg.http.addr == "" {
+		return nil, errors.New("--public-url needs --http: only HTTP mode serves the pages and documents under it")
+	}
 	if cfg.http.addr != "" {
 		if err := cfg.http.check(); err != nil {
 			return nil, err
