@@ -101,7 +101,7 @@ func (s *Server) sessionFailure(domain string, err error) *mcp.CallToolResult {
 // ask for more."
 func (s *Server) narrow(ctx context.Context, rt *runtime, sess *auth.Session, scopes []string) *mcp.CallToolResult {
 	domain := rt.Company().Domain
-	acct := s.heldAccount(ctx, rt, rt.userID)
+	acct := s.heldAccount(ctx, rt, sess.UserID())
 	if acct == nil {
 		return failure(map[string]string{"error": "not_signed_in"},
 			"Scopes narrow a signed-in Session, and poppy-mcp holds no sign-in for %s. Sign in first (%s with domain %s).",
@@ -119,8 +119,6 @@ func (s *Server) narrow(ctx context.Context, rt *runtime, sess *auth.Session, sc
 	if err := sess.SignInWith(ctx, acct, want); err != nil {
 		return s.sessionFailure(domain, err)
 	}
-	if err := s.saveSession(ctx, rt); err != nil {
-		s.log.Warn("could not save the Session", "issuer", rt.issuer, "err", err)
-	}
+	s.saveSignedIn(ctx, rt, sess) // under rt.mu, and only if sess is still rt's Session
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -146,4 +147,25 @@ func TestStartSessionNarrows(t *testing.T) {
 	if strings.Join(strs(got["scopes"]), " ") != "poppy:read poppy:write" {
 		t.Errorf("widened back: %v", got)
 	}
+}
+
+// TestStartSessionNarrowRace: narrowing while another call starts a new
+// Session touches the runtime only under its lock (run with -race).
+func TestStartSessionNarrowRace(t *testing.T) {
+	h := newSignInHarness(t, signInOpts(nil))
+	cs := h.connect(t, revisions[0])
+	signIn(t, h, cs, "poppy:read", "poppy:write")
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "start_session", Arguments: map[string]any{"domain": "example.com", "scopes": []string{"poppy:read"}}})
+		}()
+		go func() {
+			defer wg.Done()
+			cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "start_session", Arguments: map[string]any{"domain": "example.com", "new": true}})
+		}()
+	}
+	wg.Wait()
 }
