@@ -14,6 +14,7 @@ import (
 	"html/template"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -38,10 +39,13 @@ type Handler func(w http.ResponseWriter, r *http.Request, done func())
 // Server serves pages. It is safe for concurrent use.
 type Server struct {
 	base string
-	ttl  time.Duration
-	ln   net.Listener
-	srv  *http.Server
-	now  func() time.Time
+	// origin is PublicURL's scheme and host: behind a reverse proxy the Host
+	// header may be rewritten, so form posts are checked against it.
+	origin string
+	ttl    time.Duration
+	ln     net.Listener
+	srv    *http.Server
+	now    func() time.Time
 
 	mu    sync.Mutex
 	pages map[string]*page // by token; guarded by mu
@@ -62,7 +66,11 @@ func New(opts *Options) (*Server, error) {
 		s.ttl = 5 * time.Minute
 	}
 	if opts.PublicURL != "" {
-		s.base = strings.TrimSuffix(opts.PublicURL, "/")
+		u, err := url.Parse(opts.PublicURL)
+		if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+			return nil, fmt.Errorf("pages: PublicURL %q is not an absolute URL", opts.PublicURL)
+		}
+		s.base, s.origin = strings.TrimSuffix(opts.PublicURL, "/"), u.Scheme+"://"+u.Host
 		return s, nil
 	}
 	addr := opts.Addr
@@ -148,7 +156,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	if r.Method == http.MethodPost && !sameOrigin(r) {
+	if r.Method == http.MethodPost && !s.sameOrigin(r) {
 		http.Error(w, "forbidden: the form must be posted from its own page", http.StatusForbidden)
 		return
 	}
@@ -173,12 +181,18 @@ func (s *Server) loopbackHost(host string) bool {
 }
 
 // sameOrigin rejects a cross-site POST: browsers send Origin on form posts.
-func sameOrigin(r *http.Request) bool {
+// Behind --public-url it must be the public origin; on loopback, the Host.
+func (s *Server) sameOrigin(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
-	if origin == "" || origin == "null" {
-		return r.Header.Get("Sec-Fetch-Site") == "" || r.Header.Get("Sec-Fetch-Site") == "same-origin"
+	switch {
+	case origin == "" || origin == "null":
+		site := r.Header.Get("Sec-Fetch-Site")
+		return site == "" || site == "same-origin"
+	case s.origin != "":
+		return strings.EqualFold(origin, s.origin)
+	default:
+		return strings.TrimPrefix(strings.TrimPrefix(origin, "http://"), "https://") == r.Host
 	}
-	return strings.TrimPrefix(strings.TrimPrefix(origin, "http://"), "https://") == r.Host
 }
 
 // secureHeaders are sent on every page: no caching, no referrer (the URL is a

@@ -3,6 +3,7 @@ package pages
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -100,5 +101,35 @@ func TestRebindingRefused(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMisdirectedRequest {
 		t.Errorf("foreign Host: %d, want 421", resp.StatusCode)
+	}
+}
+
+// TestPublicOrigin: behind --public-url a reverse proxy may rewrite Host, so
+// a form post is checked against the public origin instead.
+func TestPublicOrigin(t *testing.T) {
+	s, err := New(&Options{PublicURL: "https://agent.example/pages"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := s.Open(func(w http.ResponseWriter, r *http.Request, done func()) { io.WriteString(w, "ok") }, 0)
+	if !strings.HasPrefix(u, "https://agent.example/pages/p/") {
+		t.Fatalf("url %q", u)
+	}
+	post := func(origin string) int {
+		req := httptest.NewRequest(http.MethodPost, strings.Replace(u, "https://agent.example", "http://127.0.0.1:9999", 1), nil)
+		req.Host = "127.0.0.1:9999" // what the proxy forwarded
+		req.Header.Set("Origin", origin)
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		return rec.Code
+	}
+	if code := post("https://agent.example"); code != http.StatusOK {
+		t.Errorf("a post from the public origin: %d", code)
+	}
+	if code := post("https://evil.example"); code != http.StatusForbidden {
+		t.Errorf("a cross-site post: %d", code)
+	}
+	if _, err := New(&Options{PublicURL: "agent.example/pages"}); err == nil {
+		t.Error("a PublicURL without a scheme was accepted")
 	}
 }
