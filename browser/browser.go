@@ -146,6 +146,9 @@ func (b *Browser) Open(ctx context.Context, url string, screenshot bool) (*Page,
 	if b.closed {
 		return nil, ErrClosed
 	}
+	if b.ctx != nil && b.ctx.Err() != nil {
+		b.stopLocked() // Chromium died (a crash, an out-of-memory kill): start a new one
+	}
 	if b.ctx == nil {
 		if err := b.startLocked(); err != nil {
 			return nil, err
@@ -235,6 +238,11 @@ func (b *Browser) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.closed = true
+	return b.stopLocked()
+}
+
+// stopLocked stops Chromium, if it runs, and removes its profile; b.mu is held.
+func (b *Browser) stopLocked() error {
 	if b.ctx == nil {
 		return nil
 	}
