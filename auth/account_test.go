@@ -218,3 +218,28 @@ func TestAccountShowsNoToken(t *testing.T) {
 	j, _ := json.Marshal(map[string]any{"a": acct})
 	co.scanSecrets(t, fmt.Sprintf("%v %+v %#v %s", acct, acct, acct, j))
 }
+
+// TestResumeSignedInSession: a restarted agent resumes a signed-in Session
+// with the refresh_token grant and its session_id (the JWT bearer grant
+// there is a §4.2 violation poppytest reports), signs in a signed-out one
+// the same way, and continues signed out when the token is refused.
+func TestResumeSignedInSession(t *testing.T) {
+	co := newSignInCo(t, nil)
+	s, acct := co.signedIn(t, "poppy:read")
+	out := co.start(t)
+	ctx := context.Background()
+	for _, want := range []string{s.Info().ID, out.Info().ID} {
+		r, err := co.agent.ResumeSignedInSession(ctx, co.c, testUser, want, acct, nil)
+		if err != nil || r.Info().ID != want || !r.Info().SignedIn || r.Account() != acct {
+			t.Fatalf("resume %s: %v %+v", want, err, r.Info())
+		}
+		if g := co.grants(); g[len(g)-1] != "refresh_token" {
+			t.Errorf("resume %s with grants %v", want, g)
+		}
+	}
+	co.srv.RevokeAccountTokens("acct_dana")
+	r, err := co.agent.ResumeSignedInSession(ctx, co.c, testUser, s.Info().ID, acct, nil)
+	if !errors.Is(err, ErrAccountTokenRefused) || r == nil || r.Info().SignedIn || r.Info().ID != s.Info().ID {
+		t.Fatalf("resume with a revoked Account Token: %v", err)
+	}
+}

@@ -79,6 +79,34 @@ func (a *Agent) StartSession(ctx context.Context, c Company, userID string) (*Se
 // restart: it renews the Session's token (Poppy 0.1 §4.2 "Renewing"), and
 // starts a new Session when the Company has ended that one.
 func (a *Agent) ResumeSession(ctx context.Context, c Company, userID, sessionID string) (*Session, error) {
+	return a.resume(ctx, c, userID, sessionID, nil, nil)
+}
+
+// ResumeSignedInSession continues a Session known by its ID signed in with
+// an Account Token held, asking for scopes (nil: all it grants), for
+// example after a restart: it renews with the refresh_token grant and the
+// session_id, which also signs in a Session that was signed out. When the
+// Company ended that Session, or it is signed in to another account, a new
+// signed-in Session starts. A refused Account Token is dropped; the Session
+// then continues signed out and the error is ErrAccountTokenRefused, with
+// the Session.
+// Poppy 0.1 §4.2: "A signed-in Session is renewed with the Account Token instead (4.8)."
+func (a *Agent) ResumeSignedInSession(ctx context.Context, c Company, userID, sessionID string, acct *Account, scopes []string) (*Session, error) {
+	if acct == nil {
+		return nil, errors.New("auth: ResumeSignedInSession needs an Account")
+	}
+	s, err := a.resume(ctx, c, userID, sessionID, acct, scopes)
+	if err != nil {
+		return nil, err
+	}
+	if !s.Info().SignedIn {
+		return s, ErrAccountTokenRefused
+	}
+	return s, nil
+}
+
+// resume renews the Session sessionID, with acct when not nil.
+func (a *Agent) resume(ctx context.Context, c Company, userID, sessionID string, acct *Account, scopes []string) (*Session, error) {
 	if sessionID == "" || !printable(sessionID) {
 		return nil, errors.New("auth: resume needs a session ID")
 	}
@@ -86,6 +114,10 @@ func (a *Agent) ResumeSession(ctx context.Context, c Company, userID, sessionID 
 	if err != nil {
 		return nil, err
 	}
+	// Set before the first renewal, as StartSignedInSession does, so the
+	// grant is the Account Token's (Poppy 0.1 §4.8: "With session_id, it
+	// gets a token for that Session, signing it in if it was signed out.").
+	s.account, s.narrow = acct, slices.Clone(scopes)
 	tok, err := s.renewFrom(ctx, &Token{SessionID: sessionID})
 	if err != nil {
 		return nil, err

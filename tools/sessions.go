@@ -139,12 +139,9 @@ func (s *Server) ensureSession(ctx context.Context, rt *runtime, fresh bool) (bo
 	}
 	rt.userID = userID
 	acct := s.heldAccount(ctx, rt, userID)
-	sess := s.resumeSaved(ctx, rt, fresh)
+	sess, err := s.resumeSaved(ctx, rt, acct, fresh)
 	switch {
-	case sess != nil && acct != nil:
-		// Poppy 0.1 §4.8: "With session_id, it gets a token for that Session, signing it in if it was signed out."
-		err = sess.SignInWith(ctx, acct, nil)
-	case sess != nil: // resumed signed out
+	case sess != nil: // resumed, signed in with acct when one is held
 	case acct != nil:
 		// Poppy 0.1 §4.8: "Without one, it starts a new Session that is already signed in"
 		sess, err = s.deps.Agent.StartSignedInSession(ctx, rt.auth, userID, acct, nil)
@@ -163,21 +160,30 @@ func (s *Server) ensureSession(ctx context.Context, rt *runtime, fresh bool) (bo
 	return true, s.saveSession(ctx, rt)
 }
 
-// resumeSaved resumes the newest Session an earlier run saved, or returns nil.
-func (s *Server) resumeSaved(ctx context.Context, rt *runtime, fresh bool) *auth.Session {
+// resumeSaved resumes the newest Session an earlier run saved, signed in
+// with acct when not nil, or returns nil. Its error is
+// auth.ErrAccountTokenRefused, with the Session continuing signed out.
+func (s *Server) resumeSaved(ctx context.Context, rt *runtime, acct *auth.Account, fresh bool) (*auth.Session, error) {
 	if fresh {
-		return nil
+		return nil, nil
 	}
 	saved, err := s.deps.Store.Sessions(ctx, rt.issuer)
 	if err != nil || len(saved) == 0 || saved[0].UserID != rt.userID {
-		return nil
+		return nil, nil
 	}
-	sess, err := s.deps.Agent.ResumeSession(ctx, rt.auth, rt.userID, saved[0].ID)
-	if err != nil {
+	var sess *auth.Session
+	if acct != nil {
+		// Poppy 0.1 §4.2: "A signed-in Session is renewed with the Account Token instead (4.8)."
+		// Poppy 0.1 §4.8: "With session_id, it gets a token for that Session, signing it in if it was signed out."
+		sess, err = s.deps.Agent.ResumeSignedInSession(ctx, rt.auth, rt.userID, saved[0].ID, acct, nil)
+	} else {
+		sess, err = s.deps.Agent.ResumeSession(ctx, rt.auth, rt.userID, saved[0].ID)
+	}
+	if err != nil && !errors.Is(err, auth.ErrAccountTokenRefused) {
 		s.log.Info("could not resume the saved Session; starting a new one", "issuer", rt.issuer, "err", err)
-		return nil
+		return nil, nil
 	}
-	return sess
+	return sess, err
 }
 
 // saveSession records rt's Session (never its token) so a restart resumes it.
