@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -241,5 +242,41 @@ func TestResumeSignedInSession(t *testing.T) {
 	r, err := co.agent.ResumeSignedInSession(ctx, co.c, testUser, s.Info().ID, acct, nil)
 	if !errors.Is(err, ErrAccountTokenRefused) || r == nil || r.Info().SignedIn || r.Info().ID != s.Info().ID {
 		t.Fatalf("resume with a revoked Account Token: %v", err)
+	}
+}
+
+// TestRevokeRotatedElsewhere: another process rotated the Account Token; a
+// sign-out revokes the token in use now, not the replaced one it last
+// knew, and removes it from the store.
+func TestRevokeRotatedElsewhere(t *testing.T) {
+	co := newSignInCo(t, &poppytest.Options{RotateRefreshTokens: true})
+	s, acct := co.signedIn(t, "poppy:read")
+	ctx := context.Background()
+	other, err := LoadAccount(ctx, co.st, co.c.Issuer, testUser, DefaultAccountLabel)
+	if err != nil || other == nil {
+		t.Fatal(err)
+	}
+	if _, err := co.agent.StartSignedInSession(ctx, co.c, testUser, other, nil); err != nil {
+		t.Fatal(err)
+	}
+	live := co.kept(t, s)
+	if live == acct.token().Reveal() {
+		t.Fatal("the other process did not rotate the Account Token")
+	}
+	if err := co.agent.Revoke(ctx, co.c, acct); err != nil {
+		t.Fatal(err)
+	}
+	var sent []string
+	for _, r := range co.srv.Requests() {
+		if r.Path == "/oauth/revoke" {
+			f, _ := url.ParseQuery(string(r.Body))
+			sent = append(sent, f.Get("token"))
+		}
+	}
+	if len(sent) != 1 || sent[0] != live {
+		t.Errorf("revoked %d tokens, the live one: %v", len(sent), len(sent) == 1 && sent[0] == live)
+	}
+	if co.kept(t, s) != "" || !acct.Dropped() {
+		t.Error("the live Account Token is still kept after sign-out")
 	}
 }

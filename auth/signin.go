@@ -208,6 +208,18 @@ func (a *Agent) Revoke(ctx context.Context, c Company, acct *Account) error {
 	if c.RevocationEndpoint == "" {
 		return errors.New("auth: the Company has no revocation_endpoint; cannot sign out (Poppy 0.1 §4.9)")
 	}
+	// Held until the token is dropped, as for a refresh_token grant, so no
+	// grant rotates it in between.
+	acct.use.Lock()
+	defer acct.use.Unlock()
+	if !acct.Dropped() {
+		// Another process may have rotated it: revoke the token in use now,
+		// not one already replaced (which would leave the live one kept).
+		// A dropped (replaced) Account keeps its own token, the one to revoke.
+		if err := acct.reload(ctx); err != nil {
+			return fmt.Errorf("auth: revoke the Account Token: %w", err)
+		}
+	}
 	form := url.Values{
 		"token": {acct.token().Reveal()},
 		// RFC 7009 §2.1: token_type_hint "refresh_token"
