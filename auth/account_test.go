@@ -280,3 +280,21 @@ func TestRevokeRotatedElsewhere(t *testing.T) {
 		t.Error("the live Account Token is still kept after sign-out")
 	}
 }
+
+// TestSignInWithRefusedScopeKeepsRenewing: a SignInWith the Company refuses
+// with invalid_scope leaves the Session renewing as before, not resending
+// the refused request on every renewal.
+func TestSignInWithRefusedScopeKeepsRenewing(t *testing.T) {
+	co := newSignInCo(t, nil)
+	s, acct := co.signedIn(t, "poppy:read")
+	err := s.SignInWith(context.Background(), acct, []string{"addresses"})
+	if !errors.Is(err, ErrInvalidScope) {
+		t.Fatalf("SignInWith for a scope not granted: %v, want invalid_scope", err)
+	}
+	if err := s.Renew(context.Background()); err != nil {
+		t.Fatalf("renewal after the refused SignInWith: %v", err)
+	}
+	if info := s.Info(); !info.SignedIn || !slices.Equal(info.Scopes, []string{"poppy:read"}) || s.Account() != acct {
+		t.Errorf("after the refused SignInWith: %+v", info)
+	}
+}

@@ -92,6 +92,16 @@ func (s *Session) leave(acct *Account) {
 	}
 }
 
+// restore puts back prev and its scopes in place of acct, unless the
+// Session has stopped using acct since.
+func (s *Session) restore(acct, prev *Account, narrow []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.account == acct {
+		s.account, s.narrow = prev, narrow
+	}
+}
+
 // Account returns the Account Token the Session is signed in with, or nil.
 func (s *Session) Account() *Account {
 	acct, _ := s.signedInWith()
@@ -115,6 +125,7 @@ func (s *Session) SignInWith(ctx context.Context, acct *Account, scopes []string
 		return errors.New("auth: SignInWith needs an Account")
 	}
 	s.mu.Lock()
+	prev, prevNarrow := s.account, s.narrow
 	s.account, s.narrow = acct, slices.Clone(scopes)
 	s.mu.Unlock()
 	used := s.cell.current()
@@ -123,6 +134,12 @@ func (s *Session) SignInWith(ctx context.Context, acct *Account, scopes []string
 	for range 2 {
 		tok, err := s.renewAfter(ctx, used)
 		if err != nil {
+			if ctx.Err() == nil {
+				// A refusal other than invalid_grant (invalid_scope, ...) would
+				// be sent again on every renewal: renew as before instead. A
+				// canceled caller's renewal may still succeed, so it stays.
+				s.restore(acct, prev, prevNarrow)
+			}
 			return err
 		}
 		if acct.Dropped() {
