@@ -7,6 +7,7 @@ package conversation
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/store"
@@ -18,6 +19,9 @@ import (
 // settled or the deadline passes.
 func (t *Tracker) follow(ctx context.Context, id, cursor string, must, hasMore bool, deadline time.Time, o *ReadOptions, upd *Update) error {
 	for must || hasMore || !upd.settled() && timeNow().Before(deadline) {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("conversation: %w", err) // the caller gave up
+		}
 		must = false
 		if o.Stream && !hasMore && timeNow().Before(deadline) {
 			var err error
@@ -107,6 +111,10 @@ func (t *Tracker) stream(ctx context.Context, id string, cursor *string, deadlin
 		if !got && !upd.settled() {
 			sleep(sctx, max(s.Retry(), time.Second))
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		// The caller gave up, not the wait: sctx ended with ctx.
+		return false, fmt.Errorf("conversation: %w", err)
 	}
 	return false, nil
 }

@@ -1,0 +1,65 @@
+package conversation
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests replace the poppytest Company's read of events with one that
+// misbehaves in a way the strict reference Company never does. Everything
+// else stays real: the conversation is started at poppytest, and every read
+// goes through the Client and the Session's client, signed with DPoP.
+
+// misbehave makes handler answer every read of a conversation's events.
+func misbehave(co *company, handler func(w http.ResponseWriter, r *http.Request, cursor string)) {
+	co.srv.HandleFunc("api."+co.srv.Domain(), "GET /poppy/conversations/{id}/events", func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.Header.Get("Authorization"), "DPoP ") || r.Header.Get("DPoP") == "" {
+			http.Error(w, "not through the Session", http.StatusUnauthorized)
+			return
+		}
+		cursor := r.URL.Query().Get("cursor")
+		if cursor == "" {
+			cursor = r.Header.Get("Last-Event-ID")
+		}
+		handler(w, r, cursor)
+	})
+}
+
+// TestStreamCancelled: a caller who gives up while a stream is open gets
+// the cancellation at once, not a success at the end of the wait.
+func TestStreamCancelled(t *testing.T) {
+	co := newCompany(t, nil, nil)
+	tr := co.tracker(t)
+	u := started(t, tr, "Hello") // idle: the state event below is news
+	misbehave(co, func(w http.ResponseWriter, r *http.Request, _ string) {
+		// A Company that streams, says it is working, and holds the stream.
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "id: evt_w1\ndata: {\"id\":\"evt_w1\",\"type\":\"state\",\"created_at\":\"2026-10-08T19:03:00Z\","+
+			"\"status\":\"working\",\"responder\":\"agent\"}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clock := 0
+	old := timeNow
+	timeNow = func() time.Time { clock++; return old() }
+	defer func() { timeNow = old }()
+	progress := func(p Progress) {
+		if p.State != nil && p.State.Status == StatusWorking {
+			cancel() // the caller gives up while the stream is open
+		}
+	}
+	_, err := tr.Read(ctx, u.ConversationID, &ReadOptions{Wait: 3 * time.Second, Stream: true, Progress: progress})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled streamed read returned %v, want context.Canceled", err)
+	}
+	if clock > 100 {
+		t.Errorf("the clock was read %d times: the wait spun after the cancellation", clock)
+	}
+}
