@@ -298,3 +298,35 @@ func TestSignInWithRefusedScopeKeepsRenewing(t *testing.T) {
 		t.Errorf("after the refused SignInWith: %+v", info)
 	}
 }
+
+// TestBearerSignedOutWithSession: the Bearer token cached for a signed-in
+// Session is requested anew when the Session signs out, or continues signed
+// out after its Account Token was refused.
+func TestBearerSignedOutWithSession(t *testing.T) {
+	for _, how := range []string{"sign-out", "refused"} {
+		t.Run(how, func(t *testing.T) {
+			co := newSignInCo(t, nil)
+			s, _ := co.signedIn(t, "poppy:read")
+			c, err := s.BearerClient(co.c.MCPServers[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := c.Transport.(*bearerTransport)
+			if tok, err := tr.token(context.Background()); err != nil || !tok.SignedIn {
+				t.Fatalf("Bearer token before: %+v %v", tok, err)
+			}
+			if how == "sign-out" {
+				err = s.SignOut(context.Background())
+			} else {
+				co.srv.RevokeAccountTokens("acct_dana")
+				err = s.Renew(context.Background())
+			}
+			if err != nil || s.Info().SignedIn {
+				t.Fatalf("%s: %v %+v", how, err, s.Info())
+			}
+			if tok, err := tr.token(context.Background()); err != nil || tok.SignedIn {
+				t.Errorf("Bearer token after %s: signed in %v, %v", how, tok != nil && tok.SignedIn, err)
+			}
+		})
+	}
+}

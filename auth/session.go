@@ -205,15 +205,22 @@ func (s *Session) renewAfter(ctx context.Context, used *Token) (*Token, error) {
 }
 
 // fetch renews the Session; when the Company started a new Session in place
-// of an ended one, the old Session's Bearer tokens are dropped.
+// of an ended one, or the Session was signed in or out, the Bearer and
+// resource tokens issued for its earlier state are dropped.
 func (s *Session) fetch(ctx context.Context, used *Token) (*Token, error) {
 	tok, err := s.renewFrom(ctx, used)
-	if err == nil && tok.SessionID != used.SessionID {
-		s.mu.Lock()
-		clear(s.bearer)
-		s.mu.Unlock()
+	if err == nil && (tok.SessionID != used.SessionID || tok.SignedIn != used.SignedIn) {
+		s.dropResourceTokens()
 	}
 	return tok, err
+}
+
+// dropResourceTokens forgets the Session's Bearer and resource tokens, so
+// they are requested anew for its current state.
+func (s *Session) dropResourceTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.bearer)
 }
 
 // tokenCell holds one current token and renews it, one renewal at a time:

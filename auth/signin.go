@@ -70,9 +70,7 @@ func (s *Session) finishSignIn(tok *Token, requested []string) (*SignIn, error) 
 // a Session, it MUST use the new token from then on."
 func (s *Session) adopt(tok *Token) {
 	s.cell.set(tok)
-	s.mu.Lock()
-	clear(s.bearer)
-	s.mu.Unlock()
+	s.dropResourceTokens()
 }
 
 // signedInWith returns the Account Token the Session renews with, and the
@@ -212,6 +210,8 @@ func (s *Session) SignOut(ctx context.Context) error {
 			return err
 		}
 		s.leave(acct)
+		// The Bearer and resource tokens are signed in: request them anew.
+		s.dropResourceTokens()
 	}
 	// Poppy 0.1 §4.9: "Usually those Sessions continue signed out ... the
 	// Personal Agent renews them with its assertion (4.2)"
