@@ -439,3 +439,40 @@ func TestAPICallSignedIn(t *testing.T) {
 		})
 	}
 }
+
+// TestAPISecondAPI: the operations of a Company's second OpenAPI API,
+// listed under their own prefix ("_api2_"), are found by that name by
+// describe_api_operation, call_api and their own tools.
+func TestAPISecondAPI(t *testing.T) {
+	const second = "https://api.example.com/openapi2.json"
+	h := newAPIHarness(t, &poppytest.Options{PoppyJSON: func(doc map[string]any) {
+		store := doc["apis"].([]any)[0]
+		doc["apis"] = []any{store, map[string]any{"type": "openapi", "url": second, "description": "The same, again"}}
+	}}, 0)
+	resp, err := h.company.Client().Get(apiDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc json.RawMessage
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	h.company.SetDocument("api.example.com", "/openapi2.json", 200, http.Header{"Content-Type": {"application/json"}}, doc)
+	cs := h.connect(t, revisions[1])
+	call(t, cs, "start_session", map[string]any{"domain": "example.com"})
+	const op = "example_com_api2_listProducts"
+	_, got := call(t, cs, "list_api_operations", map[string]any{"domain": "example.com", "limit": 100})
+	if ops := operations(got); !slices.Contains(ops, op) || !slices.Contains(ops, "listProducts") {
+		t.Fatalf("list_api_operations = %v, want listProducts and %s", ops, op)
+	}
+	if res, got := call(t, cs, "describe_api_operation", map[string]any{"domain": "example.com", "operation": op}); res.IsError || got["path"] != "/products" {
+		t.Errorf("describe_api_operation %s = %v", op, got)
+	}
+	if res, got := call(t, cs, "call_api", map[string]any{"domain": "example.com", "operation": op}); res.IsError || got["status"] != 200.0 {
+		t.Errorf("call_api %s = %v", op, got)
+	}
+	if res, got := call(t, cs, op, map[string]any{"q": "rain"}); res.IsError || got["status"] != 200.0 {
+		t.Errorf("the tool %s = %v", op, got)
+	}
+}

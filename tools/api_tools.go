@@ -190,19 +190,23 @@ func operationsText(l *operationList) string {
 	return b.String() + "\n" + l.Next
 }
 
-// findOperation returns the API and tool of an operation name, given with
-// or without the Company's prefix.
-func findOperation(co *discovery.Company, apis []*companyAPI, name string) (*companyAPI, *openapi2tools.Tool) {
-	full := name
-	if p := companyPrefix(co); !strings.HasPrefix(name, p) {
-		full = p + name
-	}
-	for _, a := range apis {
-		if a.cat == nil {
-			continue
-		}
-		if t, ok := a.cat.Tool(full); ok {
-			return a, t
+// findOperation returns the API and tool of an operation name: a tool's
+// full name as listed (a second API's operations are listed with their
+// own prefix, "_api2_"), else the name after one API's prefix, the first
+// API's first, as list_api_operations shows them.
+func findOperation(apis []*companyAPI, name string) (*companyAPI, *openapi2tools.Tool) {
+	for _, full := range []bool{true, false} {
+		for _, a := range apis {
+			if a.cat == nil {
+				continue
+			}
+			n := name
+			if !full {
+				n = a.prefix + name
+			}
+			if t, ok := a.cat.Tool(n); ok {
+				return a, t
+			}
 		}
 	}
 	return nil, nil
@@ -234,7 +238,7 @@ func (s *Server) describeAPIOperation(ctx context.Context, req mcp.CallToolReque
 		return fail, nil
 	}
 	name := stringArg(req, "operation")
-	_, t := findOperation(co, apis, name)
+	_, t := findOperation(apis, name)
 	if t == nil {
 		return unknownOperation(co, name), nil
 	}
@@ -299,7 +303,7 @@ func (s *Server) callOperation(ctx context.Context, domain, name string, args ma
 	if fail != nil {
 		return fail
 	}
-	a, t := findOperation(co, apis, name)
+	a, t := findOperation(apis, name)
 	if t == nil {
 		return unknownOperation(co, name)
 	}
