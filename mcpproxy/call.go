@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -108,9 +109,14 @@ func (u *Upstream) request(ctx context.Context, method string, params any) (json
 func (u *Upstream) send(ctx context.Context, c *conn, method string, params any) (json.RawMessage, error) {
 	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, Method: method, Params: params,
 		ID: mcp.NewRequestId("poppy-" + strconv.FormatUint(u.seq.Add(1), 10))}
-	resp, err := c.c.GetTransport().SendRequest(ctx, req)
+	cut := new(atomic.Bool)
+	resp, err := c.c.GetTransport().SendRequest(context.WithValue(ctx, cutKey{}, cut), req)
+	if err != nil && cut.Load() && !errors.Is(err, errTooLarge) {
+		// mcp-go may have lost the read error (an event stream's): say it.
+		err = fmt.Errorf("%w: %w", errTooLarge, err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("mcpproxy: %s at %s: %w", method, u.url, err)
+		return nil, upstreamError(err, "mcpproxy: %s at %s", method, u.url)
 	}
 	if resp.Error != nil {
 		return nil, newError(resp.Error)

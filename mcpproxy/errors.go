@@ -1,7 +1,9 @@
 package mcpproxy
 
 // This file is the package's protocol error: a JSON-RPC error the upstream
-// answered (JSON-RPC 2.0 §5.1, MCP 2025-11-25 "Error Handling").
+// answered (JSON-RPC 2.0 §5.1, MCP 2025-11-25 "Error Handling"); and the
+// cleaned text of other errors of a request, which may carry what the
+// upstream sent.
 
 import (
 	"fmt"
@@ -44,4 +46,22 @@ func (e *Error) Is(target error) bool {
 
 func newError(d *mcp.JSONRPCErrorDetails) *Error {
 	return &Error{Code: d.Code, Message: untrusted.Text(d.Message, 300)}
+}
+
+// cleanError is an error of a request whose text, which may quote what the
+// upstream sent (mcp-go puts an error body in its error), is cleaned of
+// control characters and cut; errors.Is and errors.As still see the error
+// it wraps (auth's sign-in errors, network errors).
+type cleanError struct {
+	msg string
+	err error
+}
+
+func (e *cleanError) Error() string { return e.msg }
+func (e *cleanError) Unwrap() error { return e.err }
+
+// upstreamError wraps err under a prefix made of format and args, with err's
+// text cleaned and cut to 300 bytes: Company text, untrusted.
+func upstreamError(err error, format string, args ...any) error {
+	return &cleanError{msg: fmt.Sprintf(format, args...) + ": " + untrusted.Text(err.Error(), 300), err: err}
 }

@@ -329,7 +329,7 @@ func (u *Upstream) dialOnce(ctx context.Context) (*conn, error) {
 	c := client.NewClient(tr, client.WithProtocolVersion(u.opts.ProtocolVersion))
 	c.OnNotification(func(n mcp.JSONRPCNotification) { u.notification(n) })
 	if err := c.Start(u.life); err != nil {
-		return nil, fmt.Errorf("mcpproxy: starting %s: %w", u.url, err)
+		return nil, upstreamError(err, "mcpproxy: starting %s", u.url)
 	}
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = u.opts.ProtocolVersion
@@ -337,7 +337,7 @@ func (u *Upstream) dialOnce(ctx context.Context) (*conn, error) {
 	res, err := c.Initialize(ctx, req)
 	if err != nil {
 		_ = c.Close()
-		return nil, fmt.Errorf("mcpproxy: initialize %s: %w", u.url, err)
+		return nil, upstreamError(err, "mcpproxy: initialize %s", u.url)
 	}
 	u.log.Debug("mcpproxy: connected", "url", u.url, "protocol", res.ProtocolVersion, "gen", gen)
 	return &conn{c: c, gen: gen, version: res.ProtocolVersion}, nil
