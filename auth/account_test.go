@@ -330,3 +330,37 @@ func TestBearerSignedOutWithSession(t *testing.T) {
 		})
 	}
 }
+
+// TestLateRenewalKeepsSignIn: a signed-out renewal still in flight when a
+// sign-in lands does not overwrite the signed-in Session Token; its waiters
+// get its result all the same.
+func TestLateRenewalKeepsSignIn(t *testing.T) {
+	co := newSignInCo(t, nil)
+	s := co.start(t)
+	renewed, release := make(chan struct{}), make(chan struct{})
+	late := func(ctx context.Context, used *Token) (*Token, error) {
+		tok, err := s.fetch(ctx, used) // a real signed-out renewal, before the sign-in
+		close(renewed)
+		<-release
+		return tok, err
+	}
+	type result struct {
+		tok *Token
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		tok, err := s.cell.renewAfter(context.Background(), co.agent, s.tokenEP, s.cell.current(), late)
+		got <- result{tok, err}
+	}()
+	<-renewed
+	in := co.signInDevice(t, s, "acct_dana", []string{"poppy:read"})
+	close(release)
+	r := <-got
+	if r.err != nil || r.tok.SignedIn {
+		t.Fatalf("the waiter of the late renewal got %+v %v", r.tok, r.err)
+	}
+	if info := s.Info(); !info.SignedIn || info.ID != in.SessionID {
+		t.Errorf("after the late renewal: %+v, want signed in", info)
+	}
+}

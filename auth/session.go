@@ -286,16 +286,21 @@ func (c *tokenCell) renewAfter(ctx context.Context, a *Agent, endpoint string, u
 	}
 }
 
-func (c *tokenCell) run(ctx context.Context, cancel context.CancelFunc, f *renewal, used *Token, fetch fetchFunc) {
+// run is one renewal from the token from (nil: none yet). Its result is
+// stored only when no other token (a sign-in's) was set meanwhile, and
+// given to the waiters either way.
+func (c *tokenCell) run(ctx context.Context, cancel context.CancelFunc, f *renewal, from *Token, fetch fetchFunc) {
 	defer cancel()
+	used := from
 	if used == nil {
 		used = &Token{}
 	}
 	tok, err := fetch(ctx, used)
 	c.mu.Lock()
-	if err == nil {
+	if err == nil && c.tok == from {
 		// Poppy 0.1 §4.3: "Whenever the Personal Agent gets a new Session
 		// Token for a Session, it MUST use the new token from then on."
+		// A token set during the renewal is newer than its result.
 		c.tok = tok
 	}
 	c.flight = nil
