@@ -34,6 +34,7 @@ func (t *Tracker) follow(ctx context.Context, id, cursor string, must, hasMore b
 		if !hasMore {
 			wait = max(deadline.Sub(timeNow()), 0)
 		}
+		start := timeNow()
 		p, err := t.c.Read(ctx, id, cursor, wait)
 		if errors.Is(err, ErrCursorExpired) && cursor != "" {
 			t.expired(&cursor, upd)
@@ -43,10 +44,12 @@ func (t *Tracker) follow(ctx context.Context, id, cursor string, must, hasMore b
 		if err != nil {
 			return err
 		}
+		n := len(upd.Events)
 		if cursor, err = t.handle(ctx, id, p.Events, p.Cursor, &p.State, upd); err != nil {
 			return err
 		}
 		hasMore = p.HasMore
+		t.pace(ctx, start, wait, deadline, hasMore || len(upd.Events) > n, upd)
 	}
 	if o.Stream && upd.settled() {
 		return t.flush(ctx, id, cursor, upd)
@@ -87,7 +90,8 @@ func (t *Tracker) stream(ctx context.Context, id string, cursor *string, deadlin
 	defer cancel()
 	resume := false
 	for !upd.settled() && sctx.Err() == nil {
-		s, p, err := t.c.Subscribe(sctx, id, *cursor, resume, deadline.Sub(timeNow()))
+		start, wait := timeNow(), deadline.Sub(timeNow())
+		s, p, err := t.c.Subscribe(sctx, id, *cursor, resume, wait)
 		switch {
 		case errors.Is(err, ErrCursorExpired) && *cursor != "":
 			t.expired(cursor, upd)
@@ -98,7 +102,10 @@ func (t *Tracker) stream(ctx context.Context, id string, cursor *string, deadlin
 		case err != nil:
 			return false, err
 		case p != nil:
-			*cursor, err = t.handle(ctx, id, p.Events, p.Cursor, &p.State, upd)
+			n := len(upd.Events)
+			if *cursor, err = t.handle(ctx, id, p.Events, p.Cursor, &p.State, upd); err == nil {
+				t.pace(ctx, start, wait, deadline, p.HasMore || len(upd.Events) > n, upd)
+			}
 			return p.HasMore, err
 		}
 		got, err := t.drain(ctx, s, id, cursor, o, upd)
@@ -165,6 +172,18 @@ func (o *ReadOptions) progress(p Progress) {
 	if o.Progress != nil {
 		o.Progress(p)
 	}
+}
+
+// pace pauses after a held read that brought nothing new and came back
+// well before its wait, so that a Company that does not hold reads is not
+// read again at once, over and over. Poppy 0.1 §7.5: the Company "MAY
+// return sooner, or cap wait".
+func (t *Tracker) pace(ctx context.Context, start time.Time, wait time.Duration, deadline time.Time, news bool, upd *Update) {
+	held := min(wait, t.c.opts.MaxWait) // what the request asked for
+	if news || held <= 0 || upd.settled() || timeNow().Sub(start) >= held/2 {
+		return
+	}
+	sleep(ctx, min(time.Second, deadline.Sub(timeNow())))
 }
 
 // sleep waits for d or until ctx is done.

@@ -2,7 +2,9 @@ package conversation
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -28,6 +30,18 @@ func misbehave(co *company, handler func(w http.ResponseWriter, r *http.Request,
 		}
 		handler(w, r, cursor)
 	})
+}
+
+// writePage answers with a JSON page of events.
+func writePage(w http.ResponseWriter, events []string, cursor string, hasMore bool) {
+	raw := make([]json.RawMessage, len(events))
+	for i, e := range events {
+		raw[i] = json.RawMessage(e)
+	}
+	b, _ := json.Marshal(map[string]any{"events": raw, "cursor": cursor, "has_more": hasMore,
+		"status": StatusIdle, "responder": ResponderAgent})
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(b)
 }
 
 // TestStreamCancelled: a caller who gives up while a stream is open gets
@@ -61,5 +75,32 @@ func TestStreamCancelled(t *testing.T) {
 	}
 	if clock > 100 {
 		t.Errorf("the clock was read %d times: the wait spun after the cancellation", clock)
+	}
+}
+
+// TestEarlyEmptyReadsPaced: a Company that answers held reads at once with
+// nothing (§7.5: it "MAY return sooner, or cap wait") is not read again at
+// once, over JSON or when it answers a request for a stream with JSON.
+func TestEarlyEmptyReadsPaced(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			co := newCompany(t, nil, nil)
+			tr := co.tracker(t)
+			u := started(t, tr, "Hello")
+			before := len(eventReads(co, u.ConversationID))
+			misbehave(co, func(w http.ResponseWriter, r *http.Request, cursor string) {
+				writePage(w, nil, cursor, false)
+			})
+			r, err := tr.Read(context.Background(), u.ConversationID, &ReadOptions{Wait: 1500 * time.Millisecond, Stream: stream})
+			if err != nil || len(r.Events) != 0 {
+				t.Fatalf("%+v, %v", r, err)
+			}
+			// A read at once, one after a pause of a second, and perhaps one more.
+			n := len(eventReads(co, u.ConversationID)) - before
+			t.Logf("%d reads", n)
+			if n < 2 || n > 4 {
+				t.Errorf("%d reads of a Company that answers at once in a wait of 1.5 s, want 2 to 4", n)
+			}
+		})
 	}
 }
