@@ -17,10 +17,14 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 // Progress is one notifications/progress of a call (MCP 2025-11-25
 // "Progress"). Total and Message are zero when the server left them out.
+// Message is Company text, untrusted: cleaned of control characters and cut
+// to 300 bytes.
 type Progress struct {
 	Progress float64
 	Total    float64
@@ -146,7 +150,8 @@ func (u *Upstream) notification(n mcp.JSONRPCNotification) {
 		p := Progress{}
 		p.Progress, _ = fields["progress"].(float64)
 		p.Total, _ = fields["total"].(float64)
-		p.Message, _ = fields["message"].(string)
+		msg, _ := fields["message"].(string)
+		p.Message = untrusted.Text(msg, 300) // the Company's words, on their way to a client
 		f(p)
 	}
 }
