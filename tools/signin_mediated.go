@@ -110,13 +110,17 @@ func (p *mediatedPage) serve(w http.ResponseWriter, r *http.Request, done func()
 		p.render(w, http.StatusBadRequest, "The form could not be read. Try again.")
 		return
 	}
+	// A browser that leaves (a closed tab, a second click) does not cancel
+	// the Company's request: the credentials or code it took may already
+	// have signed the user in. auth bounds each request (30 s).
+	ctx := context.WithoutCancel(r.Context())
 	var st *auth.MediatedStep
 	var err error
 	if p.step == nil {
-		st, err = p.sess.SignInMediated(r.Context(), p.f.scopes, p.credentials(r))
+		st, err = p.sess.SignInMediated(ctx, p.f.scopes, p.credentials(r))
 	} else {
 		// Poppy 0.1 §4.7: the agent "submits only the code, not the credentials again"
-		st, err = p.sess.SubmitCode(r.Context(), p.step, auth.NewSecret(r.PostForm.Get("code")))
+		st, err = p.sess.SubmitCode(ctx, p.step, auth.NewSecret(r.PostForm.Get("code")))
 	}
 	r.PostForm, r.Form = nil, nil // the values are not kept after use
 	p.outcome(w, r, st, err, done)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -197,5 +198,42 @@ func TestSignInMediatedDeclined(t *testing.T) {
 	res, got := startMediated(t, cs)
 	if !res.IsError || got["status"] != "failed" || got["elicitation"] != "decline" {
 		t.Fatalf("sign_in_mediated = %v", got)
+	}
+}
+
+// postGone posts form to the page u as a browser that has already gone (a
+// closed tab, a second click): the request's context is cancelled before
+// the page handles it.
+func postGone(t *testing.T, h *harness, u string, form url.Values) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://"+req.Host)
+	rec := httptest.NewRecorder()
+	h.pages.Handler().ServeHTTP(rec, req)
+	return rec.Body.String()
+}
+
+// TestSignInMediatedBrowserGone: the Company is asked to the end although
+// the browser left: credentials or a code it has taken may already have
+// signed the user in, so cancelling would lose the Account Token.
+func TestSignInMediatedBrowserGone(t *testing.T) {
+	h := newSignInHarness(t, nil)
+	cs := h.connect(t, revisions[1])
+	_, got := startMediated(t, cs)
+	u := got["sign_in_url"].(string)
+	if page := postGone(t, h, u, url.Values{"email": {"sam@example.com"}, "password": {"sam-secret-42"}}); !strings.Contains(page, `name="code"`) {
+		t.Fatalf("credentials posted by a browser that left: %s", page)
+	}
+	if again := newUserBrowser(t).post(u, url.Values{"code": {"nope"}}); !strings.Contains(again, "not accepted") {
+		t.Fatalf("after a wrong code: %s", again) // and signInID can see the sign-in's id
+	}
+	if page := postGone(t, h, u, url.Values{"code": {h.company.LastCode(signInID(t, h.company))}}); !strings.Contains(page, "You are signed in") {
+		t.Fatalf("code posted by a browser that left: %s", page)
+	}
+	if _, st := status(t, cs, 0); st["status"] != "complete" || st["signed_in"] != true || h.kept(t) == "" {
+		t.Fatalf("sign_in_status = %v", st)
 	}
 }
