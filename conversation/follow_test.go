@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,12 @@ func writePage(w http.ResponseWriter, events []string, cursor string, hasMore bo
 		"status": StatusIdle, "responder": ResponderAgent})
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(b)
+}
+
+// companyEvent is the JSON of a message event from the Company.
+func companyEvent(id, text string) string {
+	return fmt.Sprintf(`{"id":%q,"type":"message","created_at":"2026-10-08T19:03:00Z",`+
+		`"message":{"id":"msg_%s","role":"company","sender":"agent","text":%q}}`, id, id, text)
 }
 
 // TestStreamCancelled: a caller who gives up while a stream is open gets
@@ -102,5 +109,45 @@ func TestEarlyEmptyReadsPaced(t *testing.T) {
 				t.Errorf("%d reads of a Company that answers at once in a wait of 1.5 s, want 2 to 4", n)
 			}
 		})
+	}
+}
+
+// TestEmptyCursorWithEvents: a page that returns events with cursor ""
+// goes on after its last event (§7.5: "cursor is the last event
+// returned"), not from the beginning again.
+func TestEmptyCursorWithEvents(t *testing.T) {
+	p, err := parsePage([]byte(`{"events":[`+companyEvent("evt_x1", "Hi")+`],"cursor":"","has_more":true,"status":"idle","responder":"agent"}`), "evt_prev")
+	if err != nil || p.Cursor != "evt_x1" {
+		t.Fatalf("page %+v, %v: want cursor evt_x1", p, err)
+	}
+	p, err = parsePage([]byte(`{"events":[],"cursor":"","has_more":false,"status":"idle","responder":"agent"}`), "evt_prev")
+	if err != nil || p.Cursor != "evt_prev" {
+		t.Fatalf("page %+v, %v: want the request's cursor evt_prev", p, err)
+	}
+
+	co := newCompany(t, nil, nil)
+	tr := co.tracker(t)
+	u := started(t, tr, "Hello")
+	var cursors []string
+	misbehave(co, func(w http.ResponseWriter, r *http.Request, cursor string) {
+		cursors = append(cursors, cursor) // reads are one at a time
+		if cursor == "evt_x1" {
+			writePage(w, nil, "evt_x1", false)
+			return
+		}
+		writePage(w, []string{companyEvent("evt_x1", "Hi")}, "", true)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // ends the old endless loop
+	defer cancel()
+	r, err := tr.Read(ctx, u.ConversationID, nil)
+	if err != nil || !slices.Equal(companyTexts(r.Events), []string{"Hi"}) {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	if len(cursors) != 2 || cursors[1] != "evt_x1" {
+		t.Errorf("reads from cursors %.5q, want the second from evt_x1", cursors)
+	}
+	rec, _ := co.st.Conversation(ctx, co.ac.Issuer, u.ConversationID)
+	if rec.Cursor != "evt_x1" {
+		t.Errorf("saved cursor %q, want evt_x1", rec.Cursor)
 	}
 }

@@ -181,13 +181,16 @@ func parsePage(body []byte, requestCursor string) (*Page, error) {
 		p.Events = append(p.Events, ev)
 	}
 	p.HasMore = w.HasMore != nil && *w.HasMore
+	// A cursor that is missing, "" or not an ID is taken from the events:
+	// "" would read from the beginning again, forever with has_more.
 	switch {
-	case w.Cursor != nil && (*w.Cursor == "" || validID(*w.Cursor)):
+	case w.Cursor != nil && validID(*w.Cursor):
 		p.Cursor = *w.Cursor
 	case len(p.Events) > 0:
 		// Poppy 0.1 §7.5: "cursor is the last event returned"
 		p.Cursor = p.Events[len(p.Events)-1].ID
 	default:
+		// Poppy 0.1 §7.5: "or the request's cursor if there were none"
 		p.Cursor = requestCursor
 	}
 	return p, nil
