@@ -18,6 +18,7 @@ import (
 // true, the Personal Agent reads again right away"), and then until upd is
 // settled or the deadline passes.
 func (t *Tracker) follow(ctx context.Context, id, cursor string, must, hasMore bool, deadline time.Time, o *ReadOptions, upd *Update) error {
+	seen := returned{}
 	for must || hasMore || !upd.settled() && timeNow().Before(deadline) {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("conversation: %w", err) // the caller gave up
@@ -25,7 +26,7 @@ func (t *Tracker) follow(ctx context.Context, id, cursor string, must, hasMore b
 		must = false
 		if o.Stream && !hasMore && timeNow().Before(deadline) {
 			var err error
-			if hasMore, err = t.stream(ctx, id, &cursor, deadline, o, upd); err != nil {
+			if hasMore, err = t.stream(ctx, id, &cursor, deadline, o, upd, seen); err != nil {
 				return err
 			}
 			continue
@@ -37,7 +38,7 @@ func (t *Tracker) follow(ctx context.Context, id, cursor string, must, hasMore b
 		start := timeNow()
 		p, err := t.c.Read(ctx, id, cursor, wait)
 		if errors.Is(err, ErrCursorExpired) && cursor != "" {
-			t.expired(&cursor, upd)
+			t.expired(&cursor, upd, seen)
 			must = true
 			continue
 		}
@@ -48,11 +49,14 @@ func (t *Tracker) follow(ctx context.Context, id, cursor string, must, hasMore b
 		if cursor, err = t.handle(ctx, id, p.Events, p.Cursor, &p.State, upd); err != nil {
 			return err
 		}
+		if err := seen.check(p); err != nil {
+			return err
+		}
 		hasMore = p.HasMore
 		t.pace(ctx, start, wait, deadline, hasMore || len(upd.Events) > n, upd)
 	}
 	if o.Stream && upd.settled() {
-		return t.flush(ctx, id, cursor, upd)
+		return t.flush(ctx, id, cursor, upd, seen)
 	}
 	return nil
 }
@@ -61,31 +65,59 @@ func (t *Tracker) follow(ctx context.Context, id, cursor string, must, hasMore b
 // streamed wait has settled. A stream is left at the first event that
 // settles the wait, and what follows it at once (a person's message after
 // the state event that announced them) belongs in the same result.
-func (t *Tracker) flush(ctx context.Context, id, cursor string, upd *Update) error {
+func (t *Tracker) flush(ctx context.Context, id, cursor string, upd *Update, seen returned) error {
 	for {
 		p, err := t.c.Read(ctx, id, cursor, 0)
 		if err != nil {
 			return err
 		}
-		if cursor, err = t.handle(ctx, id, p.Events, p.Cursor, &p.State, upd); err != nil || !p.HasMore {
+		if cursor, err = t.handle(ctx, id, p.Events, p.Cursor, &p.State, upd); err != nil {
+			return err
+		}
+		if err := seen.check(p); err != nil || !p.HasMore {
 			return err
 		}
 	}
+}
+
+// returned holds the IDs of the events read in one follow, to tell a page
+// with has_more that brings nothing new.
+type returned map[string]bool
+
+// check records p's events and refuses a page that says has_more but
+// returns no event not returned before in this follow: reading again right
+// away would bring the same, forever. Poppy 0.1 §7.5: "Every successful
+// read MUST include cursor ... cursor is the last event returned, or the
+// request's cursor if there were none. When has_more is true, the Personal
+// Agent reads again right away." Events are told apart by ID; cursors are
+// never compared (§7.5: "Cursors are opaque").
+func (r returned) check(p *Page) error {
+	fresh := false
+	for _, ev := range p.Events {
+		if !r[ev.ID] {
+			r[ev.ID], fresh = true, true
+		}
+	}
+	if p.HasMore && !fresh {
+		return protocolErr("7.5", "has_more on a page with no event after the cursor")
+	}
+	return nil
 }
 
 // expired restarts reading from the beginning. Poppy 0.1 §7.5: "A cursor
 // for events it no longer has returns cursor_expired. The Personal Agent
 // then reads from the beginning and SHOULD tell the User that part of the
 // conversation is missing."
-func (t *Tracker) expired(cursor *string, upd *Update) {
+func (t *Tracker) expired(cursor *string, upd *Update, seen returned) {
 	*cursor = ""
 	upd.HistoryMissing = true
+	clear(seen) // what was returned comes again
 }
 
 // stream follows a conversation over streams until upd is settled or the
 // deadline passes, reconnecting whenever the Company closes one. It
 // returns has_more when the Company answered with JSON instead.
-func (t *Tracker) stream(ctx context.Context, id string, cursor *string, deadline time.Time, o *ReadOptions, upd *Update) (bool, error) {
+func (t *Tracker) stream(ctx context.Context, id string, cursor *string, deadline time.Time, o *ReadOptions, upd *Update, seen returned) (bool, error) {
 	sctx, cancel := context.WithTimeout(ctx, deadline.Sub(timeNow()))
 	defer cancel()
 	resume := false
@@ -94,7 +126,7 @@ func (t *Tracker) stream(ctx context.Context, id string, cursor *string, deadlin
 		s, p, err := t.c.Subscribe(sctx, id, *cursor, resume, wait)
 		switch {
 		case errors.Is(err, ErrCursorExpired) && *cursor != "":
-			t.expired(cursor, upd)
+			t.expired(cursor, upd, seen)
 			resume = false
 			continue
 		case err != nil && sctx.Err() != nil && ctx.Err() == nil:
@@ -104,6 +136,9 @@ func (t *Tracker) stream(ctx context.Context, id string, cursor *string, deadlin
 		case p != nil:
 			n := len(upd.Events)
 			if *cursor, err = t.handle(ctx, id, p.Events, p.Cursor, &p.State, upd); err == nil {
+				err = seen.check(p)
+			}
+			if err == nil {
 				t.pace(ctx, start, wait, deadline, p.HasMore || len(upd.Events) > n, upd)
 			}
 			return p.HasMore, err

@@ -112,6 +112,46 @@ func TestEarlyEmptyReadsPaced(t *testing.T) {
 	}
 }
 
+// TestHasMoreWithoutProgress: has_more on a page that brings nothing new
+// would be read again forever; it is a protocol error of §7.5 instead.
+func TestHasMoreWithoutProgress(t *testing.T) {
+	for name, page := range map[string]func(w http.ResponseWriter, cursor string){
+		"no events": func(w http.ResponseWriter, cursor string) {
+			writePage(w, nil, cursor, true)
+		},
+		"the same event again": func(w http.ResponseWriter, cursor string) {
+			writePage(w, []string{companyEvent("evt_x1", "Again")}, "evt_x1", true)
+		},
+		"two events in turn": func(w http.ResponseWriter, cursor string) {
+			next := map[string]string{"evt_x1": "evt_x2"}[cursor]
+			if next == "" {
+				next = "evt_x1"
+			}
+			writePage(w, []string{companyEvent(next, "Round")}, next, true)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			co := newCompany(t, nil, nil)
+			tr := co.tracker(t)
+			u := started(t, tr, "Hello")
+			before := len(eventReads(co, u.ConversationID))
+			misbehave(co, func(w http.ResponseWriter, r *http.Request, cursor string) { page(w, cursor) })
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // ends the old endless loop
+			defer cancel()
+			for _, o := range []*ReadOptions{nil, {Wait: 3 * time.Second, Stream: true}} {
+				_, err := tr.Read(ctx, u.ConversationID, o)
+				var pe *ProtocolError
+				if !errors.As(err, &pe) || pe.Section != "7.5" {
+					t.Errorf("read %+v: %v, want a protocol error of §7.5", o, err)
+				}
+			}
+			if n := len(eventReads(co, u.ConversationID)) - before; n > 8 {
+				t.Errorf("%d reads for two calls", n)
+			}
+		})
+	}
+}
+
 // TestEmptyCursorWithEvents: a page that returns events with cursor ""
 // goes on after its last event (§7.5: "cursor is the last event
 // returned"), not from the beginning again.
