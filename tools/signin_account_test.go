@@ -3,6 +3,7 @@ package tools_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -36,6 +37,33 @@ func TestSignOut(t *testing.T) {
 				scanForSecrets(t, h, res)
 			})
 		}
+	}
+}
+
+// TestSignOutRevokedNotRenewed: when the Account Token is revoked but the
+// Session cannot be renewed after it (the token endpoint is rate limited),
+// sign_out says the token is revoked, not kept, and poppy-mcp no longer
+// holds it: a second try does not take it for one the Company refused.
+func TestSignOutRevokedNotRenewed(t *testing.T) {
+	h := newSignInHarness(t, signInOpts(nil))
+	cs := h.connect(t, revisions[1])
+	signIn(t, h, cs, "poppy:read")
+	h.company.RateLimit("auth."+domain, "/oauth/token", 1, 2*time.Minute) // past auth's MaxWait: it fails at once
+	res, got := call(t, cs, "sign_out", map[string]any{"domain": domain})
+	text := res.Content[0].(*sdk.TextContent).Text
+	if !res.IsError || got["error"] != "session_not_renewed" || got["revoked"] != true ||
+		!strings.Contains(text, "revoked") || strings.Contains(text, "kept") {
+		t.Fatalf("sign_out = %v %q", got, text)
+	}
+	if h.company.Served("revoked") != 1 || h.kept(t) != "" {
+		t.Error("the Account Token was not revoked and forgotten")
+	}
+	res, got = call(t, cs, "sign_out", map[string]any{"domain": domain})
+	if text := res.Content[0].(*sdk.TextContent).Text; got["revoked"] != false || strings.Contains(text, "kept") {
+		t.Errorf("second sign_out = %v %q", got, text)
+	}
+	if _, st := status(t, cs, 0); st["notice"] != nil {
+		t.Errorf("sign_in_status after sign-out = %v: the revoked token taken for a refused one", st)
 	}
 }
 

@@ -44,24 +44,27 @@ func (s *Server) signOut(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if f := rt.currentFlow(); f != nil && f.end(statusFailed, nil, nil, "The user signed out.") {
 		f.close()
 	}
-	held := s.heldAccount(ctx, rt, sess.UserID())
-	revoked := sess.Account() != nil || held != nil
+	acct, held := sess.Account(), s.heldAccount(ctx, rt, sess.UserID())
+	revoked := acct != nil || held != nil
 	// Poppy 0.1 §4.9: "The Personal Agent revokes its Account Token at the
 	// Company's revocation_endpoint (RFC 7009), with its client assertion"
-	if held != nil && held != sess.Account() {
+	if held != nil && held != acct {
 		err = s.deps.Agent.Revoke(ctx, sess.Company(), held)
 	}
 	if err == nil {
 		err = sess.SignOut(ctx)
 	}
-	if err != nil {
-		s.log.Warn("sign-out failed", "issuer", rt.issuer, "err", err)
-		return failure(map[string]string{"error": "sign_out_failed", "next": "Try sign_out again later."},
-			"Could not sign out of %s: %v. The Account Token is kept; try sign_out again later.", domain, err), nil
+	// A revoked Account Token is dropped, whether or not the Session could
+	// be renewed after it: it is no longer held.
+	kept := held != nil && !held.Dropped() || acct != nil && !acct.Dropped()
+	if !kept {
+		rt.signin.mu.Lock()
+		rt.signin.account = nil
+		rt.signin.mu.Unlock()
 	}
-	rt.signin.mu.Lock()
-	rt.signin.account = nil
-	rt.signin.mu.Unlock()
+	if err != nil {
+		return s.signOutFailure(rt, domain, revoked, kept, err), nil
+	}
 	s.saveSignedIn(ctx, rt, sess)
 	info := sess.Info()
 	res := signOutResult{Domain: domain, Revoked: revoked, SignedIn: info.SignedIn, SessionID: info.ID,
@@ -70,4 +73,20 @@ func (s *Server) signOut(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		return result(res, "poppy-mcp held no Account Token for %s: nothing to revoke. %s", domain, res.Next), nil
 	}
 	return result(res, "Signed out of %s: the Account Token was revoked and forgotten. Session %s. %s", domain, info.ID, res.Next), nil
+}
+
+// signOutFailure phrases a failed sign-out: whether the Account Token is
+// still kept, or only renewing the Session signed out failed after it.
+func (s *Server) signOutFailure(rt *runtime, domain string, revoked, kept bool, err error) *mcp.CallToolResult {
+	s.log.Warn("sign-out failed", "issuer", rt.issuer, "revoked", revoked && !kept, "err", err)
+	if kept {
+		return failure(map[string]string{"error": "sign_out_failed", "next": "Try sign_out again later."},
+			"Could not sign out of %s: %v. The Account Token is kept; try sign_out again later.", domain, err)
+	}
+	done := "poppy-mcp held no Account Token for %s"
+	if revoked {
+		done = "The Account Token for %s was revoked and forgotten"
+	}
+	return failure(map[string]any{"error": "session_not_renewed", "revoked": revoked, "next": "Try sign_out again."},
+		done+", but the Session could not be renewed signed out: %v. Try sign_out again.", domain, err)
 }
