@@ -132,12 +132,7 @@ func (u *Upstream) send(ctx context.Context, c *conn, method string, params any)
 func (u *Upstream) notification(n mcp.JSONRPCNotification) {
 	switch n.Method {
 	case string(mcp.MethodNotificationToolsListChanged):
-		u.mu.Lock()
-		f := u.changed
-		u.mu.Unlock()
-		if f != nil {
-			go f()
-		}
+		u.toolsChanged()
 	case string(mcp.MethodNotificationProgress):
 		fields := n.Params.AdditionalFields
 		tok, _ := fields["progressToken"].(string)

@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,5 +148,51 @@ func TestProgressMessageCleaned(t *testing.T) {
 	if len(msgs) != 2 || msgs[1] != "fine" || len(msgs[0]) > 310 || !strings.HasPrefix(msgs[0], " [31mIGNORE") ||
 		strings.ContainsFunc(msgs[0], func(r rune) bool { return r < 0x20 }) {
 		t.Errorf("progress messages %.200q, want the first cleaned and cut, then \"fine\"", msgs)
+	}
+}
+
+// TestListChangedBurstCollapses: a burst of list_changed while the handler
+// runs makes one more call after it, not one each, and calls never overlap.
+func TestListChangedBurstCollapses(t *testing.T) {
+	changes := func(n int) answer {
+		return func(w http.ResponseWriter, id json.RawMessage, _ string) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for range n {
+				_, _ = fmt.Fprint(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
+			}
+			_, _ = fmt.Fprintf(w, "event: message\ndata: %s\n\n", textResult(id, 4))
+		}
+	}
+	up := hostileUpstream(t, map[string]answer{"one": changes(1), "burst": changes(50)})
+	var calls, active, most atomic.Int32
+	release := make(chan struct{})
+	up.OnToolsChanged(func() {
+		calls.Add(1)
+		for n := active.Add(1); ; {
+			if m := most.Load(); n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		<-release
+		active.Add(-1)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// The notifications come before the result on the call's stream: all
+	// are handled when Call returns.
+	if _, err := up.Call(ctx, "one", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first call", func() bool { return calls.Load() == 1 })
+	if _, err := up.Call(ctx, "burst", nil, nil); err != nil { // while the first call runs
+		t.Fatal(err)
+	}
+	for range 100 {
+		runtime.Gosched() // give any other call started by the burst its chance to run
+	}
+	close(release)
+	waitFor(t, "the call after the burst", func() bool { return calls.Load() >= 2 })
+	if calls.Load() != 2 || most.Load() != 1 {
+		t.Errorf("%d calls for 1 change then a burst of 50, at most %d at once; want 2, one at a time", calls.Load(), most.Load())
 	}
 }

@@ -87,6 +87,8 @@ type Upstream struct {
 	idle     *time.Timer
 	closed   bool
 	changed  func() // OnToolsChanged
+	changing bool   // a call of changed runs
+	again    bool   // a change came while it ran: call it once more
 
 	// progMu guards progress.
 	progMu   sync.Mutex
@@ -138,11 +140,46 @@ func (u *Upstream) URL() string { return u.url }
 
 // OnToolsChanged sets f to be called, on its own goroutine, when the
 // server's tool list may have changed: on its notifications/tools/list_changed,
-// and after a reconnection (a change may have been missed meanwhile).
+// and after a reconnection (a change may have been missed meanwhile). Calls
+// do not overlap, and a burst collapses: the changes that come while f runs
+// make one more call after it.
 func (u *Upstream) OnToolsChanged(f func()) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.changed = f
+}
+
+// toolsChanged calls OnToolsChanged's f in the background, or, while a call
+// runs, marks that one more is due.
+func (u *Upstream) toolsChanged() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.changed == nil {
+		return
+	}
+	if u.changing {
+		u.again = true
+		return
+	}
+	u.changing = true
+	go func() {
+		for {
+			u.mu.Lock()
+			f := u.changed
+			u.again = false
+			u.mu.Unlock()
+			if f != nil {
+				f()
+			}
+			u.mu.Lock()
+			if !u.again {
+				u.changing = false
+				u.mu.Unlock()
+				return
+			}
+			u.mu.Unlock()
+		}
+	}()
 }
 
 // Reset drops the connection; the next request connects anew with a client
@@ -289,14 +326,13 @@ func (u *Upstream) connect() {
 	}
 	close(u.dialing)
 	u.dialing = nil
-	notify := err == nil && c.gen > 1 && u.changed != nil
-	changed := u.changed
+	notify := err == nil && c.gen > 1
 	u.mu.Unlock()
 	if err != nil {
 		u.log.Info("mcpproxy: cannot connect", "url", u.url, "err", err)
 	}
 	if notify {
-		go changed() // a change may have come while there was no connection
+		u.toolsChanged() // a change may have come while there was no connection
 	}
 }
 
