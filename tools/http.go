@@ -1,7 +1,12 @@
 package tools
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -19,8 +24,148 @@ import (
 func (s *Server) HTTPHandler(publicHost ...bool) http.Handler {
 	return server.NewStreamableHTTPServer(s.mcp,
 		server.WithEndpointPath("/mcp"),
-		server.WithEventStore(server.NewInMemoryEventStore()),
+		server.WithEventStore(newEventStore(maxStreamEvents, maxSessionStreams)),
 		server.WithSessionIdleTTL(30*time.Minute),
 		server.WithDisableLocalhostProtection(len(publicHost) > 0 && publicHost[0]),
 	)
+}
+
+const (
+	// maxStreamEvents is how many of its last events each SSE stream keeps
+	// for a client that resumes it.
+	maxStreamEvents = 1000
+	// maxSessionStreams is how many streams of one MCP session keep events:
+	// each POST answered with SSE is a stream of its own.
+	maxSessionStreams = 32
+)
+
+// eventStore is an mcp-go EventStore with bounded memory, where mcp-go's
+// InMemoryEventStore keeps every event until the MCP session ends: each
+// session keeps the last perStream events of each of its maxStreams
+// streams written to most recently. A client resuming after an event that
+// was dropped gets server.ErrUnknownEventID, as after a purge. It is safe
+// for concurrent use.
+type eventStore struct {
+	perStream, maxStreams int
+
+	// mu guards seq and sessions.
+	mu       sync.Mutex
+	seq      uint64               // the last event ID given, store-wide
+	sessions map[string]*eventLog // by MCP session ID
+}
+
+// eventLog is one session's streams.
+type eventLog struct {
+	streams map[string]*eventRing // by stream ID
+	index   map[uint64]string     // event ID -> its stream, for the events kept
+}
+
+// eventRing holds a stream's last events, oldest at head once full.
+type eventRing struct {
+	events []storedEvent
+	head   int
+	last   uint64 // the ID of the stream's newest event
+}
+
+type storedEvent struct {
+	id      uint64
+	message json.RawMessage
+}
+
+func newEventStore(perStream, maxStreams int) *eventStore {
+	return &eventStore{perStream: perStream, maxStreams: maxStreams, sessions: map[string]*eventLog{}}
+}
+
+// StoreEvent records message as the newest event of the stream, dropping
+// the stream's oldest event, or the least recently written stream, beyond
+// the bounds.
+func (s *eventStore) StoreEvent(_ context.Context, sessionID, streamID string, message json.RawMessage) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	log := s.sessions[sessionID]
+	if log == nil {
+		log = &eventLog{streams: map[string]*eventRing{}, index: map[uint64]string{}}
+		s.sessions[sessionID] = log
+	}
+	ring := log.streams[streamID]
+	if ring == nil {
+		if len(log.streams) >= s.maxStreams {
+			log.dropStalest()
+		}
+		ring = &eventRing{}
+		log.streams[streamID] = ring
+	}
+	s.seq++
+	// The caller may reuse message's buffer.
+	ev := storedEvent{id: s.seq, message: append(json.RawMessage(nil), message...)}
+	if len(ring.events) < s.perStream {
+		ring.events = append(ring.events, ev)
+	} else {
+		delete(log.index, ring.events[ring.head].id)
+		ring.events[ring.head] = ev
+		ring.head = (ring.head + 1) % len(ring.events)
+	}
+	ring.last = ev.id
+	log.index[ev.id] = streamID
+	return strconv.FormatUint(ev.id, 10), nil
+}
+
+// dropStalest drops the stream written to least recently.
+func (l *eventLog) dropStalest() {
+	stalest := ""
+	for id, r := range l.streams {
+		if stalest == "" || r.last < l.streams[stalest].last {
+			stalest = id
+		}
+	}
+	for _, ev := range l.streams[stalest].events {
+		delete(l.index, ev.id)
+	}
+	delete(l.streams, stalest)
+}
+
+// ReplayEventsAfter sends the events of lastEventID's stream stored after
+// it, oldest first, and returns the stream's ID.
+func (s *eventStore) ReplayEventsAfter(_ context.Context, sessionID, lastEventID string, send func(eventID string, message json.RawMessage) error) (string, error) {
+	streamID, after, err := s.eventsAfter(sessionID, lastEventID)
+	if err != nil {
+		return "", err
+	}
+	for _, ev := range after {
+		if err := send(strconv.FormatUint(ev.id, 10), ev.message); err != nil {
+			return "", err
+		}
+	}
+	return streamID, nil
+}
+
+// eventsAfter copies, under the lock, what ReplayEventsAfter sends.
+func (s *eventStore) eventsAfter(sessionID, lastEventID string) (string, []storedEvent, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, err := strconv.ParseUint(lastEventID, 10, 64)
+	var streamID string
+	log, kept := s.sessions[sessionID], false
+	if err == nil && log != nil {
+		streamID, kept = log.index[id]
+	}
+	if !kept {
+		return "", nil, fmt.Errorf("%w: %q", server.ErrUnknownEventID, lastEventID)
+	}
+	ring := log.streams[streamID]
+	var out []storedEvent
+	for i := range ring.events {
+		if ev := ring.events[(ring.head+i)%len(ring.events)]; ev.id > id {
+			out = append(out, ev)
+		}
+	}
+	return streamID, out, nil
+}
+
+// PurgeSession drops every event of the session.
+func (s *eventStore) PurgeSession(_ context.Context, sessionID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sessions, sessionID)
+	return nil
 }
