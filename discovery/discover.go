@@ -71,7 +71,9 @@ func (c *Company) Err() error {
 // Discover fetches and checks a Company's documents. The returned error is
 // non-nil only when nothing could be checked (bad input, DNS, TLS, timeouts,
 // server errors): a Company that breaks rules comes back with findings; use
-// Company.Err to refuse it. With refresh, cached documents are revalidated.
+// Company.Err to refuse it. An MCP API whose metadata cannot be fetched is
+// only a warning: it is left out of Resources, and the rest is usable. With
+// refresh, cached documents are revalidated.
 func (c *Client) Discover(ctx context.Context, domain string, refresh bool) (*Company, error) {
 	host, err := NormalizeDomain(domain)
 	if err != nil {
@@ -126,8 +128,17 @@ func (c *Client) metadata(ctx context.Context, co *Company, refresh bool) error 
 	return nil
 }
 
-// resources fetches the protected resource metadata of every MCP API.
+// maxMCPAPIs bounds how many MCP APIs' metadata one discovery fetches.
+const maxMCPAPIs = 16
+
+// resources fetches the protected resource metadata of every MCP API, up to
+// maxMCPAPIs. One that cannot be fetched (DNS, TLS, 5xx, 429, a 4xx, a page
+// that is not JSON) makes that MCP API unusable, with a warning, and leaves
+// the rest of the Company usable: an agent relays an MCP API only with its
+// metadata. Metadata fetched that breaks §6 is an error, as any rule broken.
+// The error is the context's, when it ends.
 func (c *Client) resources(ctx context.Context, co *Company, refresh bool) error {
+	n := 0
 	for _, api := range co.Document.APIs {
 		if api.Type != "mcp" {
 			continue
@@ -136,12 +147,17 @@ func (c *Client) resources(ctx context.Context, co *Company, refresh bool) error
 		if err != nil {
 			continue // already reported by CheckDocument
 		}
-		got, fs, err := c.fetch(ctx, u, "6", refresh)
-		co.Findings = append(co.Findings, fs...)
-		if err != nil {
-			return err
+		if n++; n > maxMCPAPIs {
+			co.Findings = append(co.Findings, Finding{Warning, "6",
+				fmt.Sprintf("only the first %d MCP APIs are checked: %s is not usable", maxMCPAPIs, api.URL)})
+			continue
 		}
-		if got == nil {
+		got, fs, err := c.fetch(ctx, u, "6", refresh)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil || got == nil {
+			co.Findings = append(co.Findings, unusableMCP(api.URL, fs, err)...)
 			continue
 		}
 		md, fs := ParseResourceMetadata(got.body)
@@ -155,6 +171,23 @@ func (c *Client) resources(ctx context.Context, co *Company, refresh bool) error
 		}
 	}
 	return nil
+}
+
+// unusableMCP turns what kept an MCP API's metadata from being fetched (the
+// fetch's error, or its findings) into warnings naming the API as unusable.
+func unusableMCP(apiURL string, fs []Finding, err error) []Finding {
+	var out findings
+	if err != nil {
+		var fe *FetchError
+		if asErr(err, &fe) {
+			err = fe.Err // its URL is the metadata's, named below by the API's
+		}
+		out.warnf("6", "the protected resource metadata of %s could not be fetched (%v): this MCP API is not usable", apiURL, err)
+	}
+	for _, f := range fs {
+		out.warnf(f.Section, "%s: the MCP API %s is not usable", f.Message, apiURL)
+	}
+	return out
 }
 
 // InputError is a domain the User gave that cannot name a Company.

@@ -3,6 +3,7 @@ package discovery_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -260,5 +261,77 @@ func TestNormalizeDomain(t *testing.T) {
 func TestSameDomain(t *testing.T) {
 	if !discovery.SameDomain("www.example.com", "example.com:8443") || discovery.SameDomain("example.com", "badexample.com") {
 		t.Error("SameDomain is wrong")
+	}
+}
+
+// TestDiscoverMCPMetadataUnreachable: an MCP API whose metadata cannot be
+// fetched (5xx, 429, 4xx, an HTML page, no host) is a warning that names it
+// unusable; the Company stays usable without it.
+func TestDiscoverMCPMetadataUnreachable(t *testing.T) {
+	const path = "/.well-known/oauth-protected-resource/mcp"
+	html := http.Header{"Content-Type": {"text/html"}}
+	for _, tc := range []struct {
+		name   string
+		status int
+		header http.Header
+		mcpURL string // replaces the MCP API's url
+	}{
+		{"503", http.StatusServiceUnavailable, nil, ""},
+		{"429", http.StatusTooManyRequests, nil, ""},
+		{"404", http.StatusNotFound, nil, ""},
+		{"html page", http.StatusOK, html, ""},
+		{"no such host", 0, nil, "https://mcp.unknown.invalid/mcp"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var opts poppytest.Options
+			api := "https://mcp.example.com/mcp"
+			if tc.mcpURL != "" {
+				api = tc.mcpURL
+				opts.PoppyJSON = func(d map[string]any) {
+					for _, a := range d["apis"].([]any) {
+						if a := a.(map[string]any); a["type"] == "mcp" {
+							a["url"] = api
+						}
+					}
+				}
+			}
+			srv := poppytest.NewServer(t, &opts)
+			if tc.status != 0 {
+				srv.SetDocument("mcp.example.com", path, tc.status, tc.header, []byte("<html>down</html>"))
+			}
+			co := discover(t, srv, "example.com")
+			requireFinding(t, co.Findings, discovery.Warning, "6", api)
+			requireFinding(t, co.Findings, discovery.Warning, "6", "not usable")
+			if !co.OK() || co.Err() != nil || co.Metadata == nil {
+				t.Errorf("the Company is refused for one MCP API: %v", co.Findings)
+			}
+			if co.Resources[api] != nil {
+				t.Errorf("metadata kept for %s: %+v", api, co.Resources[api])
+			}
+		})
+	}
+}
+
+// TestDiscoverMCPAPIsCapped: metadata is fetched for the first 16 MCP APIs;
+// the rest get a warning.
+func TestDiscoverMCPAPIsCapped(t *testing.T) {
+	srv := poppytest.NewServer(t, &poppytest.Options{PoppyJSON: func(d map[string]any) {
+		for i := 2; i <= 20; i++ {
+			d["apis"] = append(d["apis"].([]any), map[string]any{"type": "mcp", "url": fmt.Sprintf("https://mcp.example.com/m%d", i), "description": "x"})
+		}
+	}})
+	co := discover(t, srv, "example.com")
+	fetched := srv.Count("mcp.example.com", "/.well-known/oauth-protected-resource/mcp")
+	for i := 2; i <= 20; i++ {
+		fetched += srv.Count("mcp.example.com", fmt.Sprintf("/.well-known/oauth-protected-resource/m%d", i))
+	}
+	if fetched != 16 {
+		t.Errorf("%d metadata documents fetched for 20 MCP APIs, want 16", fetched)
+	}
+	for i := 17; i <= 20; i++ {
+		requireFinding(t, co.Findings, discovery.Warning, "6", fmt.Sprintf("only the first 16 MCP APIs are checked: https://mcp.example.com/m%d ", i))
+	}
+	if !co.OK() || co.Resources["https://mcp.example.com/mcp"] == nil {
+		t.Errorf("findings %v, resources %v", co.Findings, co.Resources)
 	}
 }

@@ -262,3 +262,25 @@ func TestRelayUnreachableBounded(t *testing.T) {
 		t.Errorf("%d bytes logged during the call, or an escape: %.300q", len(logs), logs)
 	}
 }
+
+// TestRelaySkipsUnreachableMetadata: an MCP server whose RFC 9728 metadata
+// cannot be fetched is left out, and only it: the Session starts, and no
+// request goes to that server.
+func TestRelaySkipsUnreachableMetadata(t *testing.T) {
+	h := newRelayHarness(t, nil)
+	h.company.SetDocument("mcp.example.com", "/.well-known/oauth-protected-resource/mcp", http.StatusServiceUnavailable, nil, nil)
+	cs := h.connect(t, revisions[0])
+	res, got := call(t, cs, "start_session", map[string]any{"domain": "example.com"})
+	if res.IsError {
+		t.Fatalf("start_session refused for one MCP server: %v", got)
+	}
+	if n := len(relayedTools(t, cs)); n != 0 {
+		t.Errorf("%d tools relayed from a server without metadata", n)
+	}
+	if n := h.company.Count("mcp.example.com", "/mcp"); n != 0 {
+		t.Errorf("%d requests to the MCP server without metadata", n)
+	}
+	if !strings.Contains(h.logs.String(), "MCP server not relayed") {
+		t.Error("the skipped MCP server is not logged")
+	}
+}
