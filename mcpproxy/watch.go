@@ -96,18 +96,17 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if !b.events {
 		b.n += int64(n)
-	} else {
-		for _, c := range p[:n] {
-			switch {
-			case c == '\n' && b.newline: // a blank line ends an event
-				b.n = 0
-			case c == '\n':
-				b.newline = true
-				b.n++
-			case c != '\r':
-				b.newline = false
-				b.n++
-			}
+	}
+	for i := 0; b.events && i < n && b.n <= b.max; i++ {
+		switch c := p[i]; {
+		case c == '\n' && b.newline: // a blank line ends an event
+			b.n = 0
+		case c == '\n':
+			b.newline = true
+			b.n++
+		case c != '\r':
+			b.newline = false
+			b.n++
 		}
 	}
 	if b.n > b.max {
