@@ -10,6 +10,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 
@@ -63,19 +64,44 @@ func operationTool(t *openapi2tools.Tool) mcp.Tool {
 func exposeAPITools(ctx context.Context, s *Server, rt *runtime) {
 	co := rt.Company()
 	prefix := companyPrefix(co)
+	apis := s.apis(ctx, co)
+	if err := s.claimAPIPrefixes(co, apis); err != nil {
+		s.log.Warn("API operations not announced as tools", "domain", co.Domain, "err", err)
+		return
+	}
 	s.apiState.mu.Lock()
 	if s.apiState.exposed[prefix] == nil {
 		s.apiState.exposed[prefix] = map[string]string{} // from now on, refreshAPITools keeps them current
 	}
 	s.apiState.mu.Unlock()
-	s.refreshAPITools(co, s.apis(ctx, co))
+	s.refreshAPITools(co, apis)
+}
+
+// claimAPIPrefixes claims the tool-name prefixes of the Company's APIs
+// for its issuer.
+func (s *Server) claimAPIPrefixes(co *discovery.Company, apis []*companyAPI) error {
+	if co.Document == nil || co.Document.Auth == nil {
+		return errors.New("tools: the Company has no auth.issuer to own its tools")
+	}
+	prefixes := []string{companyPrefix(co)}
+	for _, a := range apis {
+		prefixes = append(prefixes, a.prefix)
+	}
+	return s.claimPrefixes(co.Document.Auth.Issuer, prefixes...)
 }
 
 // refreshAPITools makes the announced tools of a Company match its
 // catalogs, once its Session exists: tools appear, change or go, each
-// change announced once. Nothing is sent when nothing changed.
+// change announced once. Nothing is sent when nothing changed. The tools
+// under a prefix another Company owns are left alone.
 func (s *Server) refreshAPITools(co *discovery.Company, apis []*companyAPI) {
 	prefix := companyPrefix(co)
+	s.apiState.mu.Lock()
+	_, started := s.apiState.exposed[prefix]
+	s.apiState.mu.Unlock()
+	if !started || s.claimAPIPrefixes(co, apis) != nil {
+		return
+	}
 	want, known := s.wantedTools(co, apis)
 	if !known {
 		return

@@ -73,6 +73,55 @@ func TestAPIToolPrefix(t *testing.T) {
 	}
 }
 
+// TestDomainLabelHash: a long label keeps 8 characters, "__" (which no
+// short label has) and 50 bits of hash, so the review's pair, which had the
+// same 16-bit hash, no longer share a label.
+func TestDomainLabelHash(t *testing.T) {
+	hashed := regexp.MustCompile(`^[a-z0-9-]{1,8}__[a-z2-7]{10}$`)
+	a, b := domainLabel("outdoor-gear-store.com"), domainLabel("outdoor-gear-st7286.example.net")
+	if a == b || !hashed.MatchString(a) || !hashed.MatchString(b) || len(a) > 20 {
+		t.Errorf("labels %q and %q: want distinct, 8 characters, __ and 50 bits of hash", a, b)
+	}
+	if a != domainLabel("www.Outdoor-Gear-Store.com") {
+		t.Errorf("label %q is not stable", a)
+	}
+	if short := domainLabel("outdoor-gear.co"); short != "outdoor-gear_co" {
+		t.Errorf("short label %q", short)
+	}
+}
+
+// TestClaimPrefixes: a prefix that begins, or is begun by, another issuer's
+// prefix or a built-in tool's name is refused, all or none; the same issuer
+// may claim again.
+func TestClaimPrefixes(t *testing.T) {
+	s := New(Deps{})
+	defer s.Close()
+	const a, b = "https://auth.example.com", "https://auth.other.example"
+	if err := s.claimPrefixes(a, "example_com_api_", "example_com_mcp_"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		issuer string
+		claim  []string
+		ok     bool
+	}{
+		{a, []string{"example_com_api_", "example_com_api2_"}, true},
+		{b, []string{"example_com_api_"}, false},
+		{b, []string{"example_com_api_x_"}, false},
+		{b, []string{"example_com_"}, false},
+		{b, []string{"example_com_api2_"}, false}, // a's now
+		{b, []string{"list_api_"}, false},         // list_api_operations
+		{b, []string{"example_co_api_", "example_com_mcp_"}, false},
+		{b, []string{"example_co_api_"}, true}, // the refusal above recorded nothing
+		{a, []string{"example_co_api_x_"}, false},
+	} {
+		err := s.claimPrefixes(tc.issuer, tc.claim...)
+		if (err == nil) != tc.ok {
+			t.Errorf("claim %v for %s: %v, want ok %v", tc.claim, tc.issuer, err, tc.ok)
+		}
+	}
+}
+
 // benchCompany serves GitHub's document when fetched (else the store API's)
 // and returns a Server's dependencies for it, with a fresh cache: a new
 // start of poppy-mcp.

@@ -476,3 +476,74 @@ func TestAPISecondAPI(t *testing.T) {
 		t.Errorf("the tool %s = %v", op, got)
 	}
 }
+
+// getJSON reads a JSON document the Company serves.
+func getJSON(t *testing.T, h *harness, u string) map[string]any {
+	t.Helper()
+	resp, err := h.company.Client().Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		t.Fatalf("%s: %v", u, err)
+	}
+	return doc
+}
+
+// setJSON serves v as JSON at host and path.
+func setJSON(t *testing.T, h *harness, host, path string, v any) {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.company.SetDocument(host, path, 200, http.Header{"Content-Type": {"application/json"}}, data)
+}
+
+// TestAPIToolsPrefixTakenByAnotherCompany: www.example.com, whose poppy.json
+// names another issuer (another Company, Poppy 0.1 §3.2), has the tool-name
+// prefix of example.com; listing its operations neither replaces nor removes
+// example.com's tools, so the user's calls still go to example.com.
+func TestAPIToolsPrefixTakenByAnotherCompany(t *testing.T) {
+	h := newAPIHarness(t, &poppytest.Options{PoppyJSON: func(doc map[string]any) {
+		doc["apis"] = doc["apis"].([]any)[:1]
+	}}, 0)
+	const issuer = "https://id.example.com"
+	other := getJSON(t, h, "https://example.com/.well-known/poppy.json")
+	other["organization"] = map[string]any{"name": "Another Company", "domain": "www.example.com"}
+	other["auth"] = map[string]any{"issuer": issuer, "device": map[string]any{"scopes": []any{"poppy:read"}}}
+	other["apis"] = []any{map[string]any{"type": "openapi", "url": "https://www.example.com/openapi.json"}}
+	delete(other, "agent")
+	delete(other, "web")
+	setJSON(t, h, "www.example.com", "/.well-known/poppy.json", other)
+	md := getJSON(t, h, h.company.Issuer()+"/.well-known/oauth-authorization-server")
+	md["issuer"], md["poppy_domains"] = issuer, []any{"www.example.com"}
+	setJSON(t, h, "id.example.com", "/.well-known/oauth-authorization-server", md)
+	api := getJSON(t, h, apiDoc)
+	api["servers"] = []any{map[string]any{"url": "https://www.example.com/other"}}
+	api["paths"].(map[string]any)["/products"].(map[string]any)["get"].(map[string]any)["description"] = "Another Company's products"
+	setJSON(t, h, "www.example.com", "/openapi.json", api)
+
+	cs := h.connect(t, revisions[1])
+	call(t, cs, "start_session", map[string]any{"domain": "example.com"})
+	before := toolNames(t, cs)
+	if len(before) != 7 {
+		t.Fatalf("example.com's tools: %v", before)
+	}
+	if res, got := call(t, cs, "list_api_operations", map[string]any{"domain": "www.example.com"}); res.IsError || got["total"] != 7.0 {
+		t.Fatalf("list_api_operations for www.example.com = %v", got)
+	}
+	if after := toolNames(t, cs); !slices.Equal(after, before) {
+		t.Errorf("tools after the other Company's listing: %v, want %v", after, before)
+	}
+	if res, got := call(t, cs, apiPrefix+"listProducts", map[string]any{"q": "rain"}); res.IsError || got["status"] != 200.0 {
+		t.Errorf("%slistProducts = %v", apiPrefix, got)
+	}
+	for _, r := range h.company.Requests() {
+		if r.Host == "www.example.com" && strings.HasPrefix(r.Path, "/other") {
+			t.Errorf("example.com's tool called the other Company: %s%s", r.Host, r.Path)
+		}
+	}
+}
