@@ -14,8 +14,8 @@ import (
 // Device Sign-In: show the user the link and code, poll until they finish,
 // then keep the Account Token (in a *store.Store) for later Sessions.
 func ExampleSession_PollDevice() {
-	t := &exampleT{}
-	defer t.close()
+	t := &poppytest.Reporter{}
+	defer t.Close()
 	company := poppytest.NewServer(t, &poppytest.Options{DeviceInterval: time.Second,
 		AutoApprove: &poppytest.AutoApproval{Account: "acct_dana"}}) // the user approves at once
 	ctx := context.Background()
@@ -43,8 +43,8 @@ func ExampleSession_PollDevice() {
 // Direct Sign-In: open URL in the user's browser; the Company sends it back
 // to the redirect URI, whose query goes to FinishDirect.
 func ExampleSession_StartDirect() {
-	t := &exampleT{}
-	defer t.close()
+	t := &poppytest.Reporter{}
+	defer t.Close()
 	company := poppytest.NewServer(t, nil)
 	d := company.Domain()
 	sess := exampleSession(company, &auth.IdentityOptions{RedirectURIs: []string{"https://agent.example/oauth/callback"}},

@@ -38,22 +38,10 @@ func ExampleNewIdentity() {
 	// 1 public key, kid true
 }
 
-// exampleT is a poppytest.T outside a test: it logs violations.
-type exampleT struct{ cleanups []func() }
-
-func (*exampleT) Helper()                           {}
-func (*exampleT) Errorf(format string, args ...any) { log.Printf(format, args...) }
-func (e *exampleT) Cleanup(f func())                { e.cleanups = append(e.cleanups, f) }
-func (e *exampleT) close() {
-	for i := len(e.cleanups) - 1; i >= 0; i-- {
-		e.cleanups[i]()
-	}
-}
-
 // A Session's client signs every request; callers never build auth headers.
 func ExampleAgent_StartSession() {
-	t := &exampleT{} // in a test, the *testing.T
-	defer t.close()
+	t := &poppytest.Reporter{} // in a test, the *testing.T
+	defer t.Close()
 	company := poppytest.NewServer(t, &poppytest.Options{RequireNonce: true})
 	ctx := context.Background()
 

@@ -15,18 +15,6 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
-// exampleT is a poppytest.T outside a test: it logs violations.
-type exampleT struct{ cleanups []func() }
-
-func (*exampleT) Helper()                           {}
-func (*exampleT) Errorf(format string, args ...any) { log.Printf(format, args...) }
-func (e *exampleT) Cleanup(f func())                { e.cleanups = append(e.cleanups, f) }
-func (e *exampleT) close() {
-	for i := len(e.cleanups) - 1; i >= 0; i-- {
-		e.cleanups[i]()
-	}
-}
-
 // The endpoint comes from the poppy entry of agent.protocols.
 func ExampleChooseEndpoint() {
 	endpoint, err := conversation.ChooseEndpoint([]discovery.Protocol{
@@ -40,8 +28,8 @@ func ExampleChooseEndpoint() {
 // A Tracker starts a conversation and waits for the Company Agent's reply;
 // the Session's client authorizes every request.
 func ExampleTracker_Start() {
-	t := &exampleT{}
-	defer t.close()
+	t := &poppytest.Reporter{}
+	defer t.Close()
 	company := poppytest.NewServer(t, nil)
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "example")

@@ -10,17 +10,10 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
-// exampleT stands in for a *testing.T in examples.
-type exampleT struct{ cleanups []func() }
-
-func (*exampleT) Helper()                      {}
-func (*exampleT) Errorf(f string, args ...any) { fmt.Printf(f+"\n", args...) }
-func (t *exampleT) Cleanup(f func())           { t.cleanups = append(t.cleanups, f) }
-
 // Discover a Company through the HTTP cache and refuse it when its documents
 // break a rule.
 func ExampleClient_Discover() {
-	t := &exampleT{}
+	t := &poppytest.Reporter{}
 	company := poppytest.NewServer(t, &poppytest.Options{
 		Metadata: func(md map[string]any) { md["poppy_domains"] = []any{"example.org"} },
 	})

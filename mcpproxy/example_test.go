@@ -14,21 +14,9 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
-// exampleT is a poppytest.T outside a test: it logs violations.
-type exampleT struct{ cleanups []func() }
-
-func (*exampleT) Helper()                           {}
-func (*exampleT) Errorf(format string, args ...any) { log.Printf(format, args...) }
-func (e *exampleT) Cleanup(f func())                { e.cleanups = append(e.cleanups, f) }
-func (e *exampleT) close() {
-	for i := len(e.cleanups) - 1; i >= 0; i-- {
-		e.cleanups[i]()
-	}
-}
-
 // exampleSession is a Session with poppytest's Company, as the tools layer
 // has after start_session.
-func exampleSession(t *exampleT) *auth.Session {
+func exampleSession(t poppytest.T) *auth.Session {
 	company := poppytest.NewServer(t, nil)
 	ctx := context.Background()
 	id, err := auth.NewIdentity(ctx, "https://agent.example/agent.json", nil)
@@ -51,8 +39,8 @@ func exampleSession(t *exampleT) *auth.Session {
 // A Company's MCP server, reached with the Session's Bearer client: auth
 // builds the token, mcpproxy only relays.
 func ExampleNew() {
-	t := &exampleT{}
-	defer t.close()
+	t := &poppytest.Reporter{}
+	defer t.Close()
 	sess := exampleSession(t)
 	const url = "https://mcp.example.com/mcp"
 	up, err := mcpproxy.New(url, &mcpproxy.Options{
@@ -87,8 +75,8 @@ func ExampleNew() {
 // A Relay announces the upstream's tools on poppy-mcp's own MCP server and
 // follows the upstream's list_changed.
 func ExampleNewRelay() {
-	t := &exampleT{}
-	defer t.close()
+	t := &poppytest.Reporter{}
+	defer t.Close()
 	sess := exampleSession(t)
 	const url = "https://mcp.example.com/mcp"
 	up, err := mcpproxy.New(url, &mcpproxy.Options{

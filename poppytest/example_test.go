@@ -10,22 +10,9 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
-// exampleT is a poppytest.T for code outside a test, such as a demo: it logs
-// violations and runs cleanups when asked.
-type exampleT struct{ cleanups []func() }
-
-func (*exampleT) Helper()                           {}
-func (*exampleT) Errorf(format string, args ...any) { log.Printf(format, args...) }
-func (e *exampleT) Cleanup(f func())                { e.cleanups = append(e.cleanups, f) }
-func (e *exampleT) close() {
-	for i := len(e.cleanups) - 1; i >= 0; i-- {
-		e.cleanups[i]()
-	}
-}
-
 func ExampleNewServer() {
-	t := &exampleT{} // in a test, pass the *testing.T
-	defer t.close()
+	t := &poppytest.Reporter{} // in a test, pass the *testing.T
+	defer t.Close()
 	s := poppytest.NewServer(t, nil)
 
 	resp, err := s.Client().Get(s.URL(s.Domain(), "/.well-known/poppy.json"))
@@ -49,8 +36,8 @@ func ExampleNewServer() {
 }
 
 func ExampleServer_Authenticate() {
-	t := &exampleT{}
-	defer t.close()
+	t := &poppytest.Reporter{}
+	defer t.Close()
 	s := poppytest.NewServer(t, nil)
 
 	// A protected MCP endpoint: Authenticate checks the Session Token and

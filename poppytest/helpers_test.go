@@ -2,7 +2,6 @@ package poppytest_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -12,26 +11,24 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
-// recordingT is a poppytest.T that records what the Server reports instead
-// of failing the test, so tests can assert that a violation was reported.
+// recordingT is a poppytest.Reporter that keeps what the Server reports
+// instead of failing the test, so tests can assert that a violation was
+// reported.
 type recordingT struct {
-	mu       sync.Mutex
-	errors   []string
-	cleanups []func()
+	poppytest.Reporter
+
+	mu     sync.Mutex
+	errors []string // guarded by mu
 }
 
-func (r *recordingT) Helper() {}
-
-func (r *recordingT) Errorf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errors = append(r.errors, fmt.Sprintf(format, args...))
-}
-
-func (r *recordingT) Cleanup(f func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.cleanups = append(r.cleanups, f)
+func newRecordingT() *recordingT {
+	r := &recordingT{}
+	r.Log = func(msg string) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.errors = append(r.errors, msg)
+	}
+	return r
 }
 
 func (r *recordingT) Errors() []string {
@@ -40,22 +37,11 @@ func (r *recordingT) Errors() []string {
 	return append([]string(nil), r.errors...)
 }
 
-// runCleanups runs the registered cleanups, last first, like testing.T.
-func (r *recordingT) runCleanups() {
-	r.mu.Lock()
-	fs := r.cleanups
-	r.cleanups = nil
-	r.mu.Unlock()
-	for i := len(fs) - 1; i >= 0; i-- {
-		fs[i]()
-	}
-}
-
 // newRecorded starts a Server that reports to a recordingT, closed when t ends.
 func newRecorded(t *testing.T, opts *poppytest.Options) (*poppytest.Server, *recordingT) {
 	t.Helper()
-	rt := &recordingT{}
-	t.Cleanup(rt.runCleanups)
+	rt := newRecordingT()
+	t.Cleanup(rt.Close)
 	return poppytest.NewServer(rt, opts), rt
 }
 

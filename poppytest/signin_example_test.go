@@ -23,8 +23,8 @@ func ExampleDefaultAccounts() {
 // seconds after it starts, so no person is needed, and asks the agent to
 // poll every second.
 func ExampleAutoApproval() {
-	t := &exampleT{}
-	defer t.close()
+	t := &poppytest.Reporter{}
+	defer t.Close()
 	s := poppytest.NewServer(t, &poppytest.Options{
 		AutoApprove:    &poppytest.AutoApproval{Account: "acct_dana", After: 2 * time.Second},
 		DeviceInterval: time.Second,

@@ -309,8 +309,8 @@ func FuzzBrowserSession(f *testing.F) {
 	f.Add("assertion=%zz")
 	f.Add("assertion=" + strings.Repeat("A", 20000))
 	f.Add("assertion=eyJ0eXAiOiJwb3BweS1icm93c2VyK2p3dCIsImFsZyI6IkVTMjU2In0.eyJpc3MiOiJodHRwczovL2FnZW50LmV4YW1wbGUvYWdlbnQuanNvbiJ9.AA")
-	rt := &recordingT{}
-	f.Cleanup(rt.runCleanups)
+	rt := newRecordingT()
+	f.Cleanup(rt.Close)
 	s := poppytest.NewServer(rt, nil)
 	f.Fuzz(func(t *testing.T, body string) {
 		req := httptest.NewRequest(http.MethodPost, testBrowserURL, strings.NewReader(body))

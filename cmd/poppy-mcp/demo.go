@@ -39,7 +39,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "poppy-mcp demo:", err)
 		return 1
 	}
-	if n := a.demo.rep.violations(); n > 0 {
+	if n := a.demo.rep.Failures(); n > 0 {
 		fmt.Fprintf(stderr, "poppy-mcp demo: the demo Company reported %d protocol violation(s)\n", n)
 		return 1
 	}

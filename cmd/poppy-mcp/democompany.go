@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
@@ -16,11 +15,11 @@ const demoDomain = "demo.poppy.example"
 // go to the log instead of failing a test.
 type demoCompany struct {
 	srv *poppytest.Server
-	rep *demoReporter
+	rep *poppytest.Reporter
 }
 
 func startDemoCompany(logger *slog.Logger) (dc *demoCompany, err error) {
-	rep := &demoReporter{log: logger}
+	rep := &poppytest.Reporter{Log: func(msg string) { logger.Error(msg) }}
 	defer func() {
 		if r := recover(); r != nil { // poppytest panics when it cannot start
 			err = fmt.Errorf("starting the demo Company: %v", r)
@@ -37,45 +36,4 @@ func startDemoCompany(logger *slog.Logger) (dc *demoCompany, err error) {
 	return &demoCompany{srv: srv, rep: rep}, nil
 }
 
-func (d *demoCompany) close() { d.rep.cleanup() }
-
-// demoReporter implements poppytest.T for the demo.
-type demoReporter struct {
-	log *slog.Logger
-
-	mu       sync.Mutex
-	cleanups []func() // guarded by mu
-	errors   int      // guarded by mu
-}
-
-func (r *demoReporter) Helper() {}
-
-func (r *demoReporter) Errorf(format string, args ...any) {
-	r.mu.Lock()
-	r.errors++
-	r.mu.Unlock()
-	r.log.Error(fmt.Sprintf(format, args...))
-}
-
-func (r *demoReporter) Cleanup(f func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.cleanups = append(r.cleanups, f)
-}
-
-func (r *demoReporter) cleanup() {
-	r.mu.Lock()
-	fs := r.cleanups
-	r.cleanups = nil
-	r.mu.Unlock()
-	for i := len(fs) - 1; i >= 0; i-- {
-		fs[i]()
-	}
-}
-
-// violations is how many protocol violations the demo Company reported.
-func (r *demoReporter) violations() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.errors
-}
+func (d *demoCompany) close() { d.rep.Close() }
