@@ -12,8 +12,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/pages"
@@ -89,10 +87,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 }
 
 func serveStdio(ctx context.Context, a *app, stdin io.Reader, stdout, stderr io.Writer, logger *slog.Logger) error {
-	stdio := server.NewStdioServer(a.tools.MCP())
-	stdio.SetErrorLogger(log.New(stderr, "poppy-mcp: ", 0))
 	logger.Info("serving MCP over stdio", "demo", a.demo != nil)
-	err := stdio.Listen(ctx, stdin, stdout)
+	err := a.tools.ServeStdio(ctx, stdin, stdout, log.New(stderr, "poppy-mcp: ", 0))
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}
