@@ -42,7 +42,10 @@ type Deps struct {
 	// PublicURL is where poppy-mcp is reachable over HTTPS in HTTP mode
 	// (--public-url). Direct Sign-In returns to PublicURL+CallbackPath,
 	// which must be one of the identity's redirect_uris; mount
-	// CallbackHandler there. Empty: sign_in_direct says to use sign_in_device.
+	// CallbackHandler there. Pages must then serve the user's pages under
+	// it too (pages.Options.PublicURL, with a Gate): the Direct Sign-In
+	// start page sets a Secure cookie. Empty: sign_in_direct says to use
+	// sign_in_device.
 	PublicURL string
 	// Logger receives operational logs (never secrets). Nil means discard.
 	Logger *slog.Logger
