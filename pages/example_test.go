@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 
 	"github.com/poppy-mcp/poppy-mcp/pages"
 )
@@ -30,4 +32,25 @@ func ExampleServer_Open() {
 	// Output:
 	// 200 no-store
 	// 410 no-store
+}
+
+// Serve the user's pages under a public URL, to a browser that has shown the
+// deployment's credential once: without the cookie, a page asks for it.
+func ExampleCredentialGate() {
+	s, err := pages.New(&pages.Options{
+		PublicURL: "https://agent.example/pages",
+		Gate:      pages.NewCredentialGate("the deployment's bearer token"),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+	u, _ := s.OpenForUser(func(w http.ResponseWriter, r *http.Request, done func()) {
+		io.WriteString(w, "the sign-in form")
+	}, 0)
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, u, nil)) // as mounted at /pages/ behind the proxy
+	fmt.Println(rec.Code, strings.Contains(rec.Body.String(), "access token"))
+	// Output:
+	// 401 true
 }

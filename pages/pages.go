@@ -1,9 +1,14 @@
-// Package pages serves poppy-mcp's one-time local pages (TOOLS.md "Local
-// pages"): steps that need a browser and never the model, such as joining the
-// agent's browser to a Session (Poppy 0.1 §5) or typing credentials for
-// Mediated Sign-In (§4.7). Each page lives at a URL with an unguessable
-// token, expires after use or a few minutes, and every response is
-// Cache-Control: no-store.
+// Package pages serves poppy-mcp's one-time local pages: steps that need a
+// browser and never the model, such as joining the agent's browser to a
+// Session (Poppy 0.1 §5) or typing credentials for Mediated Sign-In (§4.7).
+// Each page lives at a URL with an unguessable token, expires after use or a
+// few minutes, and every response is Cache-Control: no-store.
+//
+// A page is bound to the person who asked for it. Pages for the agent's own
+// browser (Open) are served only on a loopback listener, so the machine
+// boundary keeps everyone else out. Pages for the user's browser (OpenForUser)
+// are served there too, unless the Server has a PublicURL: then they are
+// served under it, and a Gate decides whose browser may open them.
 package pages
 
 import (
@@ -22,12 +27,17 @@ import (
 
 // Options configure a Server. The zero value is usable.
 type Options struct {
-	// Addr is where to listen. Zero: "127.0.0.1:0" (a random loopback port).
+	// Addr is where the loopback listener listens; it must be a loopback
+	// address. Zero: "127.0.0.1:0" (a random loopback port).
 	Addr string
-	// PublicURL, when set, is the base URL the pages are reachable at (HTTP
-	// mode behind --public-url); the Server then does not listen itself and
-	// Handler must be mounted at PublicURL's path.
+	// PublicURL, when set, is the base URL the user's pages are reachable at
+	// (HTTP mode behind --public-url): Handler serves them and must be
+	// mounted at PublicURL's path. Zero: every page is on the loopback
+	// listener.
 	PublicURL string
+	// Gate decides who may open a page served under PublicURL. Zero: no
+	// one, every such page answers 403; set it whenever PublicURL is set.
+	Gate Gate
 	// TTL is how long an unused page stays open. Zero: 5 minutes.
 	TTL time.Duration
 }
@@ -38,14 +48,16 @@ type Handler func(w http.ResponseWriter, r *http.Request, done func())
 
 // Server serves pages. It is safe for concurrent use.
 type Server struct {
-	base string
-	// origin is PublicURL's scheme and host: behind a reverse proxy the Host
-	// header may be rewritten, so form posts are checked against it.
-	origin string
-	ttl    time.Duration
-	ln     net.Listener
-	srv    *http.Server
-	now    func() time.Time
+	local string // the loopback listener's base URL
+	// public is PublicURL without a trailing slash; origin its scheme and
+	// host, and host its host (without a default port), the only Host a
+	// public page answers for.
+	public, origin, scheme, host string
+	gate                         Gate
+	ttl                          time.Duration
+	ln                           net.Listener
+	srv                          *http.Server
+	now                          func() time.Time
 
 	mu    sync.Mutex
 	pages map[string]*page // by token; guarded by mu
@@ -54,14 +66,15 @@ type Server struct {
 type page struct {
 	h       Handler
 	expires time.Time
+	public  bool // served under PublicURL, not on the loopback listener
 }
 
-// New starts a Server.
+// New starts a Server's loopback listener.
 func New(opts *Options) (*Server, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	s := &Server{ttl: opts.TTL, pages: map[string]*page{}, now: time.Now}
+	s := &Server{ttl: opts.TTL, gate: opts.Gate, pages: map[string]*page{}, now: time.Now}
 	if s.ttl <= 0 {
 		s.ttl = 5 * time.Minute
 	}
@@ -70,21 +83,38 @@ func New(opts *Options) (*Server, error) {
 		if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 			return nil, fmt.Errorf("pages: PublicURL %q is not an absolute URL", opts.PublicURL)
 		}
-		s.base, s.origin = strings.TrimSuffix(opts.PublicURL, "/"), u.Scheme+"://"+u.Host
-		return s, nil
+		s.public, s.origin = strings.TrimSuffix(opts.PublicURL, "/"), u.Scheme+"://"+u.Host
+		s.scheme, s.host = u.Scheme, canonicalHost(u.Scheme, u.Host)
 	}
 	addr := opts.Addr
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
+	if !IsLoopback(addr) {
+		return nil, fmt.Errorf("pages: %s is not a loopback address: pages for the agent's own browser stay on this machine", addr)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("pages: listening on %s: %w", addr, err)
 	}
-	s.ln, s.base = ln, "http://"+ln.Addr().String()
-	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	s.ln, s.local = ln, "http://"+ln.Addr().String()
+	s.srv = &http.Server{Handler: http.HandlerFunc(s.serveLoopback), ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(ln)
 	return s, nil
+}
+
+// IsLoopback reports whether addr, a HOST:PORT, names only the loopback
+// interface: localhost or a loopback IP.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Close stops the listener and forgets every page.
@@ -92,18 +122,37 @@ func (s *Server) Close() error {
 	s.mu.Lock()
 	s.pages = map[string]*page{}
 	s.mu.Unlock()
-	if s.srv != nil {
-		return s.srv.Close()
-	}
-	return nil
+	return s.srv.Close()
 }
 
-// BaseURL is where the pages are served from.
-func (s *Server) BaseURL() string { return s.base }
+// BaseURL is where the user's pages are served from: PublicURL when set,
+// else the loopback listener.
+func (s *Server) BaseURL() string {
+	if s.public != "" {
+		return s.public
+	}
+	return s.local
+}
 
-// Open serves h at a new one-time URL, valid for ttl (zero: the Server's TTL),
-// and returns the URL and a function that closes the page early.
+// LoopbackURL is the loopback listener's base URL, where Open's pages are.
+func (s *Server) LoopbackURL() string { return s.local }
+
+// Open serves h at a new one-time URL on the loopback listener, valid for
+// ttl (zero: the Server's TTL), and returns the URL and a function that
+// closes the page early. Such a page is for a browser on this machine, the
+// agent's own (Poppy 0.1 §5): it is never served under PublicURL.
 func (s *Server) Open(h Handler, ttl time.Duration) (string, func()) {
+	return s.open(h, ttl, false)
+}
+
+// OpenForUser serves h at a new one-time URL for the user's browser: under
+// PublicURL, behind the Gate, when the Server has one; otherwise on the
+// loopback listener, like Open.
+func (s *Server) OpenForUser(h Handler, ttl time.Duration) (string, func()) {
+	return s.open(h, ttl, s.public != "")
+}
+
+func (s *Server) open(h Handler, ttl time.Duration, public bool) (string, func()) {
 	if ttl <= 0 {
 		ttl = s.ttl
 	}
@@ -111,10 +160,14 @@ func (s *Server) Open(h Handler, ttl time.Duration) (string, func()) {
 	rand.Read(b)
 	token := base64.RawURLEncoding.EncodeToString(b)
 	s.mu.Lock()
-	s.pages[token] = &page{h: h, expires: s.now().Add(ttl)}
+	s.pages[token] = &page{h: h, expires: s.now().Add(ttl), public: public}
 	s.gcLocked()
 	s.mu.Unlock()
-	return s.base + "/p/" + token, func() { s.close(token) }
+	base := s.local
+	if public {
+		base = s.public
+	}
+	return base + "/p/" + token, func() { s.close(token) }
 }
 
 func (s *Server) close(token string) {
@@ -133,20 +186,67 @@ func (s *Server) gcLocked() {
 	}
 }
 
-// Handler serves the pages; mount it at the PublicURL's path in HTTP mode.
+// Handler serves the pages opened for the user under PublicURL; mount it at
+// PublicURL's path. Without a PublicURL it serves nothing.
 func (s *Server) Handler() http.Handler {
-	return http.HandlerFunc(s.serve)
+	return s.CheckHost(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.public == "" {
+			http.NotFound(w, r)
+			return
+		}
+		s.serve(w, r, true)
+	}))
+}
+
+// LoopbackHandler is what the loopback listener serves: the pages not
+// opened for PublicURL, for a request whose Host is the listener's.
+func (s *Server) LoopbackHandler() http.Handler { return http.HandlerFunc(s.serveLoopback) }
+
+// CheckHost wraps a handler served under PublicURL (a page, the Direct
+// Sign-In callback): it sets the headers every page gets and refuses a
+// request whose Host is not PublicURL's, as a DNS-rebinding page's would be.
+// A reverse proxy in front must pass the Host header through.
+func (s *Server) CheckHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secureHeaders(w.Header())
+		if s.host == "" || canonicalHost(s.scheme, r.Host) != s.host {
+			Message(w, http.StatusMisdirectedRequest, "Wrong address",
+				"This page is served for "+s.host+" only. If a reverse proxy is in front of poppy-mcp, it must pass the Host header through.")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// canonicalHost lowercases a host[:port] and drops the scheme's default port.
+func canonicalHost(scheme, hostport string) string {
+	h := strings.ToLower(hostport)
+	if host, port, err := net.SplitHostPort(h); err == nil && (scheme == "https" && port == "443" || scheme == "http" && port == "80") {
+		h = host
+		if strings.Contains(host, ":") {
+			h = "[" + host + "]"
+		}
+	}
+	return h
 }
 
 var errGone = errors.New("this link has expired or was already used")
 
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+// serveLoopback serves the loopback listener: pages not opened for PublicURL.
+func (s *Server) serveLoopback(w http.ResponseWriter, r *http.Request) {
 	secureHeaders(w.Header())
-	if s.ln != nil && !s.loopbackHost(r.Host) {
+	if !s.loopbackHost(r.Host) {
 		// A DNS-rebinding page could otherwise reach the loopback listener.
-		http.Error(w, "misdirected request", http.StatusMisdirectedRequest)
+		Message(w, http.StatusMisdirectedRequest, "Wrong address", "This page is served on "+s.ln.Addr().String()+" only.")
 		return
 	}
+	s.serve(w, r, false)
+}
+
+// serve finds the page of the URL's token among those served on this
+// surface (public or loopback), lets the Gate admit a public page's
+// visitor, and hands the request to the page.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, public bool) {
 	_, token, ok := strings.Cut(r.URL.Path, "/p/")
 	if !ok || token == "" || strings.Contains(token, "/") {
 		http.NotFound(w, r)
@@ -156,22 +256,37 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	if r.Method == http.MethodPost && !s.sameOrigin(r) {
+	if r.Method == http.MethodPost && !s.sameOrigin(r, public) {
 		http.Error(w, "forbidden: the form must be posted from its own page", http.StatusForbidden)
 		return
 	}
+	p := s.lookup(token, public)
+	if p == nil {
+		Message(w, http.StatusGone, "Link expired", errGone.Error()+". Ask your assistant for a new one.")
+		return
+	}
+	if public && (s.gate == nil || !s.gate.Admit(w, r)) {
+		if s.gate == nil {
+			Message(w, http.StatusForbidden, "Not available", "This poppy-mcp does not say who may open its pages.")
+		}
+		return
+	}
+	p.h(w, r, func() { s.close(token) })
+}
+
+// lookup returns the open page of token served on the surface asked for.
+func (s *Server) lookup(token string, public bool) *page {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	p := s.pages[token]
 	if p != nil && s.now().After(p.expires) {
 		delete(s.pages, token)
 		p = nil
 	}
-	s.mu.Unlock()
-	if p == nil {
-		Message(w, http.StatusGone, "Link expired", errGone.Error()+". Ask your assistant for a new one.")
-		return
+	if p == nil || p.public != public {
+		return nil
 	}
-	p.h(w, r, func() { s.close(token) })
+	return p
 }
 
 // loopbackHost accepts only the listener's own address or localhost.
@@ -181,17 +296,17 @@ func (s *Server) loopbackHost(host string) bool {
 }
 
 // sameOrigin rejects a cross-site POST: browsers send Origin on form posts.
-// Behind --public-url it must be the public origin; on loopback, the Host.
-func (s *Server) sameOrigin(r *http.Request) bool {
+// Under PublicURL it must be the public origin; on loopback, the Host.
+func (s *Server) sameOrigin(r *http.Request, public bool) bool {
 	origin := r.Header.Get("Origin")
 	switch {
 	case origin == "" || origin == "null":
 		site := r.Header.Get("Sec-Fetch-Site")
 		return site == "" || site == "same-origin"
-	case s.origin != "":
+	case public:
 		return strings.EqualFold(origin, s.origin)
 	default:
-		return strings.TrimPrefix(strings.TrimPrefix(origin, "http://"), "https://") == r.Host
+		return origin == "http://"+r.Host
 	}
 }
 

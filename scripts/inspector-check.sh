@@ -34,11 +34,24 @@ check() { # check LABEL TARGET-ARGS...
   expect "$label start_session" "$work/sess.json" "!r.isError && /^ses_/.test(r.structuredContent.session_id)"
 }
 check stdio --transport stdio "$bin" serve --demo --state-dir "$work/state-stdio"
+# HTTP mode needs a bearer token: serve makes one in its state directory on the first start.
 "$bin" serve --demo --state-dir "$work/state-http" --http 127.0.0.1:0 2>"$work/http.log" &
 for _ in $(seq 50); do grep -q 'url=http' "$work/http.log" && break; sleep 0.2; done
 url=$(grep -o 'url=http[^ ]*' "$work/http.log" | head -1 | cut -d= -f2)
 [ -n "$url" ] || fail "serve --http did not start: $(cat "$work/http.log")"
-check http --transport http --server-url "$url"
+token=$(cat "$work/state-http/http-token") || fail "serve --http made no token file"
+grep -qF "$token" "$work/http.log" && fail "serve --http wrote its token to the log"
+status() { # status URL [HEADER-NAME HEADER-VALUE]: the HTTP status of an MCP initialize request
+  node -e 'const [u, k, v] = process.argv.slice(1); const h = {"content-type": "application/json", accept: "application/json, text/event-stream"};
+    if (k) h[k] = v;
+    fetch(u, {method: "POST", headers: h, body: JSON.stringify({jsonrpc: "2.0", id: 1, method: "initialize",
+      params: {protocolVersion: "2025-11-25", capabilities: {}, clientInfo: {name: "inspector-check", version: "1"}}})})
+      .then(r => console.log(r.status), e => { console.error(e); process.exit(1); })' "$@"
+}
+[ "$(status "$url")" = 401 ] || fail "/mcp answered a client without the token"
+echo "inspector-check: ok: /mcp refuses a client without the token (401)"
+check http --transport http --server-url "$url" --header "Authorization: Bearer $token"
 echo "inspector-check: passed (stdio and streamable HTTP)"
-# The TypeScript SDK client itself, pinned to each MCP revision (2025-11-25, 2026-07-28).
-node "$root/scripts/ts-client-check.mjs" "$bin" "$url" || fail "TypeScript SDK client"
+# The TypeScript SDK client itself, pinned to each MCP revision (2025-11-25, 2026-07-28); the
+# token goes by environment, not on a command line.
+POPPY_HTTP_TOKEN="$token" node "$root/scripts/ts-client-check.mjs" "$bin" "$url" || fail "TypeScript SDK client"

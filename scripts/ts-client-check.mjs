@@ -2,7 +2,8 @@
 // the MCP Inspector by scripts/install-test-deps.sh), pinned to each MCP revision in turn, over
 // stdio and streamable HTTP: tools/list, discover_company and start_session must answer without
 // error, and the negotiated revision must be the one pinned.
-// Usage: node scripts/ts-client-check.mjs POPPY_MCP_BINARY [HTTP_MCP_URL]
+// Usage: POPPY_HTTP_TOKEN=TOKEN node scripts/ts-client-check.mjs POPPY_MCP_BINARY [HTTP_MCP_URL]
+// (the HTTP server's bearer token comes by environment: a command line shows in `ps`).
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import path from 'node:path';
@@ -41,7 +42,8 @@ let failed = false;
 for (const rev of revisions) {
   try {
     await check('stdio', rev, new stdio.StdioClientTransport({ command: bin, args: ['serve', '--demo'], stderr: 'ignore' }));
-    if (httpURL) await check('http', rev, new sdk.StreamableHTTPClientTransport(new URL(httpURL)));
+    const headers = { Authorization: `Bearer ${process.env.POPPY_HTTP_TOKEN ?? ''}` };
+    if (httpURL) await check('http', rev, new sdk.StreamableHTTPClientTransport(new URL(httpURL), { requestInit: { headers } }));
   } catch (e) {
     failed = true;
     console.error(`ts-client-check: FAIL at ${rev}: ${e?.stack ?? e}`);

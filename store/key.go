@@ -169,7 +169,7 @@ func (s *Store) resolveKey(ctx context.Context, opts *Options) ([]byte, string, 
 	if v := os.Getenv(envKey); v != "" {
 		key, err := decodeKey(v)
 		if err != nil {
-			return nil, "", fmt.Errorf("store: %s must be base64 or base64url of %d bytes", envKey, keySize)
+			return nil, "", &keyError{fmt.Sprintf("store: %s must be base64 or base64url of %d bytes", envKey, keySize)}
 		}
 		return key, sourceEnv, nil
 	}
@@ -290,8 +290,21 @@ func missingKeyError(kf *keyFinder, f found, err error) error {
 	if f.kcFailure != nil {
 		msg += fmt.Sprintf("; the keychain did not answer: %v", f.kcFailure)
 	}
-	return errors.New(msg)
+	return &keyError{msg}
 }
+
+// ErrNoKey is matched (with errors.Is) by the error of Open when there is no
+// usable state key: POPPY_STATE_KEY is not a key, or the state was sealed
+// with a key that cannot be found now. A key that is found but does not
+// decrypt the state gives ErrWrongKey instead.
+var ErrNoKey = errors.New("store: no usable state key")
+
+// keyError is an error matching ErrNoKey.
+type keyError struct{ msg string }
+
+func (e *keyError) Error() string { return e.msg }
+
+func (e *keyError) Is(target error) bool { return target == ErrNoKey }
 
 // decodeKey accepts base64 or base64url, padded or not, of keySize bytes.
 func decodeKey(s string) ([]byte, error) {

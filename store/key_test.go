@@ -106,8 +106,8 @@ func TestKeyFromEnvInvalid(t *testing.T) {
 	const bad = "c2hvcnQta2V5LXNlY3JldA" // base64url of 16 bytes, not 32
 	t.Setenv(envKey, bad)
 	_, err := Open(context.Background(), t.TempDir(), &Options{Keychain: NoKeychain{}})
-	if err == nil || !strings.Contains(err.Error(), envKey) {
-		t.Fatalf("Open with a short %s: err = %v", envKey, err)
+	if err == nil || !strings.Contains(err.Error(), envKey) || !errors.Is(err, ErrNoKey) {
+		t.Fatalf("Open with a short %s: err = %v, want one matching ErrNoKey", envKey, err)
 	}
 	if strings.Contains(err.Error(), bad) {
 		t.Errorf("error %q quotes the key", err)
@@ -176,7 +176,7 @@ func TestMissingKeyIsNotReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Open(context.Background(), dir, &Options{Keychain: hungKeychain{}, KeychainTimeout: time.Millisecond})
-	if err == nil || !strings.Contains(err.Error(), "cannot be found") ||
+	if err == nil || !strings.Contains(err.Error(), "cannot be found") || !errors.Is(err, ErrNoKey) ||
 		!strings.Contains(err.Error(), "keychain did not answer") {
 		t.Fatalf("Open without the state key: err = %v, want a 'cannot be found' error", err)
 	}

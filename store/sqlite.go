@@ -130,6 +130,17 @@ var migrations = [][]string{
 			data BLOB NOT NULL,
 			updated_at BIGINT NOT NULL)`,
 	},
+	{ // 2: the agent's client metadata, as `poppy-mcp init` was told it (one row)
+		`CREATE TABLE agent_metadata (
+			id INTEGER PRIMARY KEY CHECK (id = 1),
+			client_id TEXT NOT NULL,
+			client_name TEXT NOT NULL,
+			logo_uri TEXT NOT NULL,
+			jwks_uri TEXT NOT NULL,
+			redirect_uris TEXT NOT NULL,
+			extensions TEXT NOT NULL,
+			updated_at BIGINT NOT NULL)`,
+	},
 }
 
 // migrate brings the schema up to date in one transaction. The transaction

@@ -108,7 +108,7 @@ func (s *Server) convEvent(t *convTarget, upd *conversation.Update, e conversati
 			out.Next = "poppy-mcp signed the Session in with the Account Token it holds and continued the conversation: nothing to do."
 			break
 		}
-		out.Tool = signInTool(s.knownAuth(t.domain), out.Scopes)
+		out.Tool = s.signInTool(s.knownAuth(t.domain), out.Scopes)
 		out.Next = fmt.Sprintf("The Company needs the user's account (%s). Call %s with domain %s and scopes %s; once signed in, "+
 			"call send_message with conversation_id %s to continue.", e.Error, out.Tool, t.domain, strings.Join(out.Scopes, " "), upd.ConversationID)
 		if out.Tool == "" {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -41,7 +42,10 @@ type Deps struct {
 	// PublicURL is where poppy-mcp is reachable over HTTPS in HTTP mode
 	// (--public-url). Direct Sign-In returns to PublicURL+CallbackPath,
 	// which must be one of the identity's redirect_uris; mount
-	// CallbackHandler there. Empty: sign_in_direct says to use sign_in_device.
+	// CallbackHandler there. Pages must then serve the user's pages under
+	// it too (pages.Options.PublicURL, with a Gate): the Direct Sign-In
+	// start page sets a Secure cookie. Empty: sign_in_direct says to use
+	// sign_in_device.
 	PublicURL string
 	// Logger receives operational logs (never secrets). Nil means discard.
 	Logger *slog.Logger
@@ -53,6 +57,10 @@ type Deps struct {
 	// documents): give it the client, and so the HTTP cache, Discovery uses.
 	// Nil: OpenAPI documents are not fetched, and the API tools say so.
 	Documents *http.Client
+	// CallTimeout bounds a tool call that does not wait; a call with
+	// wait_seconds may run for its wait plus 30 s when that is longer.
+	// Zero: 60 s, which covers the waits tools make without wait_seconds.
+	CallTimeout time.Duration
 	// MaxAPITools is the most operations a Company's OpenAPI APIs may have
 	// together for each to become a tool of its own once a Session exists;
 	// with more, list_api_operations and call_api reach them. Zero means 30;
@@ -93,6 +101,7 @@ func New(deps Deps) *Server {
 		server.WithToolCapabilities(true),
 		server.WithLogging(),
 		server.WithRecovery(),
+		server.WithToolHandlerMiddleware(s.bound), // every call gets a deadline (deadline.go)
 		server.WithInstructions(instructions),
 	)
 	for _, set := range toolsets {

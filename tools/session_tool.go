@@ -105,12 +105,12 @@ func (s *Server) narrow(ctx context.Context, rt *runtime, sess *auth.Session, sc
 	if acct == nil {
 		return failure(map[string]string{"error": "not_signed_in"},
 			"Scopes narrow a signed-in Session, and poppy-mcp holds no sign-in for %s. Sign in first (%s with domain %s).",
-			domain, signInTool(rt.Company().Document.Auth, scopes), domain)
+			domain, s.signInTool(rt.Company().Document.Auth, scopes), domain)
 	}
 	if !acct.Covers(scopes, time.Now()) {
 		return failure(map[string]any{"error": "scope_not_granted", "granted": acct.Scopes()},
 			"The sign-in for %s granted %s, not all of %s: a Session cannot get more. Call %s with domain %s and those scopes to sign in for more.",
-			domain, strings.Join(acct.Scopes(), " "), strings.Join(scopes, " "), signInTool(rt.Company().Document.Auth, scopes), domain)
+			domain, strings.Join(acct.Scopes(), " "), strings.Join(scopes, " "), s.signInTool(rt.Company().Document.Auth, scopes), domain)
 	}
 	var want []string
 	if len(scopes) > 0 {

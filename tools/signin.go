@@ -14,7 +14,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net/url"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -65,8 +65,8 @@ type signInFlow struct {
 	direct  *auth.DirectSignIn        // direct: the URL and what the callback needs
 	page    string                    // mediated: the local page's URL
 	close   func()                    // stops the flow: polling or the page
-	// callback takes the query of a Direct Sign-In's callback.
-	callback func(ctx context.Context, q url.Values)
+	// callback takes a Direct Sign-In's callback request (signin_direct.go).
+	callback func(w http.ResponseWriter, r *http.Request)
 
 	done chan struct{} // closed when status leaves pending
 
@@ -268,7 +268,7 @@ func offered(a *discovery.Auth, kind string) ([]string, bool) {
 
 // checkScopes refuses scopes the sign-in type does not offer, with what to
 // do instead. Poppy 0.1 §4.4: "Each type lists the scopes it can grant".
-func checkScopes(co *discovery.Company, kind, tool string, scopes []string) *mcp.CallToolResult {
+func (s *Server) checkScopes(co *discovery.Company, kind, tool string, scopes []string) *mcp.CallToolResult {
 	a := co.Document.Auth
 	list, ok := offered(a, kind)
 	if len(scopes) == 0 {
@@ -284,7 +284,7 @@ func checkScopes(co *discovery.Company, kind, tool string, scopes []string) *mcp
 	if ok && len(missing) == 0 {
 		return nil
 	}
-	next := signInTool(a, scopes)
+	next := s.signInTool(a, scopes)
 	msg := fmt.Sprintf("%s does not offer %s sign-in for %s.", co.Domain, kind, strings.Join(missing, " "))
 	if !ok {
 		msg = fmt.Sprintf("%s does not offer %s sign-in.", co.Domain, kind)
@@ -345,7 +345,7 @@ func (s *Server) beginSignIn(ctx context.Context, req mcp.CallToolRequest, kind,
 		return nil, nil, nil, s.flowResult(rt, f, action)
 	}
 	scopes = scopesArg(req)
-	if r := checkScopes(rt.Company(), kind, tool, scopes); r != nil {
+	if r := s.checkScopes(rt.Company(), kind, tool, scopes); r != nil {
 		return nil, nil, nil, r
 	}
 	if r := s.alreadyCovered(ctx, rt, sess, domain, scopes); r != nil {

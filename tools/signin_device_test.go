@@ -221,7 +221,8 @@ func TestSignInDeviceBadScopes(t *testing.T) {
 	h := newSignInHarness(t, signInOpts(nil))
 	cs := h.connect(t, revisions[1])
 	res, got := call(t, cs, "sign_in_device", map[string]any{"domain": domain, "scopes": []string{"addresses"}})
-	if !res.IsError || got["error"] != "scope_not_offered" || got["tool"] != "sign_in_direct" {
+	// Only Direct Sign-In offers it, and this poppy-mcp has no callback for it.
+	if !res.IsError || got["error"] != "scope_not_offered" || got["tool"] != "" {
 		t.Errorf("a scope only Direct Sign-In offers: %v", got)
 	}
 	res, got = call(t, cs, "sign_in_device", map[string]any{"domain": domain, "scopes": []string{}})

@@ -6,19 +6,30 @@ package tools
 // at Deps.PublicURL + CallbackPath, which must be one of the redirect_uris
 // the agent publishes (§4.1); without one, the tool says to use Device
 // Sign-In.
+//
+// The sign-in is tied to the browser that starts it. The model gets a
+// one-time poppy-mcp page, never the authorization URL (it carries state and
+// code_challenge): opening the page sets a cookie bound to this sign-in and
+// sends the browser on to the Company. The callback counts only with that
+// cookie, and the state is used up only by a code exchange that succeeds,
+// so a callback forged by someone who saw a link leaves the real one
+// working.
 
 import (
 	"context"
-	"fmt"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 )
 
@@ -29,14 +40,22 @@ const CallbackPath = "/oauth/callback"
 // directTTL is how long poppy-mcp waits for the user to come back.
 const directTTL = 10 * time.Minute
 
+// maxDirectCallbacks is how many callbacks that cannot be used (a forged
+// code, another iss) a Direct Sign-In takes before it fails.
+const maxDirectCallbacks = 5
+
+// directCookiePrefix starts the name of the cookie that binds a browser to
+// one Direct Sign-In; the flow's ID follows. __Host- keeps it to this origin.
+const directCookiePrefix = "__Host-poppy-signin-"
+
 func init() {
 	toolsets = append(toolsets, func(s *Server) []tool { return []tool{s.signInDirectTool()} })
 }
 
 func (s *Server) signInDirectTool() tool {
 	return tool{newTool("sign_in_direct",
-		"Sign the user in on the Company's own sign-in page in their browser: returns authorization_url for the user to open "+
-			"(or offers it to the client). Needs poppy-mcp in HTTP mode with a public URL; otherwise use sign_in_device. "+
+		"Sign the user in on the Company's own sign-in page in their browser: returns sign_in_url, a one-time link for the user "+
+			"to open (or offers it to the client). Needs poppy-mcp in HTTP mode with a public URL; otherwise use sign_in_device. "+
 			"Then call sign_in_status with wait_seconds.",
 		`{"type":"object","properties":{`+
 			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"},`+scopesSchema+`},`+
@@ -45,7 +64,8 @@ func (s *Server) signInDirectTool() tool {
 	), s.signInDirect}
 }
 
-// redirectURI is the callback URL, when poppy-mcp can receive it.
+// redirectURI is the callback URL, and whether poppy-mcp can receive it:
+// it serves it and publishes it in redirect_uris.
 func (s *Server) redirectURI() (string, bool) {
 	if s.deps.PublicURL == "" || s.deps.Agent == nil {
 		return "", false
@@ -62,7 +82,7 @@ func (s *Server) signInDirect(ctx context.Context, req mcp.CallToolRequest) (*mc
 		return done, nil
 	}
 	redirect, ok := s.redirectURI()
-	if !ok {
+	if !ok || s.deps.Pages == nil {
 		next := "Use sign_in_device with the same scopes (or sign_in_mediated), if the Company offers them."
 		return failure(map[string]string{"error": "no_callback", "next": next},
 			"Direct Sign-In needs poppy-mcp served over HTTP with --public-url, and %s listed in redirect_uris of agent.json. %s",
@@ -73,49 +93,153 @@ func (s *Server) signInDirect(ctx context.Context, req mcp.CallToolRequest) (*mc
 		return s.sessionFailure(domain, err), nil
 	}
 	f := newFlow("direct", domain, scopes)
-	f.direct, f.expires = d, d.Started.Add(directTTL)
-	var claimed atomic.Bool
-	f.callback = func(ctx context.Context, q url.Values) {
-		if !claimed.CompareAndSwap(false, true) {
-			return // a code is exchanged once
-		}
-		in, err := sess.FinishDirect(ctx, d, q)
-		s.finishFlow(ctx, rt, sess, f, in, err)
-	}
+	ds := &directSignIn{s: s, rt: rt, sess: sess, f: f, d: d, binding: randomToken()}
+	f.direct, f.expires, f.callback = d, d.Started.Add(directTTL), ds.callback
+	f.page, f.close = s.deps.Pages.OpenForUser(ds.start, directTTL)
 	rt.replaceFlow(f)
 	s.log.Info("direct sign-in started", "issuer", rt.issuer, "scopes", strings.Join(scopes, " "))
 	if elicitsURL(ctx) {
-		return elicitURL(f, d.URL, fmt.Sprintf("Sign in to %s on its own page to let your assistant use your account.", orgName(rt.Company()))), nil
+		return elicitURL(f, f.page, "Sign in to "+whereTo(rt.Company(), "")+" on its own page, to let your assistant use your account."), nil
 	}
 	return s.flowResult(rt, f, ""), nil
 }
 
+// randomToken is 256 random bits, base64url.
+func randomToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// directSignIn is one Direct Sign-In's browser side. It is safe for
+// concurrent use: callbacks are taken one at a time.
+type directSignIn struct {
+	s       *Server
+	rt      *runtime
+	sess    *auth.Session
+	f       *signInFlow
+	d       *auth.DirectSignIn
+	binding string // the cookie's value: a secret, never in a result or log
+
+	// mu is held while a callback is handled; it guards failed.
+	mu     sync.Mutex
+	failed int // callbacks that could not be used
+}
+
+// cookieName is the name of this sign-in's cookie.
+func (ds *directSignIn) cookieName() string { return directCookiePrefix + ds.f.id }
+
+// start is the one-time page the user opens: it binds the browser to this
+// sign-in with a cookie, then sends it to the Company's authorization URL.
+func (ds *directSignIn) start(w http.ResponseWriter, r *http.Request, done func()) {
+	if r.Method != http.MethodGet {
+		pages.Message(w, http.StatusMethodNotAllowed, "Not here", "Open this link; do not post to it.")
+		return
+	}
+	done() // one use: a second open of the link is refused
+	if !isPending(ds.f) {
+		pages.Message(w, http.StatusGone, "Sign-in finished", "This sign-in has finished. Return to your assistant.")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: ds.cookieName(), Value: ds.binding, Path: "/", Secure: true, HttpOnly: true,
+		MaxAge: int(time.Until(ds.f.expires) / time.Second),
+		// Lax: the Company sends the browser back to the callback with a
+		// top-level GET from its own site, which Strict would send bare.
+		SameSite: http.SameSiteLaxMode,
+	})
+	// Poppy 0.1 §4.5: the agent "opens the authorization_endpoint in the User's browser"
+	http.Redirect(w, r, ds.d.URL, http.StatusSeeOther)
+}
+
+// bound reports whether r comes from the browser that opened the start page.
+func (ds *directSignIn) bound(r *http.Request) bool {
+	c, err := r.Cookie(ds.cookieName())
+	return err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(ds.binding)) == 1
+}
+
+// callback takes the Company's redirect back (Poppy 0.1 §4.5 step 3) in the
+// browser that started the sign-in: it checks state and iss, and exchanges
+// the code. Only a successful exchange, the user's refusal (with the right
+// state and iss) or a new Session end the sign-in; any other callback leaves
+// it pending for the real one, up to maxDirectCallbacks.
+func (ds *directSignIn) callback(w http.ResponseWriter, r *http.Request) {
+	if !ds.bound(r) {
+		pages.Message(w, http.StatusForbidden, "Not this browser",
+			"This sign-in was started in another browser. Open the sign-in link your assistant gave you in this browser, or ask for a new one.")
+		return
+	}
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if !isPending(ds.f) {
+		pages.Message(w, http.StatusGone, "Sign-in finished", "This sign-in has finished. Return to your assistant.")
+		return
+	}
+	ctx := context.WithoutCancel(r.Context()) // a browser that leaves does not stop the exchange
+	in, err := ds.sess.FinishDirect(ctx, ds.d, r.URL.Query())
+	if err != nil && !errors.Is(err, auth.ErrAccessDenied) && !errors.Is(err, auth.ErrAccountMismatch) {
+		ds.failed++
+		ds.s.log.Info("direct sign-in: a callback could not be used", "issuer", ds.rt.issuer, "err", err)
+		if ds.failed < maxDirectCallbacks {
+			ds.f.note("A return from the Company's page could not be used (" + callbackTrouble(err) + "); still waiting for the user.")
+			pages.Message(w, http.StatusBadRequest, "Sign-in not finished",
+				"This return from the Company could not be used. If you are signing in, finish on the Company's page; otherwise return to your assistant.")
+			return
+		}
+	}
+	ds.s.finishFlow(ctx, ds.rt, ds.sess, ds.f, in, err)
+	ds.f.close()
+	status, _, _, detail := ds.f.state()
+	clearCookie(w, ds.cookieName())
+	switch status {
+	case statusComplete:
+		pages.Message(w, http.StatusOK, "Signed in", "You are signed in. You can close this page and return to your assistant.")
+	case statusDenied:
+		pages.Message(w, http.StatusOK, "Sign-in declined", "You declined the sign-in. Return to your assistant.")
+	default:
+		pages.Message(w, http.StatusBadRequest, "Sign-in failed", detail+" Return to your assistant.")
+	}
+}
+
+// callbackTrouble says, without Company text, why a callback was not used.
+func callbackTrouble(err error) string {
+	var ae *auth.Error
+	if errors.As(err, &ae) {
+		return "the Company answered " + ae.Code
+	}
+	return "it did not match this sign-in"
+}
+
+// clearCookie tells the browser to drop the cookie name.
+func clearCookie(w http.ResponseWriter, name string) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: "/", Secure: true, HttpOnly: true, MaxAge: -1, SameSite: http.SameSiteLaxMode})
+}
+
+// note sets what the model should hear about a flow that is still pending.
+func (f *signInFlow) note(detail string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.status == statusPending {
+		f.detail = detail
+	}
+}
+
 // CallbackHandler serves the Direct Sign-In callback (Poppy 0.1 §4.5 step 3):
 // mount it at Deps.PublicURL's path + CallbackPath. It finds the sign-in by
-// its state, checks state and iss, exchanges the code, and tells the user
-// in the browser; the model learns the outcome from sign_in_status.
+// its state and hands the request to it; the user learns the outcome in the
+// browser, the model from sign_in_status.
 func (s *Server) CallbackHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		q := r.URL.Query()
-		f := s.directFlow(q.Get("state"))
+		f := s.directFlow(r.URL.Query().Get("state"))
 		if f == nil {
 			pages.Message(w, http.StatusBadRequest, "Sign-in not found", "This sign-in is unknown or has finished. Ask your assistant to start again.")
 			return
 		}
-		f.callback(context.WithoutCancel(r.Context()), q)
-		status, _, _, detail := f.state()
-		switch status {
-		case statusComplete:
-			pages.Message(w, http.StatusOK, "Signed in", "You are signed in. You can close this page and return to your assistant.")
-		case statusDenied:
-			pages.Message(w, http.StatusOK, "Sign-in declined", "You declined the sign-in. Return to your assistant.")
-		default:
-			pages.Message(w, http.StatusBadRequest, "Sign-in failed", detail+" Return to your assistant.")
-		}
+		f.callback(w, r)
 	})
 }
 
@@ -131,7 +255,8 @@ func (s *Server) directFlow(state string) *signInFlow {
 	}
 	s.mu.Unlock()
 	for _, rt := range rts {
-		if f := rt.currentFlow(); f != nil && f.direct != nil && f.direct.State == state && isPending(f) {
+		f := rt.currentFlow()
+		if f != nil && f.direct != nil && isPending(f) && subtle.ConstantTimeCompare([]byte(f.direct.State), []byte(state)) == 1 {
 			return f
 		}
 	}

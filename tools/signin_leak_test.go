@@ -47,7 +47,7 @@ func TestSignInLeaks(t *testing.T) {
 				m, _ := res.StructuredContent.(map[string]any)
 				return m
 			}
-			b := newUserBrowser(t)
+			b := h.user // under the public URL, with the deployment's credential
 			pages := []string{}
 
 			// Mediated Sign-In with a one-time code, then sign-out.

@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	neturl "net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 )
 
@@ -59,34 +62,72 @@ func (s *Server) signInMediated(ctx context.Context, req mcp.CallToolRequest) (*
 			"This poppy-mcp serves no local pages, so it cannot collect credentials. Use sign_in_device or sign_in_direct if %s offers them.", domain), nil
 	}
 	f := newFlow("mediated", domain, scopes)
-	mp := &mediatedPage{s: s, rt: rt, sess: sess, f: f, fields: co.Document.Auth.Mediated.Fields, company: orgName(co)}
-	url, closePage := s.deps.Pages.Open(mp.serve, mediatedPageTTL)
+	m := co.Document.Auth.Mediated
+	mp := &mediatedPage{s: s, rt: rt, sess: sess, f: f, fields: m.Fields,
+		domain: co.Domain, claim: claimedName(co), endpoint: hostOf(m.Endpoint)}
+	url, closePage := s.deps.Pages.OpenForUser(mp.serve, mediatedPageTTL)
 	f.page, f.close, f.expires = url, closePage, signInClock().Add(mediatedPageTTL)
+	// Poppy 0.1 §4.7: the credentials go to auth.mediated.endpoint; the
+	// user must see where, not only the name the Company gives itself.
+	f.note("The page asks for what " + whereTo(co, m.Endpoint) + " wants and sends it only to " + mp.endpoint + ", never to you.")
 	rt.replaceFlow(f)
 	s.log.Info("mediated sign-in page opened", "issuer", rt.issuer)
 	if elicitsURL(ctx) {
-		return elicitURL(f, url, fmt.Sprintf("Sign in to %s on this page of poppy-mcp's own: your assistant never sees what you type.", mp.company)), nil
+		return elicitURL(f, url, "Sign in to "+whereTo(co, m.Endpoint)+" on this page of poppy-mcp's own: what you type goes only to "+
+			mp.endpoint+", never to your assistant."), nil
 	}
 	return s.flowResult(rt, f, ""), nil
 }
 
-// orgName is the Company's name for pages, or its domain.
-func orgName(co *discovery.Company) string {
-	if co.Document.Organization != nil && co.Document.Organization.Name != "" {
-		return co.Document.Organization.Name
+// claimedName is the name the Company gives itself (organization.name),
+// cleaned, or "": it is the Company's claim, and a hostile one can call
+// itself anything ("Google Account").
+func claimedName(co *discovery.Company) string {
+	if co.Document.Organization == nil {
+		return ""
 	}
-	return co.Domain
+	return untrusted.Text(co.Document.Organization.Name, 80)
+}
+
+// whereTo names a Company for the user by what poppy-mcp checked, its
+// domain, with its claimed name as a claim and, when credentials go to an
+// endpoint, that endpoint's host: `example.com (which calls itself "Example
+// Shop"; credentials go to auth.example.com)`.
+func whereTo(co *discovery.Company, endpoint string) string {
+	var notes []string
+	if name := claimedName(co); name != "" && !strings.EqualFold(name, co.Domain) {
+		notes = append(notes, fmt.Sprintf("which calls itself %q", name))
+	}
+	if endpoint != "" {
+		notes = append(notes, "credentials go to "+hostOf(endpoint))
+	}
+	if len(notes) == 0 {
+		return co.Domain
+	}
+	return co.Domain + " (" + strings.Join(notes, "; ") + ")"
+}
+
+// hostOf is the host of an https URL, for the user to see where data goes.
+func hostOf(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil || u.Host == "" {
+		return untrusted.Text(raw, 200)
+	}
+	return strings.ToLower(u.Host)
 }
 
 // mediatedPage is the local page of one Mediated Sign-In. It is safe for
 // concurrent use: posts are taken one at a time.
 type mediatedPage struct {
-	s       *Server
-	rt      *runtime
-	sess    *auth.Session
-	f       *signInFlow
-	fields  []discovery.Field
-	company string // Company text, escaped by html/template
+	s      *Server
+	rt     *runtime
+	sess   *auth.Session
+	f      *signInFlow
+	fields []discovery.Field
+	// domain is the Company's domain and endpoint the host of
+	// auth.mediated.endpoint, what poppy-mcp checked; claim is the name the
+	// Company gives itself, its own claim. html/template escapes all three.
+	domain, endpoint, claim string
 
 	// mu is held while a post is handled; it guards step.
 	mu   sync.Mutex
@@ -148,7 +189,7 @@ func (p *mediatedPage) outcome(w http.ResponseWriter, r *http.Request, st *auth.
 	case st.Status == auth.MediatedComplete:
 		p.s.finishFlow(ctx, p.rt, p.sess, p.f, st.SignIn, nil)
 		done()
-		pages.Message(w, http.StatusOK, "Signed in", "You are signed in to "+p.company+". You can close this page and return to your assistant.")
+		pages.Message(w, http.StatusOK, "Signed in", "You are signed in to "+p.domain+". You can close this page and return to your assistant.")
 		return
 	case st.Status == auth.MediatedCodeRequired:
 		again := p.step != nil
@@ -177,7 +218,7 @@ func (p *mediatedPage) outcome(w http.ResponseWriter, r *http.Request, st *auth.
 
 // render writes the form of the current step.
 func (p *mediatedPage) render(w http.ResponseWriter, status int, message string) {
-	d := mediatedPageData{Company: p.company, Message: message, Fields: p.fields}
+	d := mediatedPageData{Domain: p.domain, Endpoint: p.endpoint, Claim: p.claim, Message: message, Fields: p.fields}
 	if p.step != nil {
 		d.Code, d.SentTo = true, p.step.SentTo
 	}
@@ -189,20 +230,23 @@ func (p *mediatedPage) render(w http.ResponseWriter, status int, message string)
 }
 
 type mediatedPageData struct {
-	Company, Message, SentTo string
-	Code                     bool
-	Fields                   []discovery.Field
+	Domain, Endpoint, Claim, Message, SentTo string
+	Code                                     bool
+	Fields                                   []discovery.Field
 }
 
 var mediatedTmpl = template.Must(template.New("mediated").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Sign in to {{.Company}}</title>
+<html lang="en"><head><meta charset="utf-8"><title>Sign in to {{.Domain}}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem}label,input,button{display:block;margin:.5rem 0}</style>
-</head><body><h1>Sign in to {{.Company}}</h1>
-<p>This page is served by poppy-mcp on your computer. What you type goes only to {{.Company}}; your assistant never sees it.</p>
+<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem}label,input,button{display:block;margin:.5rem 0}
+#where{border:2px solid #333;padding:.5rem 1rem}#where code{font-size:1.2em;font-weight:bold}</style>
+</head><body><h1>Sign in to <code>{{.Domain}}</code></h1>
+<div id="where"><p>What you type here goes to <code id="endpoint">{{.Endpoint}}</code>, the sign-in service <code>{{.Domain}}</code> names. Check that this is who you mean to sign in with.</p>
+{{if .Claim}}<p id="claim">The Company calls itself &ldquo;{{.Claim}}&rdquo;: that name is its own claim; the addresses above are what poppy-mcp checked.</p>{{end}}</div>
+<p>This page is served by poppy-mcp, your assistant's Personal Agent. Your assistant never sees what you type.</p>
 {{if .Message}}<p id="message"><strong>{{.Message}}</strong></p>{{end}}
 <form method="post">
-{{if .Code}}<p id="sent-to">{{.Company}} sent you a one-time code: {{.SentTo}}</p>
+{{if .Code}}<p id="sent-to"><code>{{.Domain}}</code> sent you a one-time code: {{.SentTo}}</p>
 <label>Code <input name="code" autocomplete="one-time-code" inputmode="numeric" required></label>
 {{else}}{{range .Fields}}<label>{{.Label}} <input name="{{.Name}}" type="{{if .Secret}}password{{else}}text{{end}}" autocomplete="off" required></label>
 {{end}}{{end}}<button type="submit">Continue</button>

@@ -3,7 +3,6 @@ package tools
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -49,11 +48,16 @@ func (s *Server) signInNeeded(domain string, err error) (*mcp.CallToolResult, bo
 // signInAdvice is the result that tells the model how to get scopes.
 func (s *Server) signInAdvice(domain, code string, scopes []string) *mcp.CallToolResult {
 	res := signInNeededResult{Error: code, Domain: domain, Scopes: scopes}
-	res.Tool = signInTool(s.knownAuth(domain), scopes)
+	a := s.knownAuth(domain)
+	res.Tool = s.signInTool(a, scopes)
 	list := strings.Join(scopes, " ")
-	if res.Tool == "" {
+	switch {
+	case res.Tool == "" && pickSignIn(a, scopes, true) == "sign_in_direct":
+		res.Next = fmt.Sprintf("Only Direct Sign-In of %s grants %s, and this poppy-mcp cannot take its callback (that needs poppy-mcp served "+
+			"over HTTP with --public-url, the callback in agent.json's redirect_uris): tell the user.", domain, list)
+	case res.Tool == "":
 		res.Next = fmt.Sprintf("No sign-in type of %s grants %s: tell the user this task needs account access the Company does not offer to agents.", domain, list)
-	} else {
+	default:
 		res.Next = fmt.Sprintf("Call %s with domain %s and scopes %s, then call this tool again.", res.Tool, domain, list)
 	}
 	s.log.Info("sign-in needed", "domain", domain, "code", code, "scopes", list)
@@ -77,26 +81,26 @@ func (s *Server) knownAuth(domain string) *discovery.Auth {
 
 // signInTool picks the sign-in tool for scopes: Device Sign-In first (it
 // needs no callback and no credentials), then Direct when poppy-mcp can
-// receive its callback, then Mediated. With nothing known of the Company it
+// receive its callback (--public-url, and the callback in agent.json's
+// redirect_uris), then Mediated. With nothing known of the Company it
 // suggests sign_in_device.
-func signInTool(a *discovery.Auth, scopes []string) string {
+func (s *Server) signInTool(a *discovery.Auth, scopes []string) string {
+	_, direct := s.redirectURI()
+	return pickSignIn(a, scopes, direct)
+}
+
+// pickSignIn is signInTool's choice; direct says whether Direct Sign-In
+// can run here.
+func pickSignIn(a *discovery.Auth, scopes []string, direct bool) string {
 	if a == nil {
 		return "sign_in_device"
 	}
-	covers := func(offered []string) bool {
-		for _, sc := range scopes {
-			if !slices.Contains(offered, sc) {
-				return false
-			}
-		}
-		return true
-	}
 	switch {
-	case a.Device != nil && covers(a.Device.Scopes):
+	case a.Device != nil && covers(a.Device.Scopes, scopes):
 		return "sign_in_device"
-	case a.Direct != nil && covers(a.Direct.Scopes):
+	case direct && a.Direct != nil && covers(a.Direct.Scopes, scopes):
 		return "sign_in_direct"
-	case a.Mediated != nil && covers(a.Mediated.Scopes):
+	case a.Mediated != nil && covers(a.Mediated.Scopes, scopes):
 		return "sign_in_mediated"
 	}
 	return ""

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
@@ -27,7 +28,8 @@ func TestSignInNeeded(t *testing.T) {
 	}{
 		{&auth.Error{Code: "sign_in_required", Status: 401}, "sign_in_device", `["poppy:read"]`},
 		{fmt.Errorf("call_api: %w", &auth.Error{Code: "insufficient_scope", Scope: "poppy:write"}), "sign_in_device", `["poppy:write"]`},
-		{&auth.Error{Code: "insufficient_scope", Scope: "addresses"}, "sign_in_direct", `["addresses"]`},
+		// Only Direct Sign-In grants it, and this Server has no callback.
+		{&auth.Error{Code: "insufficient_scope", Scope: "addresses"}, "", `["addresses"]`},
 		{&auth.Error{Code: "insufficient_scope", Scope: "unknown"}, "", `["unknown"]`},
 	} {
 		r, ok := s.signInNeeded("example.com", tc.err)
@@ -49,5 +51,41 @@ func TestSignInNeeded(t *testing.T) {
 	}
 	if r, _ := s.signInNeeded("unknown.example", auth.ErrSignInRequired); r == nil {
 		t.Error("an undiscovered Company gave no advice")
+	}
+}
+
+// TestSignInNeededDirect: sign_in_direct is advised only where poppy-mcp
+// can take its callback: served under --public-url with the callback in
+// agent.json's redirect_uris. The old code advised it everywhere, so the
+// model was sent to a tool that could only fail.
+func TestSignInNeededDirect(t *testing.T) {
+	ctx := context.Background()
+	company := poppytest.NewServer(t, nil)
+	advice := func(publicURL string, redirects ...string) signInNeededResult {
+		t.Helper()
+		id, err := auth.NewIdentity(ctx, "https://agent.example/agent.json", &auth.IdentityOptions{RedirectURIs: redirects})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := New(Deps{Discovery: discovery.New(company.Client(), nil), Agent: auth.New(id, nil), PublicURL: publicURL})
+		if _, err := s.company(ctx, "example.com", false); err != nil {
+			t.Fatal(err)
+		}
+		r, _ := s.signInNeeded("example.com", &auth.Error{Code: "insufficient_scope", Scope: "addresses"})
+		var got signInNeededResult
+		raw, _ := json.Marshal(r.StructuredContent)
+		_ = json.Unmarshal(raw, &got)
+		return got
+	}
+	if got := advice("https://agent.example", "https://agent.example/oauth/callback"); got.Tool != "sign_in_direct" {
+		t.Errorf("with the callback: %+v", got)
+	}
+	for name, got := range map[string]signInNeededResult{
+		"no public URL":              advice("", "https://agent.example/oauth/callback"),
+		"callback not in agent.json": advice("https://agent.example"),
+	} {
+		if got.Tool != "" || !strings.Contains(got.Next, "--public-url") {
+			t.Errorf("%s: %+v", name, got)
+		}
 	}
 }

@@ -51,9 +51,9 @@ type statusResult struct {
 	UserCode                string `json:"user_code,omitempty"`
 	VerificationURIComplete string `json:"verification_uri_complete,omitempty"`
 	ExpiresIn               int64  `json:"expires_in,omitempty"`
-	// Direct Sign-In: the URL the user opens.
-	AuthorizationURL string `json:"authorization_url,omitempty"`
-	// Mediated Sign-In: the local page, when it was not offered by elicitation.
+	// Direct and Mediated Sign-In: poppy-mcp's one-time page for the user,
+	// when it was not offered by elicitation. Never the Company's
+	// authorization URL: its state and code_challenge are not the model's.
 	SignInURL string `json:"sign_in_url,omitempty"`
 	// Elicitation is the client's answer when the URL was offered by
 	// URL-mode elicitation: accept, decline or cancel.
@@ -89,7 +89,7 @@ func (s *Server) noSignIn(ctx context.Context, rt *runtime, domain string) *mcp.
 		return result(statusResult{Domain: domain, Status: statusComplete, SignedIn: true, Scopes: info.Scopes, Missing: []string{},
 			SessionID: info.ID, Next: "Go on with the task."}, "The Session with %s is signed in with %s.", domain, strings.Join(info.Scopes, " "))
 	}
-	next := fmt.Sprintf("Call %s with domain %s and the scopes the task needs.", signInTool(s.knownAuth(domain), []string{"poppy:read"}), domain)
+	next := fmt.Sprintf("Call %s with domain %s and the scopes the task needs.", s.signInTool(s.knownAuth(domain), []string{"poppy:read"}), domain)
 	return failure(map[string]string{"error": "no_sign_in", "next": next}, "No sign-in was started for %s. %s", domain, next)
 }
 
@@ -178,8 +178,6 @@ func (s *Server) pendingFields(res *statusResult, f *signInFlow, elicited bool) 
 	case f.device != nil:
 		res.VerificationURI, res.UserCode = f.device.VerificationURI, f.device.UserCode
 		res.VerificationURIComplete = f.device.VerificationURIComplete
-	case f.direct != nil:
-		res.AuthorizationURL = f.direct.URL
 	case f.page != "" && !elicited:
 		res.SignInURL = f.page
 	}

@@ -81,6 +81,9 @@ type websiteResult struct {
 	ExpiresAt    string `json:"expires_at,omitempty"`
 	SessionID    string `json:"session_id,omitempty"`
 	SignedIn     bool   `json:"signed_in"`
+	// LoopbackOnly: join_url is on poppy-mcp's machine only, though
+	// poppy-mcp is served under a public URL.
+	LoopbackOnly bool   `json:"loopback_only,omitempty"`
 	Next         string `json:"next"`
 }
 
@@ -109,7 +112,22 @@ func (s *Server) openWebsite(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		// Poppy 0.1 §5: "The Personal Agent MUST post browser assertions only from a browser it controls, never from the User's own browser"
 		Next: "Open join_url once, within a minute, in the browser you control, never the user's. " +
 			"Call open_website again after sign-in or sign-out, or when the website no longer knows the Session."}
+	if s.deps.PublicURL != "" {
+		res.LoopbackOnly, res.Next = true, s.loopbackJoinNext()
+	}
 	return result(res, "Opening join_url lands on %s in Session %s (%s). %s", target, j.info.ID, state, res.Next), nil
+}
+
+// loopbackJoinNext is open_website's advice when poppy-mcp is served under a
+// public URL: join pages are never served there (whoever got the link would
+// be signed in to the user's Session), only on poppy-mcp's own machine.
+func (s *Server) loopbackJoinNext() string {
+	next := "join_url is served only on 127.0.0.1 of the machine poppy-mcp runs on, never under its public URL: " +
+		"only a browser you control on that machine can open it, once, within a minute. "
+	if s.deps.Browser != nil {
+		return next + "To read the website, call browse_page instead: poppy-mcp's own browser joins the Session there."
+	}
+	return next + "If you have no browser there, use the Company's APIs or Company Agent instead."
 }
 
 // websiteTarget discovers a usable Company and resolves the url argument

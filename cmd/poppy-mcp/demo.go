@@ -28,7 +28,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "poppy-mcp:", err)
 		return 2
 	}
-	a, err := newApp(ctx, &c, true, logger)
+	a, err := newApp(ctx, &c, true, &appOptions{logger: logger})
 	if err != nil {
 		fmt.Fprintln(stderr, "poppy-mcp demo:", err)
 		return 1

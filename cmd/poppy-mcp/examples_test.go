@@ -18,6 +18,16 @@ type exampleServer struct {
 	Args    []string          `json:"args"`
 	Env     map[string]string `json:"env"`
 	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+}
+
+// tokenHeaders is, for each file, the Authorization header its HTTP entry
+// must send: POPPY_HTTP_TOKEN in the file's own syntax (VS Code asks once,
+// with a password prompt), never a literal token.
+var tokenHeaders = map[string]string{
+	".mcp.json":        "Bearer ${POPPY_HTTP_TOKEN}",
+	".cursor/mcp.json": "Bearer ${env:POPPY_HTTP_TOKEN}",
+	".vscode/mcp.json": "Bearer ${input:poppy-http-token}",
 }
 
 // TestExampleConfigs parses every file in examples/claude-config and checks
@@ -30,14 +40,17 @@ func TestExampleConfigs(t *testing.T) {
 	}
 	for name, key := range files {
 		t.Run(name, func(t *testing.T) {
-			var doc map[string]map[string]exampleServer
+			var doc map[string]json.RawMessage
 			readJSON(t, filepath.Join(dir, name), &doc)
-			servers := doc[key]
-			if len(servers) < 2 {
-				t.Fatalf("%s has %d servers under %q", name, len(servers), key)
+			var servers map[string]exampleServer
+			if err := json.Unmarshal(doc[key], &servers); err != nil || len(servers) < 2 {
+				t.Fatalf("%s has %d servers under %q (%v)", name, len(servers), key, err)
 			}
 			for id, s := range servers {
-				checkExampleServer(t, id, s)
+				checkExampleServer(t, name, id, s)
+			}
+			if name == ".vscode/mcp.json" {
+				checkVSCodeInput(t, doc["inputs"])
 			}
 		})
 	}
@@ -45,8 +58,18 @@ func TestExampleConfigs(t *testing.T) {
 		for _, args := range commandLines(t, filepath.Join(dir, "claude-code.sh"), "claude mcp add") {
 			if i := indexOf(args, "--"); i >= 0 {
 				checkServeArgs(t, args[i+1:])
-			} else if !strings.HasPrefix(args[len(args)-1], "http://127.0.0.1:8808/mcp") {
-				t.Errorf("claude mcp add without a command or the HTTP URL: %q", args)
+				continue
+			}
+			line := strings.Join(args, " ")
+			if !strings.Contains(line, " http://127.0.0.1:8808/mcp ") || !strings.Contains(line, `--header "Authorization: Bearer $POPPY_HTTP_TOKEN"`) {
+				t.Errorf("claude mcp add without a command, or the HTTP URL with the token: %q", line)
+			}
+		}
+	})
+	t.Run("executable", func(t *testing.T) {
+		for _, script := range []string{"serve-http.sh", "claude-code.sh"} {
+			if fi, err := os.Stat(filepath.Join(dir, script)); err != nil || fi.Mode().Perm()&0o111 == 0 {
+				t.Errorf("%s is not executable: %v %v", script, fi.Mode(), err)
 			}
 		}
 	})
@@ -57,11 +80,14 @@ func TestExampleConfigs(t *testing.T) {
 	})
 }
 
-func checkExampleServer(t *testing.T, id string, s exampleServer) {
+func checkExampleServer(t *testing.T, file, id string, s exampleServer) {
 	t.Helper()
 	if s.URL != "" {
 		if s.URL != "http://127.0.0.1:8808/mcp" {
 			t.Errorf("%s: url %q is not where serve-http.sh listens", id, s.URL)
+		}
+		if got := s.Headers["Authorization"]; got != tokenHeaders[file] {
+			t.Errorf("%s: Authorization %q, want %q: serve over HTTP needs its bearer token", id, got, tokenHeaders[file])
 		}
 		return
 	}
@@ -74,6 +100,19 @@ func checkExampleServer(t *testing.T, id string, s exampleServer) {
 		if k != "POPPY_CLIENT_ID" && k != "POPPY_HTTP_TOKEN" && k != "POPPY_STATE_KEY" {
 			t.Errorf("%s: unknown environment variable %s", id, k)
 		}
+	}
+}
+
+// checkVSCodeInput checks that VS Code asks for the token as a password.
+func checkVSCodeInput(t *testing.T, raw json.RawMessage) {
+	t.Helper()
+	var inputs []struct {
+		Type, ID string
+		Password bool
+	}
+	if err := json.Unmarshal(raw, &inputs); err != nil || len(inputs) != 1 ||
+		inputs[0].ID != "poppy-http-token" || inputs[0].Type != "promptString" || !inputs[0].Password {
+		t.Errorf("VS Code inputs %s: want one promptString poppy-http-token with password: true (%v)", raw, err)
 	}
 }
 
@@ -120,5 +159,3 @@ func indexOf(xs []string, x string) int {
 	}
 	return -1
 }
-
-var _ = json.Marshal

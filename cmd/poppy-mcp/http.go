@@ -14,30 +14,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/pages"
 	"github.com/poppy-mcp/poppy-mcp/tools"
 )
 
 // httpOptions are serve's HTTP-mode flags.
 type httpOptions struct {
-	addr      string // --http
-	token     string // --http-token or POPPY_HTTP_TOKEN
-	publicURL string // --public-url
+	addr         string   // --http
+	token        string   // --http-token or POPPY_HTTP_TOKEN; else set by resolveToken
+	noToken      bool     // --no-http-token
+	publicURL    string   // --public-url
+	allowOrigins listFlag // --allow-origin, each scheme://host[:port]
+
+	tokenFile string // where the token came from, when resolveToken read or made it
+	url       string // the MCP endpoint's URL, once listening
 }
 
-// isLoopback reports whether addr binds only to the loopback interface.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// checkHTTP refuses a configuration that would expose MCP without a token.
+// check refuses a configuration that would expose MCP without a token.
 func (o *httpOptions) check() error {
 	if _, err := strconv.ParseUint(o.addr, 10, 16); err == nil {
 		o.addr = "127.0.0.1:" + o.addr // a bare port binds loopback: the safe default
@@ -45,33 +38,61 @@ func (o *httpOptions) check() error {
 	if _, _, err := net.SplitHostPort(o.addr); err != nil {
 		return fmt.Errorf("--http %q: want HOST:PORT, like 127.0.0.1:8808", o.addr)
 	}
-	if !isLoopback(o.addr) && o.token == "" {
-		return fmt.Errorf("refusing to serve MCP on %s without a bearer token: set --http-token or POPPY_HTTP_TOKEN (or bind 127.0.0.1)", o.addr)
+	if err := o.checkToken(); err != nil {
+		return err
 	}
-	if o.publicURL != "" && o.token == "" {
+	if o.publicURL != "" {
+		u, err := url.Parse(o.publicURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("--public-url %q must be an https URL", o.publicURL)
+		}
+	}
+	for i, raw := range o.allowOrigins {
+		origin, err := parseOrigin(raw)
+		if err != nil {
+			return err
+		}
+		o.allowOrigins[i] = origin
+	}
+	return nil
+}
+
+// checkToken refuses to go without a token where one is needed.
+func (o *httpOptions) checkToken() error {
+	switch {
+	case o.noToken && o.token != "":
+		return errors.New("--no-http-token with a token (--http-token or POPPY_HTTP_TOKEN): choose one")
+	case o.noToken && !pages.IsLoopback(o.addr):
+		return fmt.Errorf("refusing --no-http-token on %s: off loopback MCP needs a bearer token (--http-token or POPPY_HTTP_TOKEN)", o.addr)
+	case o.noToken && o.publicURL != "":
+		return errors.New("refusing --no-http-token with --public-url: a server meant to be reached from elsewhere needs a bearer token")
+	case !pages.IsLoopback(o.addr) && o.token == "":
+		return fmt.Errorf("refusing to serve MCP on %s without a bearer token: set --http-token or POPPY_HTTP_TOKEN (or bind 127.0.0.1)", o.addr)
+	case o.publicURL != "" && o.token == "":
 		// Behind --public-url the server is meant to be reached from elsewhere
 		// (a reverse proxy), and mcp-go's localhost Host check is off: only the
 		// token keeps anyone else, or a DNS-rebinding page, away from /mcp.
 		return errors.New("refusing to serve MCP behind --public-url without a bearer token: set --http-token or POPPY_HTTP_TOKEN")
 	}
-	if o.publicURL != "" {
-		u, err := url.Parse(o.publicURL)
-		if err != nil || u.Scheme != "https" || u.Host == "" {
-			return fmt.Errorf("--public-url %q must be an https URL", o.publicURL)
-		}
-	}
 	return nil
 }
 
-// serveHTTP serves MCP over streamable HTTP at /mcp until ctx ends, then
-// shuts down gracefully.
-func serveHTTP(ctx context.Context, a *app, o httpOptions, logger *slog.Logger) error {
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		return err
+// parseOrigin checks an --allow-origin value and returns it as a browser
+// sends it in Origin: scheme://host[:port], lowercased.
+func parseOrigin(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
+		strings.TrimSuffix(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("--allow-origin %q: want an origin, scheme://host[:port], like https://app.example", raw)
 	}
-	srv := &http.Server{Handler: a.httpMux(o, logger), ReadHeaderTimeout: 10 * time.Second}
-	logger.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "token", o.token != "")
+	return strings.ToLower(u.Scheme + "://" + u.Host), nil
+}
+
+// serveHTTP serves MCP over streamable HTTP at /mcp on ln until ctx ends,
+// then shuts down gracefully.
+func serveHTTP(ctx context.Context, a *app, ln net.Listener, o httpOptions, logger *slog.Logger) error {
+	srv := &http.Server{Handler: a.httpMux(o, ln.Addr(), logger), ReadHeaderTimeout: 10 * time.Second}
+	logger.Info("serving MCP over streamable HTTP", "url", o.url, "token", tokenSource(o))
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
@@ -88,16 +109,64 @@ func serveHTTP(ctx context.Context, a *app, o httpOptions, logger *slog.Logger) 
 	return nil
 }
 
-// httpMux routes /mcp (behind the bearer token when one is set) and, with
-// --public-url, the agent's own documents and local pages.
-func (a *app) httpMux(o httpOptions, logger *slog.Logger) http.Handler {
+// tokenSource says, for the log, where the bearer token came from; never
+// the token.
+func tokenSource(o httpOptions) string {
+	switch {
+	case o.noToken:
+		return "none (--no-http-token)"
+	case o.tokenFile != "":
+		return o.tokenFile
+	}
+	return "--http-token or POPPY_HTTP_TOKEN"
+}
+
+// httpMux routes /mcp (behind the Origin check and the bearer token) and,
+// with --public-url, the agent's own documents and local pages.
+func (a *app) httpMux(o httpOptions, bound net.Addr, logger *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
-	public := o.publicURL != "" || !isLoopback(o.addr)
-	mux.Handle("/mcp", requireToken(o.token, a.tools.HTTPHandler(public)))
+	public := o.publicURL != "" || !pages.IsLoopback(o.addr)
+	mux.Handle("/mcp", checkOrigin(allowedOrigins(o, bound), requireToken(o.token, a.tools.HTTPHandler(public))))
 	if o.publicURL != "" {
 		a.mountPublic(mux, o.publicURL, logger)
 	}
 	return mux
+}
+
+// allowedOrigins are the origins whose pages may call /mcp: the server's
+// own (as bound; on loopback also under localhost, 127.0.0.1 and [::1]),
+// --public-url's and those of --allow-origin.
+func allowedOrigins(o httpOptions, bound net.Addr) map[string]bool {
+	allowed := map[string]bool{"http://" + strings.ToLower(bound.String()): true}
+	if _, port, err := net.SplitHostPort(bound.String()); err == nil && pages.IsLoopback(bound.String()) {
+		for _, h := range []string{"localhost", "127.0.0.1", "[::1]"} {
+			allowed["http://"+h+":"+port] = true
+		}
+	}
+	if o.publicURL != "" {
+		if u, err := url.Parse(o.publicURL); err == nil {
+			allowed[strings.ToLower(u.Scheme+"://"+u.Host)] = true
+		}
+	}
+	for _, origin := range o.allowOrigins {
+		allowed[origin] = true
+	}
+	return allowed
+}
+
+// checkOrigin refuses a request whose Origin is present and not allowed.
+// MCP's streamable HTTP transport: servers "MUST validate the Origin header
+// on all incoming connections to prevent DNS rebinding attacks", and answer
+// 403 when it is present and invalid. Clients that are not browsers send
+// no Origin.
+func checkOrigin(allowed map[string]bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" && !allowed[strings.ToLower(origin)] {
+			http.Error(w, "forbidden: requests from "+origin+" are not allowed here (poppy-mcp --allow-origin)", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // requireToken checks Authorization: Bearer TOKEN in constant time.
@@ -118,16 +187,18 @@ func requireToken(token string, next http.Handler) http.Handler {
 }
 
 // mountPublic serves agent.json and jwks.json at the paths their URLs name
-// when those URLs are under --public-url, and the local pages under /pages/.
+// when those URLs are under --public-url, the user's pages under /pages/
+// (behind the deployment's credential) and the Direct Sign-In callback.
+// Pages and callback answer only for --public-url's host.
 func (a *app) mountPublic(mux *http.ServeMux, publicURL string, logger *slog.Logger) {
-	if a.pages != nil {
-		mux.Handle("/pages/", a.pages.Handler())
+	prefix := ""
+	if pu, err := url.Parse(publicURL); err == nil {
+		prefix = strings.TrimSuffix(pu.Path, "/")
 	}
+	mux.Handle(prefix+"/pages/", a.pages.Handler())
 	// Direct Sign-In returns here (Poppy 0.1 §4.5); it must be in redirect_uris.
 	callback := strings.TrimSuffix(publicURL, "/") + tools.CallbackPath
-	if pu, err := url.Parse(callback); err == nil {
-		mux.Handle("GET "+pu.Path, a.tools.CallbackHandler())
-	}
+	mux.Handle("GET "+prefix+tools.CallbackPath, a.pages.CheckHost(a.tools.CallbackHandler()))
 	if a.identity != nil && !slices.Contains(a.identity.Metadata().RedirectURIs, callback) {
 		logger.Warn("Direct Sign-In needs the callback in agent.json's redirect_uris: run `poppy-mcp init --client-id ... --redirect-uri " + callback + "` and publish agent.json again")
 	}

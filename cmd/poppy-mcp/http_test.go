@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,47 +23,53 @@ import (
 
 var servingURL = regexp.MustCompile(`url=(http://\S+/mcp)`)
 
-// startHTTP runs `poppy-mcp serve --http ...` and returns the MCP URL.
-func startHTTP(t *testing.T, env []string, args ...string) (string, *exec.Cmd) {
+// startHTTP runs `poppy-mcp serve --http ...` with a new state directory
+// and returns the MCP URL and the bearer token clients send: the one in
+// env's POPPY_HTTP_TOKEN, else the one serve made in the state directory.
+func startHTTP(t *testing.T, env []string, args ...string) (string, string, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"serve", "--state-dir", t.TempDir()}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := servingURL.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
+	state := t.TempDir()
+	cmd := exec.Command(binary, append([]string{"serve", "--state-dir", state}, args...)...)
+	u := startCmd(t, cmd, env)
+	for _, kv := range env {
+		if token, ok := strings.CutPrefix(kv, "POPPY_HTTP_TOKEN="); ok {
+			return u, token, cmd
 		}
-	}()
-	select {
-	case u := <-found:
-		return u, cmd
-	case <-time.After(20 * time.Second):
-		t.Fatal("poppy-mcp did not start serving HTTP")
-		return "", nil
 	}
+	b, err := os.ReadFile(filepath.Join(state, "http-token"))
+	if err != nil && !slices.Contains(args, "--no-http-token") {
+		t.Fatalf("serve --http made no token file: %v", err)
+	}
+	return u, strings.TrimSpace(string(b)), cmd
+}
+
+// bearer is the Authorization header for token.
+func bearer(token string) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + token}
+}
+
+// headerTransport adds headers to every request, for the go-sdk client.
+type headerTransport struct{ headers map[string]string }
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.headers {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 // TestServeHTTP drives `serve --demo --http` with the go-sdk and mcp-go
 // clients at both MCP revisions.
 func TestServeHTTP(t *testing.T) {
-	u, _ := startHTTP(t, nil, "--demo", "--http", "127.0.0.1:0")
+	u, token, _ := startHTTP(t, nil, "--demo", "--http", "127.0.0.1:0")
 	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run("go-sdk/"+rev, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-test", Version: "1"}, nil)
-			cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: u, MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: rev})
+			hc := &http.Client{Transport: headerTransport{bearer(token)}}
+			cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: u, HTTPClient: hc, MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: rev})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +80,7 @@ func TestServeHTTP(t *testing.T) {
 			}
 		})
 		t.Run("mcp-go/"+rev, func(t *testing.T) {
-			mcpGoCall(t, u, rev, nil)
+			mcpGoCall(t, u, rev, bearer(token))
 		})
 	}
 }
@@ -144,7 +152,7 @@ func TestServeHTTPToken(t *testing.T) {
 	if _, errOut, code := runBinary(t, nil, "serve", "--http", "0.0.0.0:0"); code != 2 || !strings.Contains(errOut, "without a bearer token") {
 		t.Fatalf("public bind without token: exit %d %s", code, errOut)
 	}
-	u, _ := startHTTP(t, []string{"POPPY_HTTP_TOKEN=s3cret-token"}, "--demo", "--http", "127.0.0.1:0")
+	u, _, _ := startHTTP(t, []string{"POPPY_HTTP_TOKEN=s3cret-token"}, "--demo", "--http", "127.0.0.1:0")
 	resp, err := http.Post(u, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +209,7 @@ func TestServePublicURL(t *testing.T) {
 
 // TestServeGracefulShutdown: SIGTERM ends the server cleanly with exit 0.
 func TestServeGracefulShutdown(t *testing.T) {
-	_, cmd := startHTTP(t, nil, "--demo", "--http", "127.0.0.1:0")
+	_, _, cmd := startHTTP(t, nil, "--demo", "--http", "127.0.0.1:0")
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

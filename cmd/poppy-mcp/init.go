@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
 // listFlag is a repeatable string flag.
@@ -18,7 +19,8 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
-// runInit creates (or loads) the agent's signing key in the state dir and
+// runInit creates (or loads) the agent's signing key in the state dir,
+// stores the client metadata it was told for serve to publish and use, and
 // writes agent.json and jwks.json to publish at client_id and jwks_uri
 // (Poppy 0.1 §4.1).
 func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -26,41 +28,79 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var c common
 	c.register(fs)
 	var redirects listFlag
-	fs.Var(&redirects, "redirect-uri", "a Direct Sign-In callback on the client_id's host (repeatable)")
+	fs.Var(&redirects, "redirect-uri", "a Direct Sign-In callback on the client_id's host (repeatable; default: those stored by the last init)")
 	out := fs.String("out", ".", "where to write agent.json and jwks.json")
-	name := fs.String("client-name", "poppy-mcp", "client_name shown to the user on Companies' sign-in pages")
+	name := fs.String("client-name", "poppy-mcp", "client_name shown to the user on Companies' sign-in pages (default: the one stored by the last init)")
 	rotate := fs.Bool("rotate", false, "make a new signing key; the old public key stays in jwks.json for 7 days")
 	if !parse(fs, args, stderr) || fs.NArg() > 0 || c.clientID == "" {
-		fmt.Fprintln(stderr, "usage: poppy-mcp init --client-id https://YOUR.DOMAIN/agent.json [--redirect-uri URL]... [--out DIR] [--rotate]")
+		fmt.Fprintln(stderr, "usage: poppy-mcp init --client-id https://YOUR.DOMAIN/agent.json [--redirect-uri URL]... [--client-name NAME] [--out DIR] [--rotate]")
 		return 2
 	}
 	st, dir, err := c.openStore(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "poppy-mcp init:", err)
+		fmt.Fprintln(stderr, "poppy-mcp init:", stateError(dir, err))
 		return 1
 	}
 	defer st.Close()
-	id, err := auth.NewIdentity(ctx, c.clientID, &auth.IdentityOptions{Store: st, ClientName: *name, RedirectURIs: redirects})
+	opts, kept := initMetadata(ctx, st, c.clientID, redirects, fs, *name)
+	id, err := auth.NewIdentity(ctx, c.clientID, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "poppy-mcp init:", err)
 		return 2
 	}
-	if *rotate {
-		if err := id.Rotate(ctx); err != nil {
-			fmt.Fprintln(stderr, "poppy-mcp init:", err)
-			return 1
-		}
-	}
-	if err := writeIdentityDocs(id, *out); err != nil {
+	if err := finishInit(ctx, st, id, *rotate, *out); err != nil {
 		fmt.Fprintln(stderr, "poppy-mcp init:", err)
 		return 1
 	}
 	md := id.Metadata()
 	fmt.Fprintf(stdout, "Identity ready: signing key %s, kept in %s (key protected by: %s).\n", id.CurrentKeyID(), dir, st.KeySource())
+	if kept != "" {
+		fmt.Fprintln(stdout, kept)
+	}
 	fmt.Fprintf(stdout, "Publish these two files over HTTPS:\n  %s  at %s\n  %s  at %s\n",
 		filepath.Join(*out, "agent.json"), md.ClientID, filepath.Join(*out, "jwks.json"), md.JWKSURI)
-	fmt.Fprintf(stdout, "Then run: poppy-mcp serve --client-id %s\n", md.ClientID)
+	fmt.Fprintf(stdout, "Then run: poppy-mcp serve (it uses this identity; --state-dir if you gave one here)\n")
 	return 0
+}
+
+// initMetadata is the metadata init makes the identity with: the flags, and
+// for what they leave out, what the last init stored for the same
+// client_id. kept says what was taken from the store, if anything.
+func initMetadata(ctx context.Context, st *store.Store, clientID string, redirects []string, fs *flag.FlagSet, name string) (*auth.IdentityOptions, string) {
+	opts := &auth.IdentityOptions{Store: st, ClientName: name, RedirectURIs: redirects}
+	stored, err := st.AgentMetadata(ctx)
+	if err != nil || stored.ClientID != clientID {
+		return opts, ""
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	opts.LogoURI, opts.Extensions = stored.LogoURI, stored.Extensions
+	var kept []string
+	if !given["client-name"] {
+		opts.ClientName = stored.ClientName
+	}
+	if !given["redirect-uri"] && len(stored.RedirectURIs) > 0 {
+		opts.RedirectURIs = stored.RedirectURIs
+		kept = append(kept, "redirect_uris "+strings.Join(stored.RedirectURIs, " "))
+	}
+	if len(kept) == 0 {
+		return opts, ""
+	}
+	return opts, "Kept from the last init: " + strings.Join(kept, "; ") + " (give --redirect-uri to replace them)."
+}
+
+// finishInit rotates the key if asked, stores the metadata for serve, and
+// writes the two documents to publish.
+func finishInit(ctx context.Context, st *store.Store, id *auth.Identity, rotate bool, out string) error {
+	if rotate {
+		if err := id.Rotate(ctx); err != nil {
+			return err
+		}
+	}
+	if err := st.PutAgentMetadata(ctx, storedMetadata(id)); err != nil {
+		return err
+	}
+	return writeIdentityDocs(id, out)
 }
 
 func writeIdentityDocs(id *auth.Identity, dir string) error {

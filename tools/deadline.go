@@ -1,0 +1,145 @@
+package tools
+
+// This file bounds how long one tool call may hold poppy-mcp: every call
+// has a deadline of its own, the longest wait the tool allows plus a margin
+// for the Company requests around it, so a Company that answers slowly, or
+// never, ends the call with a clear result instead of holding it (and, over
+// stdio, one of the transport's workers) for as long as it likes. It also
+// sizes the stdio transport's worker pool for the waits poppy-mcp allows.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+const (
+	// defaultCallTimeout bounds a call that does not wait for the user or
+	// the Company Agent: the MCP clients' own request timeout is about a
+	// minute. It covers the default waits of tools that wait without being
+	// asked to (send_message's 20 s) with waitMargin to spare.
+	defaultCallTimeout = 60 * time.Second
+	// waitMargin is how long a call that waits may take beyond its wait:
+	// the requests before and after it (each bounded at 30 s by auth and
+	// conversation).
+	waitMargin = 30 * time.Second
+	// longestWait is the longest wait_seconds any tool honours.
+	longestWait = max(maxWait, convMaxWait)
+	// deadlineGrace is how long a call past its deadline has to return
+	// its own result (most see their context end and phrase what they
+	// have) before poppy-mcp answers for it.
+	deadlineGrace = 2 * time.Second
+)
+
+// Over stdio, mcp-go runs tool calls on a fixed pool of workers (5 by
+// default), and a call holds its worker until it returns: five waiting
+// read_events calls would stall every other tool for their whole wait.
+// Each call holds a worker for at most longestWait+waitMargin (90 s); with
+// 100 workers, mcp-go's maximum, a model would need 100 calls in flight at
+// once to make a quick tool wait, and then only until the first deadline.
+const (
+	stdioWorkers = 100
+	stdioQueue   = 1000 // beyond it mcp-go handles calls on its read loop, one at a time
+)
+
+// errCallDeadline is the cause of a call's context ending at its deadline.
+var errCallDeadline = errors.New("tools: the tool call's deadline passed")
+
+// ServeStdio serves MCP over in and out, newline-delimited JSON-RPC as MCP's
+// stdio transport says, until ctx ends or in is closed, with the worker pool
+// sized for the waits poppy-mcp allows. errLog receives the transport's own
+// errors. mcp-go keeps one stdio session per process: serve one at a time.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, errLog *log.Logger) error {
+	stdio := server.NewStdioServer(s.mcp)
+	stdio.SetErrorLogger(errLog)
+	server.WithWorkerPoolSize(stdioWorkers)(stdio)
+	server.WithQueueSize(stdioQueue)(stdio)
+	return stdio.Listen(ctx, in, out)
+}
+
+// callLimit is how long req may run: the call timeout, or the wait it asks
+// for (at most longestWait) plus waitMargin when that is longer.
+func (s *Server) callLimit(req mcp.CallToolRequest) time.Duration {
+	limit := s.deps.CallTimeout
+	if limit <= 0 {
+		limit = defaultCallTimeout
+	}
+	if w, ok := req.GetArguments()["wait_seconds"].(float64); ok && w > 0 {
+		wait := min(time.Duration(w*float64(time.Second)), longestWait)
+		limit = max(limit, wait+waitMargin)
+	}
+	return limit
+}
+
+// answer is what a tool handler returned.
+type answer struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+// bound is the tool handler middleware that gives each call its deadline.
+// The handler runs with a context that ends at the deadline; one that has
+// not returned shortly after gets a result that says so, and finishes in the
+// background (whatever it returns then is dropped).
+func (s *Server) bound(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		limit := s.callLimit(req)
+		ctx, cancel := context.WithTimeoutCause(ctx, limit, errCallDeadline)
+		defer cancel()
+		done := make(chan answer, 1)
+		go func() { done <- runTool(ctx, next, req) }()
+		select {
+		case a := <-done:
+			return s.settle(ctx, req, limit, a)
+		case <-ctx.Done():
+		}
+		if context.Cause(ctx) != errCallDeadline {
+			return nil, ctx.Err() // the client cancelled the call
+		}
+		grace := time.NewTimer(deadlineGrace)
+		defer grace.Stop()
+		select {
+		case a := <-done:
+			return s.settle(ctx, req, limit, a)
+		case <-grace.C:
+			return s.timedOut(req, limit), nil
+		}
+	}
+}
+
+// settle passes a handler's answer on, except that a failure once the
+// deadline has passed (most likely its cause: a request cut short) becomes
+// a result that says what happened. A success past the deadline stands.
+func (s *Server) settle(ctx context.Context, req mcp.CallToolRequest, limit time.Duration, a answer) (*mcp.CallToolResult, error) {
+	if context.Cause(ctx) == errCallDeadline && (a.err != nil || a.res == nil || a.res.IsError) {
+		return s.timedOut(req, limit), nil
+	}
+	return a.res, a.err
+}
+
+// runTool runs a handler, turning a panic into an error: it runs on a
+// goroutine of its own, out of reach of mcp-go's recovery middleware.
+func runTool(ctx context.Context, h server.ToolHandlerFunc, req mcp.CallToolRequest) (a answer) {
+	defer func() {
+		if r := recover(); r != nil {
+			a = answer{err: fmt.Errorf("tools: panic in the %s tool: %v", req.Params.Name, r)}
+		}
+	}()
+	res, err := h(ctx, req)
+	return answer{res, err}
+}
+
+// timedOut is the result of a call that ran past its deadline.
+func (s *Server) timedOut(req mcp.CallToolRequest, limit time.Duration) *mcp.CallToolResult {
+	secs := int(limit / time.Second)
+	s.log.Warn("tool call ran past its deadline", "tool", req.Params.Name, "seconds", secs)
+	next := "Try again later; if it keeps happening, the Company is too slow to answer: tell the user."
+	return failure(map[string]any{"error": "timeout", "seconds": secs, "next": next},
+		"%s did not finish within %d s: the Company (or the network to it) did not answer in time. %s", req.Params.Name, secs, next)
+}

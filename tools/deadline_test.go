@@ -1,0 +1,145 @@
+package tools_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/poppy-mcp/poppy-mcp/cache"
+	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/tools"
+)
+
+// stdioConnect serves ts over in-process pipes with ServeStdio, as
+// `poppy-mcp serve` does over stdin and stdout, and connects the go-sdk
+// client to it at revision.
+func stdioConnect(t *testing.T, ts *tools.Server, revision string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	clientIn, serverOut := io.Pipe()
+	serverIn, clientOut := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- ts.ServeStdio(ctx, serverIn, serverOut, log.New(io.Discard, "", 0)) }()
+	t.Cleanup(func() {
+		cancel()
+		clientOut.Close()
+		serverOut.Close()
+		<-served
+	})
+	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-stdio-test", Version: "1"}, opts)
+	cs, err := c.Connect(ctx, &sdk.IOTransport{Reader: clientIn, Writer: clientOut}, &sdk.ClientSessionOptions{ProtocolVersion: revision})
+	if err != nil {
+		t.Fatalf("connect over stdio at %s: %v", revision, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// TestStdioQuickToolBesideLongWaits: over stdio, a quick tool answers while
+// more long waits are held than mcp-go's default pool of 5 workers has.
+// Eight sign_in_status calls wait (up to 50 s) for a device sign-in; once
+// at least five are known to be running, a quick call must come back while
+// all eight still wait. On the old code (5 workers) the quick call queued
+// behind the waits and came back only after the first had ended.
+func TestStdioQuickToolBesideLongWaits(t *testing.T) {
+	for _, rev := range revisions { // one at a time: mcp-go has one stdio session per process
+		t.Run(rev, func(t *testing.T) { quickBesideWaits(t, rev) })
+	}
+}
+
+func quickBesideWaits(t *testing.T, rev string) {
+	const waits = 8
+	h := newSignInHarness(t, signInOpts(nil))
+	var mu sync.Mutex
+	running := map[any]bool{} // progress tokens of the waits seen running
+	started := make(chan struct{}, 1)
+	cs := stdioConnect(t, h.tools, rev, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			running[req.Params.ProgressToken] = true
+			if len(running) >= 5 {
+				select {
+				case started <- struct{}{}:
+				default:
+				}
+			}
+		},
+	})
+	_, got := startDevice(t, cs, "poppy:read")
+	var ended atomic.Int32
+	var wg sync.WaitGroup
+	for i := range waits {
+		wg.Go(func() {
+			p := &sdk.CallToolParams{Name: "sign_in_status", Arguments: map[string]any{"domain": domain, "wait_seconds": 50}}
+			p.SetProgressToken(fmt.Sprintf("wait-%d", i))
+			if _, err := cs.CallTool(context.Background(), p); err != nil {
+				t.Errorf("wait %d: %v", i, err)
+			}
+			ended.Add(1)
+		})
+	}
+	<-started
+	res, quick := call(t, cs, "sign_in_status", map[string]any{"domain": domain})
+	if n := ended.Load(); n != 0 || res.IsError || quick["status"] != "pending" {
+		t.Errorf("the quick call came back after %d of the waits ended: %v", n, quick)
+	}
+	if err := h.company.ApproveDevice(got["user_code"].(string), "acct_dana"); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+}
+
+// TestToolCallDeadline: a tool call whose Company never answers ends at the
+// call's deadline with a result that says so, and poppy-mcp goes on
+// answering. The old code had no deadline: with a Company that holds the
+// request, discover_company never returned (the client's own 20 s timeout
+// failed the test).
+func TestToolCallDeadline(t *testing.T) {
+	h := newSignInHarness(t, nil)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	h.company.HandleFunc("slow.example.com", "GET /.well-known/poppy.json", func(w http.ResponseWriter, r *http.Request) {
+		select { // holds the request until the agent gives up or the test ends
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
+	// A client without a timeout of its own, as documentClient's is not in tests.
+	docs := &http.Client{Transport: cache.New(h.company.Transport(), nil)}
+	ts := tools.New(tools.Deps{Discovery: discovery.New(docs, nil), Documents: docs, Agent: h.agent, Store: h.store,
+		Pages: h.pages, CallTimeout: 3 * time.Second, Logger: slog.New(slog.NewTextHandler(h.logs, nil))})
+	t.Cleanup(ts.Close)
+	hs := httptest.NewServer(ts.HTTPHandler())
+	t.Cleanup(hs.Close)
+	h.url = hs.URL + "/mcp"
+	for _, rev := range revisions {
+		t.Run(rev, func(t *testing.T) {
+			cs := h.connect(t, rev)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "discover_company", Arguments: map[string]any{"domain": "slow.example.com"}})
+			if err != nil {
+				t.Fatalf("discover_company of a Company that never answers: %v", err)
+			}
+			text := res.Content[0].(*sdk.TextContent).Text
+			if !res.IsError || !strings.Contains(text, "did not finish within") {
+				t.Errorf("result = %q (isError %v)", text, res.IsError)
+			}
+			if res, got := call(t, cs, "discover_company", map[string]any{"domain": domain}); res.IsError {
+				t.Errorf("the next call: %v", got)
+			}
+		})
+	}
+}
