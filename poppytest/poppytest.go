@@ -71,10 +71,16 @@ type Options struct {
 	// holds; a longer list is paginated with nextCursor. Zero: 2.
 	MCPPageSize int
 
-	// RequireNonce makes every DPoP proof carry the Server's current nonce
-	// (RFC 9449 §8, §9): a proof without it gets use_dpop_nonce, and every
-	// response of a Company host carries the current DPoP-Nonce. Each host
-	// has its own nonce; RotateNonce changes them. Zero: no nonce.
+	// NoNonce turns DPoP nonces off: proofs need none, and no response
+	// carries DPoP-Nonce. Zero: every DPoP proof must carry the Server's
+	// current nonce for its host (RFC 9449 §8, §9; Poppy 0.1 §4.3: "Personal
+	// Agents MUST support nonces"): a proof without it gets use_dpop_nonce,
+	// and every response of a Company host carries the current DPoP-Nonce.
+	// Each host has its own nonce; RotateNonce changes them.
+	NoNonce bool
+	// RequireNonce is the default now and changes nothing.
+	//
+	// Deprecated: nonces are required unless NoNonce is set.
 	RequireNonce bool
 	// TokenLifetime is the lifetime of the Session Tokens issued. Zero: 1 h.
 	TokenLifetime time.Duration
@@ -380,7 +386,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	host := hostOnly(r.Host)
 	s.record(r, host)
 	s.checkEveryRequest(r, host)
-	if s.opts.RequireNonce && host != s.agentHost {
+	if !s.opts.NoNonce && host != s.agentHost {
 		w.Header().Set("DPoP-Nonce", s.nonce(host)) // RFC 9449 §8.2: a new nonce may come on any response
 	}
 	if s.checkRateLimit(w, r, host) {
