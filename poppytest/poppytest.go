@@ -180,6 +180,8 @@ type Server struct {
 	sessions     map[string]*Session
 	sessionOrder []string
 	tokens       map[string]*token // access token -> what it is bound to
+	tokenSeq     uint64            // the seq of the latest token issued
+	usedSeq      map[string]uint64 // token use -> the latest seq used at a resource
 
 	listener net.Listener
 	srv      *http.Server
@@ -219,7 +221,8 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 		muxes: map[string]*http.ServeMux{}, docs: map[string]*document{},
 		secretSet: map[string]struct{}{}, served: map[string]int{}, limits: map[string]*rateLimit{},
 		grants: map[string]grantFunc{}, clients: map[string]*client{}, jtis: map[string]time.Time{},
-		nonces: map[string]string{}, sessions: map[string]*Session{}, tokens: map[string]*token{}}
+		nonces: map[string]string{}, sessions: map[string]*Session{}, tokens: map[string]*token{},
+		usedSeq: map[string]uint64{}}
 	if opts != nil {
 		s.opts = *opts
 	}

@@ -45,16 +45,28 @@ func (sess *Session) clone() Session {
 // token is an issued Session Token, opaque to the agent and bound to
 // (Session, DPoP key, resource). Its fields are set under mu.
 type token struct {
-	sessionID  string
-	jkt        string // RFC 7638 thumbprint of the DPoP key; "" for a Bearer token
-	resource   string // the resource it was issued for; "" for every DPoP service
-	scopes     []string
-	signedIn   bool
-	account    string
-	issued     time.Time
-	expires    time.Time
-	revoked    bool      // by ExpireTokens
-	superseded time.Time // when a newer token replaced it for the same use; zero: current
+	sessionID string
+	jkt       string // RFC 7638 thumbprint of the DPoP key; "" for a Bearer token
+	resource  string // the resource it was issued for; "" for every DPoP service
+	scopes    []string
+	signedIn  bool
+	account   string
+	issued    time.Time
+	expires   time.Time
+	revoked   bool   // by ExpireTokens
+	seq       uint64 // order of issue: a token is superseded by any later one for the same use
+}
+
+// tokenUse is what a Session Token is for: its Session, its resource and its
+// kind. A Session can hold a DPoP token and a Bearer token for each resource
+// side by side (Poppy 0.1 §4.3: "A Session can have DPoP and Bearer tokens at
+// the same time"); each new one supersedes only the earlier ones of its use.
+func (t *token) use() string {
+	kind := "DPoP"
+	if t.jkt == "" {
+		kind = "Bearer"
+	}
+	return t.sessionID + "\x00" + t.resource + "\x00" + kind
 }
 
 // tokenRequest is a token request whose proof and client assertion passed.
@@ -244,14 +256,9 @@ func (s *Server) writeToken(w http.ResponseWriter, req *tokenRequest, res *grant
 	}
 	s.mu.Lock()
 	sess := s.sessions[res.sessionID].clone()
+	s.tokenSeq++
 	tok := &token{sessionID: sess.ID, jkt: req.jkt, resource: req.resource, scopes: res.scopes,
-		signedIn: sess.SignedIn, account: sess.Account, issued: now, expires: now.Add(lifetime)}
-	for _, old := range s.tokens {
-		if old.sessionID == tok.sessionID && old.resource == tok.resource &&
-			(old.jkt == "") == (tok.jkt == "") && old.superseded.IsZero() {
-			old.superseded = now
-		}
-	}
+		signedIn: sess.SignedIn, account: sess.Account, issued: now, expires: now.Add(lifetime), seq: s.tokenSeq}
 	s.tokens[value] = tok
 	s.mu.Unlock()
 	otherCompanies.Store(value, s.Issuer())
