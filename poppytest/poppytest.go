@@ -124,6 +124,16 @@ type Options struct {
 	// a row from one client and User before further attempts get 429 for a
 	// minute (§4.7). Zero: 3.
 	MediatedAttempts int
+	// MediatedHTTPStatus sets the HTTP status line of Mediated Sign-In
+	// answers (§4.7) by what their body says: its status ("complete",
+	// "code_required") or, for one that failed, its error code
+	// ("invalid_credentials", "invalid_code", ...), for example
+	// {"invalid_credentials": 401, "code_required": 202}. The body is the
+	// same whatever the status line: an agent must follow it. A 401 carries
+	// a DPoP challenge without an error. Nil: 200 for complete and
+	// code_required, and each error's own status (400 for
+	// invalid_credentials, 429 for too many attempts).
+	MediatedHTTPStatus map[string]int
 	// RotateRefreshTokens makes each refresh_token grant return a new
 	// Account Token; the old one then gets invalid_grant (§4.8). Zero: the
 	// Account Token stays the same.

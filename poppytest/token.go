@@ -7,6 +7,7 @@ package poppytest
 // device_code) register in s.grants from their own files.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -84,6 +85,7 @@ type grantResult struct {
 	sessionID string   // the Session to issue a token for
 	scopes    []string // the scopes of the token to issue
 	extra     map[string]any
+	status    int // the HTTP status of the answer; zero: 200
 }
 
 // grantFunc handles one grant_type.
@@ -282,7 +284,7 @@ func (s *Server) writeToken(w http.ResponseWriter, req *tokenRequest, res *grant
 	}
 	w.Header().Set("Cache-Control", "no-store") // Poppy 0.1 §4.2, RFC 6749 §5.1
 	w.Header().Set("Pragma", "no-cache")
-	writeJSON(w, http.StatusOK, resp)
+	writeJSON(w, cmp.Or(res.status, http.StatusOK), resp)
 }
 
 // poppyAPIs returns the apis of the poppy.json served at Domain now.
