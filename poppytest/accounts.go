@@ -245,6 +245,10 @@ func (s *Server) signInSession(section, sid, clientID, account string, scopes []
 	if ref != nil {
 		return nil, "", ref.answer(s, section)
 	}
+	if s.opts.NoAccountTokens {
+		// Kept, so revocation by account still signs the Session out, but never sent.
+		return &grantResult{sessionID: sid, scopes: slices.Clone(scopes), extra: map[string]any{}}, at.family, nil
+	}
 	s.issuedAccountToken(value)
 	return &grantResult{sessionID: sid, scopes: slices.Clone(scopes), extra: s.accountTokenFields(value, at)}, at.family, nil
 }

@@ -134,6 +134,13 @@ type Options struct {
 	// code_required, and each error's own status (400 for
 	// invalid_credentials, 429 for too many attempts).
 	MediatedHTTPStatus map[string]int
+	// NoAccountTokens makes every sign-in answer without refresh_token,
+	// breaking Poppy 0.1 §4.4 ("the Company returns an Account Token as
+	// refresh_token"): the Session is signed in, but the agent holds nothing
+	// to renew it with, and renewing it with the JWT bearer grant is still
+	// refused (§4.2: "A signed-in Session is renewed with the Account Token
+	// instead"). Zero: every sign-in issues an Account Token.
+	NoAccountTokens bool
 	// RotateRefreshTokens makes each refresh_token grant return a new
 	// Account Token; the old one then gets invalid_grant (§4.8). Zero: the
 	// Account Token stays the same.
