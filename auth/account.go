@@ -49,6 +49,9 @@ type Account struct {
 	expiresAt time.Time
 	st        AccountStore // where it is kept; nil: memory only
 	dropped   bool
+	// refused says the Company refused it (Poppy 0.1 §4.9): invalid_grant,
+	// or a Session just renewed with it still was not signed in.
+	refused bool
 }
 
 // newAccount returns the Account Token a sign-in issued.
@@ -203,7 +206,7 @@ func (a *Account) refresh(ctx context.Context, grant func(tok Secret) (*Token, e
 	if errors.Is(err, ErrInvalidGrant) {
 		// Poppy 0.1 §4.8: "When the Account Token has expired or been revoked,
 		// the Company returns invalid_grant. The Session continues signed out"
-		a.drop(ctx)
+		a.drop(ctx, true)
 		return nil, err
 	}
 	if err != nil {
@@ -253,10 +256,11 @@ func (a *Account) reload(ctx context.Context) error {
 
 // drop forgets the Account Token, and removes it from the store unless the
 // store already holds another one under the label (a newer sign-in, maybe
-// by another process).
-func (a *Account) drop(ctx context.Context) {
+// by another process). refused says the Company refused it.
+func (a *Account) drop(ctx context.Context, refused bool) {
 	a.mu.Lock()
 	a.dropped = true
+	a.refused = a.refused || refused
 	st, tok := a.st, a.tok
 	a.mu.Unlock()
 	if st == nil {
@@ -270,7 +274,16 @@ func (a *Account) drop(ctx context.Context) {
 
 // Forget drops the Account Token without asking the Company, as after the
 // Company said it is gone. Revoke it first to sign out (Poppy 0.1 §4.9).
-func (a *Account) Forget(ctx context.Context) { a.drop(ctx) }
+func (a *Account) Forget(ctx context.Context) { a.drop(ctx, false) }
+
+// Refused reports whether the Company refused the Account Token (Poppy 0.1
+// §4.9: the User may have disconnected the agent): it is dropped, and never
+// counts as covering a task again.
+func (a *Account) Refused() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.refused
+}
 
 // token returns the current Account Token, for revocation.
 func (a *Account) token() Secret {

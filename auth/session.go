@@ -27,7 +27,7 @@ type Session struct {
 
 	cell tokenCell // the DPoP Session Token
 
-	// mu guards bearer, account and narrow.
+	// mu guards bearer, account, narrow and changes.
 	mu     sync.Mutex
 	bearer map[string]*tokenCell // MCP server url -> its Bearer token
 	// account is the Account Token the Session is signed in with; nil when
@@ -37,6 +37,10 @@ type Session struct {
 	// narrow are the scopes asked for with the Account Token; nil: all of
 	// its scopes (Poppy 0.1 §4.8: "scope MAY ask for fewer scopes").
 	narrow []string
+	// changes are what TakeChanges reports next.
+	changes []Change
+
+	h *holding // the Account Token held for the User at the Company
 }
 
 // SessionInfo describes a Session without its tokens.
@@ -142,7 +146,8 @@ func (a *Agent) newSession(ctx context.Context, c Company, userID string) (*Sess
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{a: a, company: c, userID: userID, proof: pk, tokenEP: ep, bearer: map[string]*tokenCell{}}
+	s := &Session{a: a, company: c, userID: userID, proof: pk, tokenEP: ep, bearer: map[string]*tokenCell{},
+		h: a.holding(c.Issuer, userID)}
 	s.client = s.newClient(&sessionTransport{s: s})
 	return s, nil
 }
@@ -349,6 +354,9 @@ func (s *Session) grant(ctx context.Context, sessionID, resource string, proof *
 		tok, err = s.refreshGrant(ctx, acct, sessionID, resource, scopes, proof)
 		if errors.Is(err, ErrInvalidGrant) || errors.Is(err, errAccountDropped) {
 			s.leave(acct)
+		}
+		if acct.Refused() {
+			s.note(ChangeAccountRefused)
 		}
 	}
 	if errors.Is(err, ErrInvalidGrant) || errors.Is(err, errAccountDropped) {

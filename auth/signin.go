@@ -199,16 +199,35 @@ func (a *Agent) StartSignedInSession(ctx context.Context, c Company, userID stri
 	return s, nil
 }
 
-// SignOut revokes the Account Token the Session is signed in with (Poppy 0.1
-// §4.9), forgets it, and renews the Session signed out; when the Company
-// ended the Session instead, a new one starts. Other Sessions signed in with
-// the same Account continue signed out at their next renewal (Renew them).
+// SignOut signs the User out at the Company (Poppy 0.1 §4.9): it revokes
+// the Account Token the Session is signed in with and the one held for the
+// User, when that is another, forgets them, and renews the Session signed
+// out; when the Company ended the Session instead, a new one starts. Other
+// Sessions signed in with the same Account continue signed out at their next
+// renewal (Renew them).
 func (s *Session) SignOut(ctx context.Context) error {
+	held, err := s.Held(ctx)
+	if err != nil {
+		return err
+	}
 	acct := s.Account()
-	if acct != nil {
-		if err := s.a.Revoke(ctx, s.company, acct); err != nil {
-			return err
+	revoke := []*Account{acct}
+	if held != nil && (acct == nil || !sameToken(held, acct)) {
+		revoke = append(revoke, held)
+	}
+	for _, t := range revoke {
+		// Poppy 0.1 §4.9: "The Personal Agent revokes its Account Token at the
+		// Company's revocation_endpoint (RFC 7009), with its client assertion"
+		if t != nil {
+			if err := s.a.Revoke(ctx, s.company, t); err != nil {
+				return err
+			}
 		}
+	}
+	if held != nil && held != acct && acct != nil && sameToken(held, acct) {
+		held.drop(ctx, false) // the same token as the Session's, revoked with it
+	}
+	if acct != nil {
 		s.leave(acct)
 		// The Bearer and resource tokens are signed in: request them anew.
 		s.dropResourceTokens()
@@ -217,6 +236,9 @@ func (s *Session) SignOut(ctx context.Context) error {
 	// Personal Agent renews them with its assertion (4.2)"
 	return s.Renew(ctx)
 }
+
+// sameToken reports whether two Accounts hold the same Account Token.
+func sameToken(a, b *Account) bool { return a.token().Reveal() == b.token().Reveal() }
 
 // Revoke revokes an Account Token at the Company's revocation_endpoint with
 // the client assertion (RFC 7009 §2.1, Poppy 0.1 §4.9), then drops it: it is
@@ -252,7 +274,7 @@ func (a *Agent) Revoke(ctx context.Context, c Company, acct *Account) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("auth: revoke the Account Token: revocation endpoint answered HTTP %d", resp.StatusCode)
 	}
-	acct.drop(ctx)
+	acct.drop(ctx, false)
 	return nil
 }
 
