@@ -26,10 +26,16 @@ var ErrNoAccountToken = errors.New("auth: no Account Token held covers the scope
 // the User should hear of. Session.TakeChanges reports each once.
 type Change string
 
-// ChangeAccountRefused: the Company refused the Account Token held (it
-// expired, or the User disconnected the agent in the account settings,
-// Poppy 0.1 §4.9). It was dropped and the Session continues signed out.
-const ChangeAccountRefused Change = "account_token_refused"
+const (
+	// ChangeAccountRefused: the Company refused the Account Token held (it
+	// expired, or the User disconnected the agent in the account settings,
+	// Poppy 0.1 §4.9). It was dropped and the Session continues signed out.
+	ChangeAccountRefused Change = "account_token_refused"
+	// ChangeRestarted: the Session was signed in with no Account Token to
+	// renew it with (the Company issued none, breaking §4.4), so when its
+	// token was due a new signed-out Session took its place (its ID changed).
+	ChangeRestarted Change = "restarted_signed_out"
+)
 
 // holding is the Account Token held for one User at one Company. It is safe
 // for concurrent use.

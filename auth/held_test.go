@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/poppy-mcp/poppy-mcp/poppytest"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
@@ -151,5 +152,50 @@ func TestHoldReplacesAndRevokes(t *testing.T) {
 	}
 	if err := s.Hold(ctx, &SignIn{}); err != nil {
 		t.Errorf("Hold of a sign-in without an Account Token: %v", err)
+	}
+}
+
+// TestNoAccountTokenRestartsSignedOut: a Company that signs in without a
+// refresh_token (breaking Poppy 0.1 §4.4) leaves a Session that cannot be
+// renewed signed in. When its token is due, a new signed-out Session takes
+// its place, without the JWT bearer renewal poppytest refuses (and reports),
+// and TakeChanges says so. A Bearer token for its MCP server restarts it
+// the same way.
+func TestNoAccountTokenRestartsSignedOut(t *testing.T) {
+	ctx := context.Background()
+	for _, via := range []string{"renewal", "bearer"} {
+		t.Run(via, func(t *testing.T) {
+			co := newSignInCo(t, &poppytest.Options{NoAccountTokens: true})
+			s := co.start(t)
+			in := co.signInDevice(t, s, "acct_dana", []string{"poppy:read"})
+			if in.Account != nil || !s.Info().SignedIn {
+				t.Fatalf("sign-in without an Account Token: %+v, signed in %v", in, s.Info().SignedIn)
+			}
+			if err := s.SignInHeld(ctx, []string{"poppy:read"}); err != nil {
+				t.Errorf("SignInHeld while signed in without a token: %v", err)
+			}
+			old := s.Info().ID
+			switch via {
+			case "renewal":
+				co.srv.ExpireTokens()
+				if c := mustWhoami(t, co.company, s); c.SessionID == old || c.SignedIn {
+					t.Errorf("after the renewal: %+v, want a new signed-out Session", c)
+				}
+			case "bearer":
+				bc, err := s.BearerClient(co.c.MCPServers[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := bc.Transport.(*bearerTransport).token(ctx); err != nil {
+					t.Fatalf("Bearer token: %v", err)
+				}
+			}
+			if info := s.Info(); info.ID == old || info.SignedIn {
+				t.Errorf("Session %+v, want a new signed-out one in place of %s", info, old)
+			}
+			if c := s.TakeChanges(); !slices.Equal(c, []Change{ChangeRestarted}) {
+				t.Errorf("changes = %v, want the restart", c)
+			}
+		})
 	}
 }

@@ -59,6 +59,8 @@ func (s *Session) finishSignIn(tok *Token, requested []string) (*SignIn, error) 
 	tok.RefreshToken = Secret{}
 	s.mu.Lock()
 	s.account, s.narrow = res.Account, nil
+	// Without an Account Token the Session cannot be renewed signed in.
+	s.stranded = res.Account == nil
 	s.mu.Unlock()
 	s.adopt(tok)
 	return res, nil

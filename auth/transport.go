@@ -296,6 +296,11 @@ func (t *bearerTransport) fetch(ctx context.Context, _ *Token) (*Token, error) {
 // renews the Session's token (4.2, or 4.8 for a signed-in Session)").
 func (s *Session) forResource(ctx context.Context, resource string, proof *ProofKey) (*Token, error) {
 	sess, err := s.token(ctx)
+	if err == nil && s.isStranded() {
+		// Asking for it is renewing the Session (Poppy 0.1 §4.3), which a
+		// stranded Session cannot be: it is replaced first.
+		sess, err = s.renewAfter(ctx, sess)
+	}
 	if err != nil {
 		return nil, err
 	}

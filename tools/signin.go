@@ -128,14 +128,22 @@ func (rt *runtime) takeNotice() string {
 	}
 	var notes []string
 	for _, c := range sess.TakeChanges() {
-		if c == auth.ChangeAccountRefused {
+		switch c {
+		case auth.ChangeAccountRefused:
 			notes = append(notes, refusedNotice)
+		case auth.ChangeRestarted:
+			notes = append(notes, restartedNotice)
 		}
 	}
 	return strings.Join(notes, " ")
 }
 
-const refusedNotice = "The Account Token poppy-mcp held was refused by the Company (expired or revoked), so it was dropped and the Session continues signed out. Sign in again when a task needs the account."
+const (
+	refusedNotice = "The Account Token poppy-mcp held was refused by the Company (expired or revoked, or the user disconnected poppy-mcp " +
+		"in the account settings), so it was dropped and the Session continues signed out. Sign in again when a task needs the account."
+	restartedNotice = "The Company signed the Session in without giving poppy-mcp an Account Token, so it could not be renewed signed in: " +
+		"poppy-mcp started a new signed-out Session in its place. Sign in again when a task needs the account."
+)
 
 // finishFlow ends f with the outcome of its sign-in: on success the new
 // Account Token is kept in place of the old one, which is revoked (Poppy 0.1

@@ -143,3 +143,32 @@ func TestSignInAgainForMoreScopes(t *testing.T) {
 		})
 	}
 }
+
+// TestSignInWithoutAccountToken: a Company that signs in without a
+// refresh_token (breaking Poppy 0.1 §4.4) leaves a Session that cannot be
+// renewed signed in. Once its token is due, poppy-mcp starts a new
+// signed-out Session instead of sending a renewal the Company refuses, and
+// the next result that asks for a sign-in says why.
+func TestSignInWithoutAccountToken(t *testing.T) {
+	for _, rev := range revisions {
+		t.Run(rev, func(t *testing.T) {
+			t.Parallel()
+			h := newSignInHarness(t, signInOpts(func(o *poppytest.Options) { o.NoAccountTokens = true }))
+			cs := h.connect(t, rev)
+			before := signIn(t, h, cs, "poppy:read")
+			if res, got := call(t, cs, "call_api", map[string]any{"domain": domain, "operation": "listOrders"}); res.IsError {
+				t.Fatalf("listOrders signed in = %v", got)
+			}
+			h.company.ExpireTokens()
+			res, got := call(t, cs, "call_api", map[string]any{"domain": domain, "operation": "listOrders"})
+			text := res.Content[0].(*sdk.TextContent).Text
+			if !res.IsError || got["error"] != "sign_in_required" || !strings.Contains(text, "new signed-out Session") || got["notice"] == nil {
+				t.Fatalf("listOrders once the token is due = %v %q", got, text)
+			}
+			_, st := call(t, cs, "start_session", map[string]any{"domain": domain})
+			if st["signed_in"] != false || st["session_id"] == before["session_id"] {
+				t.Errorf("start_session = %v, want a new signed-out Session in place of %v", st, before["session_id"])
+			}
+		})
+	}
+}
