@@ -188,6 +188,42 @@ func (s *Session) SignInHeld(ctx context.Context, scopes []string) error {
 	return nil
 }
 
+// signInAgain renews the Session with the Account Token it is signed in
+// with, or else the one held for its User, keeping its scopes, after a
+// sign_in_required. It returns the Account used, or nil when there is none;
+// a refused one gives ErrAccountTokenRefused.
+func (s *Session) signInAgain(ctx context.Context) (*Account, error) {
+	acct, narrow := s.signedInWith()
+	if acct == nil {
+		held, err := s.Held(ctx)
+		if err != nil || held == nil {
+			return nil, err
+		}
+		acct = held
+	}
+	if err := s.SignInWith(ctx, acct, narrow); err != nil {
+		return nil, err
+	}
+	return acct, nil
+}
+
+// refuse drops acct, which the Company refused though it renewed the
+// Session with it: the Session, still signed in with it at the Company, is
+// stranded, and is replaced by a new signed-out one now (Poppy 0.1 §4.9:
+// "It then continues signed out").
+func (s *Session) refuse(ctx context.Context, acct *Account) {
+	acct.use.Lock()
+	acct.drop(ctx, true)
+	acct.use.Unlock()
+	s.mu.Lock()
+	if s.account == acct {
+		s.account, s.narrow, s.stranded = nil, nil, true
+	}
+	s.mu.Unlock()
+	s.note(ChangeAccountRefused)
+	_ = s.Renew(ctx) // a failure here shows at the next request
+}
+
 // Narrow gives the signed-in Session a token for fewer scopes than the
 // Account Token held grants, or for all of them again when scopes is empty
 // (Poppy 0.1 §4.8: "scope MAY ask for fewer scopes than the Account Token

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 	"testing"
 
@@ -197,5 +198,93 @@ func TestNoAccountTokenRestartsSignedOut(t *testing.T) {
 				t.Errorf("changes = %v, want the restart", c)
 			}
 		})
+	}
+}
+
+// TestDisconnectFoundOnRequest: the User disconnected the agent in the
+// account settings (Poppy 0.1 §4.9). The next account request gets
+// sign_in_required; the agent renews with the Account Token once, gets
+// invalid_grant, drops the token and continues signed out in the same
+// Session, without sending the request again for nothing.
+func TestDisconnectFoundOnRequest(t *testing.T) {
+	ctx := context.Background()
+	co := newSignInCo(t, nil)
+	s, acct := co.heldIn(t, "poppy:read")
+	id := s.Info().ID
+	co.srv.RevokeAccountTokens("acct_dana")
+	if _, err := co.account(t, s); !errors.Is(err, ErrSignInRequired) {
+		t.Fatalf("account after the disconnect: %v, want sign_in_required", err)
+	}
+	if info := s.Info(); info.SignedIn || info.ID != id {
+		t.Errorf("Session %+v, want %s signed out", info, id)
+	}
+	if !acct.Refused() || co.kept(t, s) != "" {
+		t.Error("the refused Account Token is still held")
+	}
+	if held, _ := s.Held(ctx); held != nil {
+		t.Errorf("Held = %v after the refusal", held)
+	}
+	if c := s.TakeChanges(); !slices.Equal(c, []Change{ChangeAccountRefused}) {
+		t.Errorf("changes = %v", c)
+	}
+	if n := co.srv.Served("sign_in_required"); n != 1 {
+		t.Errorf("sign_in_required served %d times, want 1: no retry once the token was refused", n)
+	}
+	if g := co.grants(); !slices.Equal(g[len(g)-2:], []string{"refresh_token", "jwt-bearer"}) {
+		t.Errorf("grants = %v, want the Account Token tried, then a signed-out renewal", g)
+	}
+}
+
+// TestStaleTokenSignsInWithHeld: one task holds a signed-out token of a
+// Session another task signed in (Poppy 0.1 §4.4). Its sign_in_required is
+// not a refusal: it renews with the Account Token held and retries.
+func TestStaleTokenSignsInWithHeld(t *testing.T) {
+	co := newSignInCo(t, nil)
+	a := co.start(t)
+	b, err := co.agent.ResumeSession(context.Background(), co.c, testUser, a.Info().ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := co.signInDevice(t, a, "acct_dana", []string{"poppy:read"})
+	if err := a.Hold(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := co.account(t, b); code != 200 || err != nil || !b.Info().SignedIn || b.Info().ID != a.Info().ID {
+		t.Fatalf("the task with the stale token: %d %v, %+v", code, err, b.Info())
+	}
+	if in.Account.Refused() || co.srv.Served("sign_in_required") != 1 {
+		t.Errorf("refused %v, sign_in_required served %d: want one, then the retry", in.Account.Refused(), co.srv.Served("sign_in_required"))
+	}
+}
+
+// TestRenewedButStillSignInRequired: a Company whose token endpoint renews
+// the Session signed in while its API still says sign_in_required has
+// refused the Account Token (Poppy 0.1 §4.9). It is dropped, and the
+// Session, which the Company still has signed in, is replaced by a new
+// signed-out one, without a JWT bearer renewal of the signed-in Session.
+func TestRenewedButStillSignInRequired(t *testing.T) {
+	co := newSignInCo(t, nil)
+	api := "api." + co.srv.Domain()
+	co.srv.HandleFunc(api, "GET /account", func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := co.srv.Authenticate(w, r, ""); ok {
+			co.srv.RequireScopes(w, &poppytest.Caller{TokenType: "DPoP"}, "poppy:read") // never signed in
+		}
+	})
+	s, acct := co.heldIn(t, "poppy:read")
+	id := s.Info().ID
+	if _, err := co.account(t, s); !errors.Is(err, ErrSignInRequired) {
+		t.Fatalf("account: %v, want sign_in_required", err)
+	}
+	if n := co.srv.Served("sign_in_required"); n != 2 {
+		t.Errorf("sign_in_required served %d times, want 2 (the first, and one retry after the renewal)", n)
+	}
+	if !acct.Refused() || co.kept(t, s) != "" {
+		t.Error("the Account Token is still held")
+	}
+	if info := s.Info(); info.SignedIn || info.ID == id {
+		t.Errorf("Session %+v, want a new signed-out one in place of %s", info, id)
+	}
+	if c := s.TakeChanges(); !slices.Contains(c, ChangeAccountRefused) {
+		t.Errorf("changes = %v, want the refusal", c)
 	}
 }
