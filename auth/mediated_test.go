@@ -274,3 +274,19 @@ func FuzzReadMediated(f *testing.F) {
 		}
 	})
 }
+
+// TestMediatedRenewsOnInvalidToken: a 401 with a DPoP invalid_token
+// challenge is the Session Token's, not the credentials': the Session is
+// renewed and the credentials sent once more, to the same endpoint.
+func TestMediatedRenewsOnInvalidToken(t *testing.T) {
+	co := newSignInCo(t, nil)
+	s := co.start(t)
+	co.srv.ExpireTokens()
+	st, err := s.SignInMediated(context.Background(), []string{"poppy:read"}, creds("dana@example.com", "correct-horse-battery"))
+	if err != nil || st.Status != MediatedComplete || !s.Info().SignedIn {
+		t.Fatalf("after invalid_token: %+v %v", st, err)
+	}
+	if n := co.srv.Served("invalid_token"); n != 1 {
+		t.Errorf("invalid_token served %d times, want 1", n)
+	}
+}
