@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 	"github.com/poppy-mcp/poppy-mcp/store"
@@ -286,5 +287,21 @@ func TestRenewedButStillSignInRequired(t *testing.T) {
 	}
 	if c := s.TakeChanges(); !slices.Contains(c, ChangeAccountRefused) {
 		t.Errorf("changes = %v, want the refusal", c)
+	}
+}
+
+// TestExpiredAccountTokenContinuesSignedOut: once the Account Token expires
+// (Poppy 0.1 §4.8: "the Company returns invalid_grant. The Session
+// continues signed out"), the Session is renewed signed out, the same one.
+func TestExpiredAccountTokenContinuesSignedOut(t *testing.T) {
+	co := newSignInCo(t, &poppytest.Options{AccountTokenLifetime: 2 * time.Hour})
+	s, acct := co.heldIn(t, "poppy:read")
+	id := s.Info().ID
+	co.clock.Advance(3 * time.Hour)
+	if err := s.Renew(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if info := s.Info(); info.SignedIn || info.ID != id || !acct.Dropped() {
+		t.Errorf("after the Account Token expired: %+v (was %s), dropped %v", info, id, acct.Dropped())
 	}
 }

@@ -149,6 +149,11 @@ func TestAccountTokenExpires(t *testing.T) {
 	}
 	c.Advance(time.Hour)
 	wantError(t, "expired Account Token", a.refresh(r.str("refresh_token"), nil), 400, "invalid_grant")
+	// Poppy 0.1 §4.8: "The Session continues signed out": renewed with the JWT bearer grant.
+	renewed := a.postToken(a.grantForm(url.Values{"session_id": {sid}}), a.tokenProof())
+	if renewed.status != 200 || renewed.body["signed_in"] != false || renewed.str("scope") != "" {
+		t.Errorf("signed-out renewal after the Account Token expired: %d %v", renewed.status, renewed.body)
+	}
 	wantNoViolation(t, s, rt)
 }
 

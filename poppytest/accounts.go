@@ -353,6 +353,33 @@ func (s *Server) revokeFamilyLocked(family string) int {
 	return n
 }
 
+// signOutExpired signs the Session sid out when no Account Token it
+// was signed in with is usable any more because they expired, and reports
+// whether it did. Poppy 0.1 §4.8: "When the Account Token has expired ...
+// The Session continues signed out": the agent renews it with the JWT bearer
+// grant then. The caller must not hold mu.
+func (s *Server) signOutExpired(sid string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	family, now := s.signIn.sessionFamily[sid], s.timeNow()
+	expired := false
+	for _, at := range s.signIn.accountTokens {
+		if at.family != family || at.revoked || at.replaced {
+			continue
+		}
+		if at.expires.IsZero() || now.Before(at.expires) {
+			return false // one is still usable: renew with it
+		}
+		expired = true
+	}
+	if expired {
+		delete(s.signIn.sessionFamily, sid)
+		sess := s.sessions[sid]
+		sess.SignedIn, sess.Account, sess.Scopes = false, "", nil
+	}
+	return expired
+}
+
 // RevokeAccountTokens revokes every Account Token for account, of every
 // agent, and signs out the Sessions signed in with them, as when the User
 // disconnects the agent in the account settings (Poppy 0.1 §4.9). It

@@ -193,8 +193,11 @@ func (s *Server) jwtBearerGrant(_ context.Context, req *tokenRequest) (*grantRes
 		return nil, e
 	}
 	if sess.SignedIn {
-		// Poppy 0.1 §4.2: "A signed-in Session is renewed with the Account Token instead (4.8)."
-		return nil, s.agentBug("4.2", "invalid_grant", "Session %s is signed in: renew it with the Account Token", sess.ID)
+		if !s.signOutExpired(sess.ID) {
+			// Poppy 0.1 §4.2: "A signed-in Session is renewed with the Account Token instead (4.8)."
+			return nil, s.agentBug("4.2", "invalid_grant", "Session %s is signed in: renew it with the Account Token", sess.ID)
+		}
+		sess.SignedIn, sess.Scopes = false, nil
 	}
 	scopes, e := narrowScopes(req.form, sess.Scopes)
 	if e != nil {
