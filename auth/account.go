@@ -24,11 +24,15 @@ import (
 // one Account Token per issuer and User, which a new sign-in replaces.
 const DefaultAccountLabel = "default"
 
-// AccountStore keeps Account Tokens encrypted. *store.Store satisfies it.
+// AccountStore keeps Account Tokens encrypted, and the leases (see
+// lease.go) that let one process at a time refresh, rotate, replace or
+// revoke one. *store.Store satisfies it.
 type AccountStore interface {
 	PutAccountToken(ctx context.Context, t store.AccountToken) error
 	AccountToken(ctx context.Context, issuer, userID, account string) (store.AccountToken, error)
 	DeleteAccountToken(ctx context.Context, issuer, userID, account string) error
+	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error)
+	ReleaseLease(ctx context.Context, l store.Lease) error
 }
 
 // Account is one Account Token of a User at a Company (Poppy 0.1 §4.8) and
@@ -91,13 +95,19 @@ func (a *Account) Keep(ctx context.Context, st AccountStore) error {
 // old any more; revoke it with Agent.Revoke.
 func (a *Account) KeepReplacing(ctx context.Context, st AccountStore, old *Account) error {
 	if old != nil && old != a {
-		old.use.Lock() // no grant with it is under way
-		old.mu.Lock()
-		old.dropped = true
-		old.mu.Unlock()
-		old.use.Unlock()
+		old.retire()
 	}
 	return a.Keep(ctx, st)
+}
+
+// retire stops every Session from signing in with the Account, once no
+// grant with it is under way; it keeps its token, to be revoked.
+func (a *Account) retire() {
+	a.use.Lock()
+	defer a.use.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.dropped = true
 }
 
 func (a *Account) save(ctx context.Context) error {
@@ -184,15 +194,29 @@ func (a *Account) MarshalJSON() ([]byte, error) {
 var errAccountDropped = errors.New("auth: the Account Token was dropped")
 
 // refresh runs one refresh_token grant with the Account Token: grant is
-// called with the current token, under the use lock. A rotated token in the
-// response replaces the current one and is stored before refresh returns,
-// so before the new Session Token is used. invalid_grant drops the Account.
-func (a *Account) refresh(ctx context.Context, grant func(tok Secret) (*Token, error)) (*Token, error) {
+// called with the current token, under the use lock and, across processes
+// sharing the store, its lease. A rotated token in the response replaces the
+// current one and is stored before refresh returns (and before the lease is
+// given back), so before the new Session Token is used and before another
+// process can send the old one. invalid_grant drops the Account.
+func (a *Account) refresh(ctx context.Context, grant func(ctx context.Context, tok Secret) (*Token, error)) (*Token, error) {
 	a.use.Lock()
 	defer a.use.Unlock()
 	if a.Dropped() {
 		return nil, errAccountDropped
 	}
+	var t *Token
+	err := withLease(ctx, a.store(), leaseName(a.issuer, a.userID, a.label), func(ctx context.Context) error {
+		var err error
+		t, err = a.refreshLeased(ctx, grant)
+		return err
+	})
+	return t, err
+}
+
+// refreshLeased is refresh under the use lock and the lease.
+func (a *Account) refreshLeased(ctx context.Context, grant func(ctx context.Context, tok Secret) (*Token, error)) (*Token, error) {
+	// Another process may have rotated the token, or dropped it, since.
 	if err := a.reload(ctx); err != nil {
 		return nil, err
 	}
@@ -202,7 +226,7 @@ func (a *Account) refresh(ctx context.Context, grant func(tok Secret) (*Token, e
 	if dropped {
 		return nil, errAccountDropped
 	}
-	t, err := grant(tok)
+	t, err := grant(ctx, tok)
 	if errors.Is(err, ErrInvalidGrant) {
 		// Poppy 0.1 §4.8: "When the Account Token has expired or been revoked,
 		// the Company returns invalid_grant. The Session continues signed out"
@@ -221,12 +245,20 @@ func (a *Account) refresh(ctx context.Context, grant func(tok Secret) (*Token, e
 			a.expiresAt = t.RefreshExpiresAt
 		}
 		a.mu.Unlock()
-		if err := a.save(ctx); err != nil {
+		// Stored even if the caller gave up meanwhile: the old token is spent.
+		if err := a.save(context.WithoutCancel(ctx)); err != nil {
 			return t, err
 		}
 	}
 	t.RefreshToken = Secret{} // the Account holds it; Session Tokens travel without it
 	return t, nil
+}
+
+// store returns where the Account is kept; nil: memory only.
+func (a *Account) store() AccountStore {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.st
 }
 
 // reload takes the Account Token kept in the store when another process

@@ -95,14 +95,21 @@ func (h *holding) get(ctx context.Context) (*Account, error) {
 
 // replace makes next the Account Token held, kept in the store in place of
 // the one held before, which no Session signs in with any more. It returns
-// that one when it was still live, for the caller to revoke.
+// that one when it was still live, for the caller to revoke. The store is
+// written under the lease, so no other process's rotation of the old token
+// writes over the new one.
 func (h *holding) replace(ctx context.Context, next *Account) (*Account, error) {
 	h.mu.Lock()
 	old := h.acct
 	h.acct = next
 	h.mu.Unlock()
 	live := old != nil && old != next && !old.Dropped()
-	err := next.KeepReplacing(ctx, h.st, old)
+	if old != nil && old != next {
+		old.retire() // before the lease, in the order refresh takes them
+	}
+	err := withLease(ctx, h.st, leaseName(h.issuer, h.userID, next.label), func(ctx context.Context) error {
+		return next.Keep(ctx, h.st)
+	})
 	if !live {
 		old = nil
 	}

@@ -158,7 +158,7 @@ func (s *Session) SignInWith(ctx context.Context, acct *Account, scopes []string
 // the Session sessionID ("" for a new signed-in Session), optionally for one
 // resource and for fewer scopes (Poppy 0.1 §4.8).
 func (s *Session) refreshGrant(ctx context.Context, acct *Account, sessionID, resource string, scopes []string, proof *ProofKey) (*Token, error) {
-	return acct.refresh(ctx, func(rt Secret) (*Token, error) {
+	return acct.refresh(ctx, func(ctx context.Context, rt Secret) (*Token, error) {
 		return s.a.postToken(ctx, tokenRequest{endpoint: s.company.TokenEndpoint, proof: proof,
 			form: func() (url.Values, error) {
 				f := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt.Reveal()}}
@@ -250,9 +250,16 @@ func (a *Agent) Revoke(ctx context.Context, c Company, acct *Account) error {
 		return errors.New("auth: the Company has no revocation_endpoint; cannot sign out (Poppy 0.1 §4.9)")
 	}
 	// Held until the token is dropped, as for a refresh_token grant, so no
-	// grant rotates it in between.
+	// grant rotates it in between, here or in another process.
 	acct.use.Lock()
 	defer acct.use.Unlock()
+	return withLease(ctx, acct.store(), leaseName(acct.issuer, acct.userID, acct.label), func(ctx context.Context) error {
+		return a.revokeLeased(ctx, c, acct)
+	})
+}
+
+// revokeLeased is Revoke under the use lock and the lease.
+func (a *Agent) revokeLeased(ctx context.Context, c Company, acct *Account) error {
 	if !acct.Dropped() {
 		// Another process may have rotated it: revoke the token in use now,
 		// not one already replaced (which would leave the live one kept).
@@ -276,7 +283,7 @@ func (a *Agent) Revoke(ctx context.Context, c Company, acct *Account) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("auth: revoke the Account Token: revocation endpoint answered HTTP %d", resp.StatusCode)
 	}
-	acct.drop(ctx, false)
+	acct.drop(context.WithoutCancel(ctx), false)
 	return nil
 }
 
