@@ -91,3 +91,27 @@ func TestTwoProcessesRaceARotatingRefresh(t *testing.T) {
 		t.Errorf("a third process with the token kept: %+v %v", third.Info(), err)
 	}
 }
+
+// TestTwoProcessesShareASession: two processes continue one Session, each
+// renewing it for itself. Each renewal supersedes the other's Session Token,
+// which the Company refuses as soon as the new one is used (poppytest does,
+// with no grace); each process then renews once and goes on, so every
+// request of both succeeds and no stale token is ever sent twice.
+func TestTwoProcessesShareASession(t *testing.T) {
+	ctx := context.Background()
+	co := newSignInCo(t, nil)
+	first := co.start(t)
+	second, err := co.otherProcess(t).Open(ctx, co.c, testUser, first.Info().ID)
+	if err != nil || second.Info().ID != first.Info().ID {
+		t.Fatalf("the other process: %+v %v", second.Info(), err)
+	}
+	for i := range 6 {
+		s := []*Session{first, second}[i%2]
+		if c := mustWhoami(t, co.company, s); c.SessionID != first.Info().ID {
+			t.Fatalf("request %d: Session %s", i, c.SessionID)
+		}
+	}
+	if n := co.srv.Served("invalid_token"); n == 0 {
+		t.Error("no token was refused: the test proves nothing")
+	}
+}
