@@ -236,28 +236,6 @@ func TestDisconnectFoundOnRequest(t *testing.T) {
 	}
 }
 
-// TestStaleTokenSignsInWithHeld: one task holds a signed-out token of a
-// Session another task signed in (Poppy 0.1 §4.4). Its sign_in_required is
-// not a refusal: it renews with the Account Token held and retries.
-func TestStaleTokenSignsInWithHeld(t *testing.T) {
-	co := newSignInCo(t, nil)
-	a := co.start(t)
-	b, err := co.agent.ResumeSession(context.Background(), co.c, testUser, a.Info().ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := co.signInDevice(t, a, "acct_dana", []string{"poppy:read"})
-	if err := a.Hold(context.Background(), in); err != nil {
-		t.Fatal(err)
-	}
-	if code, err := co.account(t, b); code != 200 || err != nil || !b.Info().SignedIn || b.Info().ID != a.Info().ID {
-		t.Fatalf("the task with the stale token: %d %v, %+v", code, err, b.Info())
-	}
-	if in.Account.Refused() || co.srv.Served("sign_in_required") != 1 {
-		t.Errorf("refused %v, sign_in_required served %d: want one, then the retry", in.Account.Refused(), co.srv.Served("sign_in_required"))
-	}
-}
-
 // TestRenewedButStillSignInRequired: a Company whose token endpoint renews
 // the Session signed in while its API still says sign_in_required has
 // refused the Account Token (Poppy 0.1 §4.9). It is dropped, and the
