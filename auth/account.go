@@ -1,9 +1,11 @@
 // This file implements Account Tokens (Poppy 0.1 §4.8): the refresh token
 // from sign-in, kept encrypted in an AccountStore and shared by every Session
 // signed in with it. An Account is used by one refresh_token grant at a time,
-// so a rotated token replaces the old one, persisted first, before anyone
-// could send the old one again; a token the Company refuses with invalid_grant
-// is dropped.
+// in this process and, under its lease (lease.go), in every process sharing
+// the store, so a rotated token replaces the old one, persisted first, before
+// anyone could send the old one again; a token the Company refuses with
+// invalid_grant is dropped. Which Account is held for a User, and when it
+// stands in for a sign-in, is held.go's.
 
 package auth
 
@@ -80,24 +82,14 @@ func LoadAccount(ctx context.Context, st AccountStore, issuer, userID, label str
 }
 
 // Keep stores the Account Token in st under its label, replacing the one
-// kept there, and keeps later rotations there too.
+// kept there, and keeps later rotations there too. Session.Hold does this
+// for a sign-in, and revokes the token it replaces.
 // Poppy 0.1 §4.8: "Personal Agents MUST store Account Tokens as secrets".
 func (a *Account) Keep(ctx context.Context, st AccountStore) error {
 	a.mu.Lock()
 	a.st = st
 	a.mu.Unlock()
 	return a.save(ctx)
-}
-
-// KeepReplacing keeps a in st in place of old, the Account Token it
-// replaces (Poppy 0.1 §4.4: "The new Account Token replaces the old one,
-// which the Personal Agent SHOULD revoke (4.9)"). No Session signs in with
-// old any more; revoke it with Agent.Revoke.
-func (a *Account) KeepReplacing(ctx context.Context, st AccountStore, old *Account) error {
-	if old != nil && old != a {
-		old.retire()
-	}
-	return a.Keep(ctx, st)
 }
 
 // retire stops every Session from signing in with the Account, once no
@@ -303,10 +295,6 @@ func (a *Account) drop(ctx context.Context, refused bool) {
 		_ = st.DeleteAccountToken(ctx, a.issuer, a.userID, a.label)
 	}
 }
-
-// Forget drops the Account Token without asking the Company, as after the
-// Company said it is gone. Revoke it first to sign out (Poppy 0.1 §4.9).
-func (a *Account) Forget(ctx context.Context) { a.drop(ctx, false) }
 
 // Refused reports whether the Company refused the Account Token (Poppy 0.1
 // §4.9: the User may have disconnected the agent): it is dropped, and never
