@@ -32,8 +32,9 @@ const (
 	// Poppy 0.1 §4.9). It was dropped and the Session continues signed out.
 	ChangeAccountRefused Change = "account_token_refused"
 	// ChangeRestarted: the Session was signed in with no Account Token to
-	// renew it with (the Company issued none, breaking §4.4), so when its
-	// token was due a new signed-out Session took its place (its ID changed).
+	// renew it with (the Company issued none, breaking §4.4, or refused the
+	// one it still had the Session signed in with), so when its token was due
+	// a new signed-out Session took its place (its ID changed).
 	ChangeRestarted Change = "restarted_signed_out"
 )
 
