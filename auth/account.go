@@ -1,9 +1,11 @@
 // This file implements Account Tokens (Poppy 0.1 §4.8): the refresh token
 // from sign-in, kept encrypted in an AccountStore and shared by every Session
 // signed in with it. An Account is used by one refresh_token grant at a time,
-// so a rotated token replaces the old one, persisted first, before anyone
-// could send the old one again; a token the Company refuses with invalid_grant
-// is dropped.
+// in this process and, under its lease (lease.go), in every process sharing
+// the store, so a rotated token replaces the old one, persisted first, before
+// anyone could send the old one again; a token the Company refuses with
+// invalid_grant is dropped. Which Account is held for a User, and when it
+// stands in for a sign-in, is held.go's.
 
 package auth
 
@@ -24,11 +26,15 @@ import (
 // one Account Token per issuer and User, which a new sign-in replaces.
 const DefaultAccountLabel = "default"
 
-// AccountStore keeps Account Tokens encrypted. *store.Store satisfies it.
+// AccountStore keeps Account Tokens encrypted, and the leases (see
+// lease.go) that let one process at a time refresh, rotate, replace or
+// revoke one. *store.Store satisfies it.
 type AccountStore interface {
 	PutAccountToken(ctx context.Context, t store.AccountToken) error
 	AccountToken(ctx context.Context, issuer, userID, account string) (store.AccountToken, error)
 	DeleteAccountToken(ctx context.Context, issuer, userID, account string) error
+	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error)
+	ReleaseLease(ctx context.Context, l store.Lease) error
 }
 
 // Account is one Account Token of a User at a Company (Poppy 0.1 §4.8) and
@@ -49,6 +55,9 @@ type Account struct {
 	expiresAt time.Time
 	st        AccountStore // where it is kept; nil: memory only
 	dropped   bool
+	// refused says the Company refused it (Poppy 0.1 §4.9): invalid_grant,
+	// or a Session just renewed with it still was not signed in.
+	refused bool
 }
 
 // newAccount returns the Account Token a sign-in issued.
@@ -73,7 +82,8 @@ func LoadAccount(ctx context.Context, st AccountStore, issuer, userID, label str
 }
 
 // Keep stores the Account Token in st under its label, replacing the one
-// kept there, and keeps later rotations there too.
+// kept there, and keeps later rotations there too. Session.Hold does this
+// for a sign-in, and revokes the token it replaces.
 // Poppy 0.1 §4.8: "Personal Agents MUST store Account Tokens as secrets".
 func (a *Account) Keep(ctx context.Context, st AccountStore) error {
 	a.mu.Lock()
@@ -82,19 +92,14 @@ func (a *Account) Keep(ctx context.Context, st AccountStore) error {
 	return a.save(ctx)
 }
 
-// KeepReplacing keeps a in st in place of old, the Account Token it
-// replaces (Poppy 0.1 §4.4: "The new Account Token replaces the old one,
-// which the Personal Agent SHOULD revoke (4.9)"). No Session signs in with
-// old any more; revoke it with Agent.Revoke.
-func (a *Account) KeepReplacing(ctx context.Context, st AccountStore, old *Account) error {
-	if old != nil && old != a {
-		old.use.Lock() // no grant with it is under way
-		old.mu.Lock()
-		old.dropped = true
-		old.mu.Unlock()
-		old.use.Unlock()
-	}
-	return a.Keep(ctx, st)
+// retire stops every Session from signing in with the Account, once no
+// grant with it is under way; it keeps its token, to be revoked.
+func (a *Account) retire() {
+	a.use.Lock()
+	defer a.use.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.dropped = true
 }
 
 func (a *Account) save(ctx context.Context) error {
@@ -181,15 +186,29 @@ func (a *Account) MarshalJSON() ([]byte, error) {
 var errAccountDropped = errors.New("auth: the Account Token was dropped")
 
 // refresh runs one refresh_token grant with the Account Token: grant is
-// called with the current token, under the use lock. A rotated token in the
-// response replaces the current one and is stored before refresh returns,
-// so before the new Session Token is used. invalid_grant drops the Account.
-func (a *Account) refresh(ctx context.Context, grant func(tok Secret) (*Token, error)) (*Token, error) {
+// called with the current token, under the use lock and, across processes
+// sharing the store, its lease. A rotated token in the response replaces the
+// current one and is stored before refresh returns (and before the lease is
+// given back), so before the new Session Token is used and before another
+// process can send the old one. invalid_grant drops the Account.
+func (a *Account) refresh(ctx context.Context, grant func(ctx context.Context, tok Secret) (*Token, error)) (*Token, error) {
 	a.use.Lock()
 	defer a.use.Unlock()
 	if a.Dropped() {
 		return nil, errAccountDropped
 	}
+	var t *Token
+	err := withLease(ctx, a.store(), leaseName(a.issuer, a.userID, a.label), func(ctx context.Context) error {
+		var err error
+		t, err = a.refreshLeased(ctx, grant)
+		return err
+	})
+	return t, err
+}
+
+// refreshLeased is refresh under the use lock and the lease.
+func (a *Account) refreshLeased(ctx context.Context, grant func(ctx context.Context, tok Secret) (*Token, error)) (*Token, error) {
+	// Another process may have rotated the token, or dropped it, since.
 	if err := a.reload(ctx); err != nil {
 		return nil, err
 	}
@@ -199,11 +218,11 @@ func (a *Account) refresh(ctx context.Context, grant func(tok Secret) (*Token, e
 	if dropped {
 		return nil, errAccountDropped
 	}
-	t, err := grant(tok)
+	t, err := grant(ctx, tok)
 	if errors.Is(err, ErrInvalidGrant) {
 		// Poppy 0.1 §4.8: "When the Account Token has expired or been revoked,
 		// the Company returns invalid_grant. The Session continues signed out"
-		a.drop(ctx)
+		a.drop(ctx, true)
 		return nil, err
 	}
 	if err != nil {
@@ -218,12 +237,20 @@ func (a *Account) refresh(ctx context.Context, grant func(tok Secret) (*Token, e
 			a.expiresAt = t.RefreshExpiresAt
 		}
 		a.mu.Unlock()
-		if err := a.save(ctx); err != nil {
+		// Stored even if the caller gave up meanwhile: the old token is spent.
+		if err := a.save(context.WithoutCancel(ctx)); err != nil {
 			return t, err
 		}
 	}
 	t.RefreshToken = Secret{} // the Account holds it; Session Tokens travel without it
 	return t, nil
+}
+
+// store returns where the Account is kept; nil: memory only.
+func (a *Account) store() AccountStore {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.st
 }
 
 // reload takes the Account Token kept in the store when another process
@@ -253,10 +280,11 @@ func (a *Account) reload(ctx context.Context) error {
 
 // drop forgets the Account Token, and removes it from the store unless the
 // store already holds another one under the label (a newer sign-in, maybe
-// by another process).
-func (a *Account) drop(ctx context.Context) {
+// by another process). refused says the Company refused it.
+func (a *Account) drop(ctx context.Context, refused bool) {
 	a.mu.Lock()
 	a.dropped = true
+	a.refused = a.refused || refused
 	st, tok := a.st, a.tok
 	a.mu.Unlock()
 	if st == nil {
@@ -268,9 +296,14 @@ func (a *Account) drop(ctx context.Context) {
 	}
 }
 
-// Forget drops the Account Token without asking the Company, as after the
-// Company said it is gone. Revoke it first to sign out (Poppy 0.1 §4.9).
-func (a *Account) Forget(ctx context.Context) { a.drop(ctx) }
+// Refused reports whether the Company refused the Account Token (Poppy 0.1
+// §4.9: the User may have disconnected the agent): it is dropped, and never
+// counts as covering a task again.
+func (a *Account) Refused() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.refused
+}
 
 // token returns the current Account Token, for revocation.
 func (a *Account) token() Secret {

@@ -171,8 +171,9 @@ func TestSignOut(t *testing.T) {
 }
 
 // TestTwoTasksShareASession: one task holds a signed-out token of a Session
-// another task signed in; its account request fails with sign_in_required,
-// and it signs in with the Account Token held instead of a new sign-in.
+// another task signed in (Poppy 0.1 §4.4). Its sign_in_required is not a
+// refusal: with nothing held it is the answer; once the Account Token is
+// held, the task renews with it by itself and its request succeeds.
 func TestTwoTasksShareASession(t *testing.T) {
 	co := newSignInCo(t, nil)
 	a := co.start(t)
@@ -181,15 +182,17 @@ func TestTwoTasksShareASession(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := co.signInDevice(t, a, "acct_dana", []string{"poppy:read"})
-	_, err = co.account(t, b)
-	if !errors.Is(err, ErrSignInRequired) {
-		t.Fatalf("the task with the signed-out token: %v, want sign_in_required", err)
+	if _, err = co.account(t, b); !errors.Is(err, ErrSignInRequired) {
+		t.Fatalf("the task with the signed-out token, nothing held: %v, want sign_in_required", err)
 	}
-	if err := b.SignInWith(context.Background(), in.Account, nil); err != nil {
+	if err := a.Hold(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}
-	if code, err := co.account(t, b); code != 200 || b.Info().ID != a.Info().ID {
-		t.Errorf("after signing in with the held token: %d %v, Sessions %s %s", code, err, a.Info().ID, b.Info().ID)
+	if code, err := co.account(t, b); code != 200 || err != nil || !b.Info().SignedIn || b.Info().ID != a.Info().ID {
+		t.Errorf("the same task with the token held: %d %v, %+v", code, err, b.Info())
+	}
+	if in.Account.Refused() || co.srv.Served("sign_in_required") != 2 {
+		t.Errorf("refused %v, sign_in_required served %d: want 2, each once", in.Account.Refused(), co.srv.Served("sign_in_required"))
 	}
 }
 

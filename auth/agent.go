@@ -53,6 +53,11 @@ type Options struct {
 	// Store keeps the DPoP keys per User per Company, so a restarted agent
 	// can keep using its Sessions. Zero: keys live in memory only.
 	Store SecretStore
+	// Accounts keeps the Account Tokens the agent holds, one per User per
+	// Company (see Agent.Open), shared with every process that opens it.
+	// Zero: Store, when it is an AccountStore too (*store.Store is);
+	// otherwise Account Tokens are held in memory only, for the Agent's life.
+	Accounts AccountStore
 	// MaxBody bounds token and error bodies auth reads, and request bodies
 	// it buffers to replay. Zero: 1 MiB.
 	MaxBody int64
@@ -80,6 +85,11 @@ type Agent struct {
 	// keysMu guards keys, and is held while a key is loaded or created.
 	keysMu sync.Mutex
 	keys   map[string]*ProofKey
+
+	accounts AccountStore // nil: Account Tokens in memory only
+	// heldMu guards held.
+	heldMu sync.Mutex
+	held   map[string]*holding // issuer+" "+userID -> the Account Token held
 }
 
 // New returns an Agent for the identity.
@@ -94,7 +104,10 @@ func New(id *Identity, opts *Options) *Agent {
 	a := &Agent{
 		id: id, base: base, store: opts.Store,
 		maxBody: opts.MaxBody, renewTimeout: opts.RenewTimeout,
-		now: timeNow, keys: map[string]*ProofKey{},
+		now: timeNow, keys: map[string]*ProofKey{}, accounts: opts.Accounts, held: map[string]*holding{},
+	}
+	if as, ok := opts.Store.(AccountStore); ok && a.accounts == nil {
+		a.accounts = as
 	}
 	if a.maxBody <= 0 {
 		a.maxBody = 1 << 20

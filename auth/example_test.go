@@ -42,7 +42,7 @@ func ExampleNewIdentity() {
 func ExampleAgent_StartSession() {
 	t := &poppytest.Reporter{} // in a test, the *testing.T
 	defer t.Close()
-	company := poppytest.NewServer(t, &poppytest.Options{RequireNonce: true})
+	company := poppytest.NewServer(t, nil)
 	ctx := context.Background()
 
 	id, err := auth.NewIdentity(ctx, "https://"+company.AgentHost()+"/agent.json", nil)

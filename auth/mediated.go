@@ -2,8 +2,10 @@
 // credentials go, with the Session Token and a DPoP proof, to
 // auth.mediated.endpoint and nowhere else; a one-time code goes only to
 // {endpoint}/{sign_in_id}. Answers carry status complete, code_required or
-// failed (SPEC-NOTES: wrong credentials are failed with invalid_credentials,
-// too many attempts 429).
+// failed, and are read by that status and their error code, whatever their
+// 2xx or 4xx status line (our reading: wrong credentials are failed with
+// invalid_credentials, often 400 or 401; too many attempts 429, which the
+// Session transport holds back for Retry-After).
 
 package auth
 
@@ -153,34 +155,46 @@ func (s *Session) postMediated(ctx context.Context, endpoint string, body []byte
 	return s.readMediated(resp.StatusCode, resp.Header, b, scopes)
 }
 
-// readMediated interprets a mediated sign-in answer.
+// readMediated interprets a mediated sign-in answer. Poppy 0.1 §4.7 tells
+// the answers apart by their status, not by the HTTP status line: any 2xx
+// or 4xx answer is read by its body's status and error code. A 5xx (or a
+// redirect, not followed) is the Company failing, never a sign-in: read as
+// complete, it would take a half-finished answer for a signed-in Session.
 func (s *Session) readMediated(status int, h http.Header, body []byte, scopes []string) (*MediatedStep, error) {
+	if status/100 != 2 && status/100 != 4 {
+		return nil, fmt.Errorf("auth: mediated sign-in answered HTTP %d", status)
+	}
 	var w mediatedWire
 	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, fmt.Errorf("auth: mediated sign-in answer: %w", err)
 	}
+	e := parseErrorBody(status, h, body)
 	switch {
-	case status == http.StatusOK && w.Status == MediatedComplete:
-		// Poppy 0.1 §4.7: "returns complete with the same fields as the response in 4.4"
-		tok, err := parseToken(body, "DPoP", s.a.now())
-		if err != nil {
-			return nil, err
-		}
-		in, err := s.finishSignIn(tok, scopes)
-		if err != nil {
-			return nil, err
-		}
-		return &MediatedStep{Status: MediatedComplete, SignIn: in}, nil
-	case status == http.StatusOK && w.Status == MediatedCodeRequired:
+	case w.Status == MediatedComplete && e == nil:
+		return s.completeMediated(body, scopes)
+	case w.Status == MediatedCodeRequired && e == nil:
 		return parseCodeRequired(&w, scopes)
-	case status >= 400 && w.Status == MediatedFailed || status >= 400 && status < 500:
-		e := parseErrorBody(status, h, body)
+	case w.Status == MediatedFailed || w.Status == "" && e != nil:
 		if e == nil {
 			e = &Error{Code: "failed", Status: status}
 		}
 		return &MediatedStep{Status: MediatedFailed, Err: e}, nil
 	}
 	return nil, fmt.Errorf("auth: mediated sign-in answered HTTP %d with status %q", status, untrusted.Text(w.Status, 300))
+}
+
+// completeMediated signs the Session in with a complete answer.
+func (s *Session) completeMediated(body []byte, scopes []string) (*MediatedStep, error) {
+	// Poppy 0.1 §4.7: "returns complete with the same fields as the response in 4.4"
+	tok, err := parseToken(body, "DPoP", s.a.now())
+	if err != nil {
+		return nil, err
+	}
+	in, err := s.finishSignIn(tok, scopes)
+	if err != nil {
+		return nil, err
+	}
+	return &MediatedStep{Status: MediatedComplete, SignIn: in}, nil
 }
 
 // parseCodeRequired checks a code_required answer (Poppy 0.1 §4.7 "One-time codes").

@@ -169,3 +169,124 @@ func TestMediatedAccountMismatch(t *testing.T) {
 		t.Errorf("credential posts = %d, want 2 (mismatch, then the new Session)", n)
 	}
 }
+
+// TestMediatedReadsTheBody: the answers are read by their body's status,
+// whatever the 2xx or 4xx status line (Poppy 0.1 §4.7 defines them by
+// status): a 401 for wrong credentials, a 202 code_required and a 201
+// complete, and a 200 that says failed. On main, reading the status line,
+// the 202 and the 201 were errors and the 200 failed one too.
+func TestMediatedReadsTheBody(t *testing.T) {
+	ctx := context.Background()
+	co := newSignInCo(t, &poppytest.Options{MediatedHTTPStatus: map[string]int{
+		"invalid_credentials": 401, "code_required": 202, "complete": 201, "invalid_code": 200}})
+	s := co.start(t)
+	st, err := s.SignInMediated(ctx, []string{"poppy:read"}, creds("dana@example.com", "wrong"))
+	if err != nil || st.Status != MediatedFailed || !errors.Is(st.Err, &Error{Code: "invalid_credentials"}) {
+		t.Fatalf("wrong credentials under 401: %+v %v", st, err)
+	}
+	st, err = s.SignInMediated(ctx, []string{"poppy:read"}, creds("sam@example.com", "sam-secret-42"))
+	if err != nil || st.Status != MediatedCodeRequired {
+		t.Fatalf("code_required under 202: %+v %v", st, err)
+	}
+	done, err := s.SubmitCode(ctx, st, NewSecret(co.srv.LastCode(st.signInID)))
+	if err != nil || done.Status != MediatedComplete || !s.Info().SignedIn {
+		t.Fatalf("complete under 201: %+v %v", done, err)
+	}
+
+	co = newSignInCo(t, &poppytest.Options{MediatedAttempts: 1, MediatedHTTPStatus: map[string]int{"invalid_code": 200}})
+	s = co.start(t)
+	st, err = s.SignInMediated(ctx, []string{"poppy:read"}, creds("sam@example.com", "sam-secret-42"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := "000000"
+	if co.srv.LastCode(st.signInID) == wrong {
+		wrong = "111111"
+	}
+	if st, err = s.SubmitCode(ctx, st, NewSecret(wrong)); err != nil || st.Status != MediatedFailed || !errors.Is(st.Err, &Error{Code: "invalid_code"}) {
+		t.Fatalf("failed under 200: %+v %v", st, err)
+	}
+}
+
+// TestMediatedServerErrorIsNotComplete: a 5xx is never a sign-in, even with
+// a complete body: the Session is not taken for signed in.
+func TestMediatedServerErrorIsNotComplete(t *testing.T) {
+	co := newSignInCo(t, &poppytest.Options{MediatedHTTPStatus: map[string]int{"complete": 503}})
+	s := co.start(t)
+	st, err := s.SignInMediated(context.Background(), []string{"poppy:read"}, creds("dana@example.com", "correct-horse-battery"))
+	if err == nil || s.Info().SignedIn {
+		t.Fatalf("complete under 503: %+v %v, signed in %v", st, err, s.Info().SignedIn)
+	}
+}
+
+// TestReadMediatedStatusLines: every status line, every body status.
+func TestReadMediatedStatusLines(t *testing.T) {
+	co := newSignInCo(t, nil)
+	s := co.start(t)
+	code := `{"status":"code_required","sign_in_id":"sgn_1"}`
+	failed := `{"status":"failed","error":"invalid_credentials"}`
+	bare := `{"error":"invalid_request"}`
+	for _, tc := range []struct {
+		status int
+		body   string
+		want   string // "" for an error
+	}{
+		{200, code, MediatedCodeRequired}, {202, code, MediatedCodeRequired}, {400, code, MediatedCodeRequired},
+		{200, failed, MediatedFailed}, {400, failed, MediatedFailed}, {401, failed, MediatedFailed}, {403, failed, MediatedFailed},
+		{400, bare, MediatedFailed}, {200, bare, MediatedFailed},
+		{500, failed, ""}, {502, code, ""}, {302, code, ""}, {100, code, ""},
+		{200, `{"status":"complete","error":"invalid_request"}`, ""},
+		{200, `{}`, ""},
+	} {
+		st, err := s.readMediated(tc.status, http.Header{}, []byte(tc.body), []string{"poppy:read"})
+		switch {
+		case tc.want == "" && err == nil:
+			t.Errorf("HTTP %d %s: accepted %+v", tc.status, tc.body, st)
+		case tc.want != "" && (err != nil || st.Status != tc.want):
+			t.Errorf("HTTP %d %s: %+v %v, want %s", tc.status, tc.body, st, err, tc.want)
+		}
+	}
+}
+
+// FuzzReadMediated: whatever the status line and body, a mediated answer is
+// complete only when the status line is 2xx or 4xx and the body carries a
+// usable token, and never signs in otherwise.
+func FuzzReadMediated(f *testing.F) {
+	f.Add(200, `{"status":"complete","access_token":"a","token_type":"DPoP","expires_in":60,"session_id":"s","signed_in":true}`)
+	f.Add(500, `{"status":"complete","access_token":"a","token_type":"DPoP","expires_in":60,"session_id":"s","signed_in":true}`)
+	f.Add(401, `{"status":"failed","error":"invalid_credentials"}`)
+	f.Add(202, `{"status":"code_required","sign_in_id":"sgn_1"}`)
+	f.Fuzz(func(t *testing.T, status int, body string) {
+		s := &Session{a: &Agent{now: timeNow}, bearer: map[string]*tokenCell{}}
+		s.cell.set(&Token{SessionID: "s"}) // signed out
+		st, err := s.readMediated(status, http.Header{}, []byte(body), []string{"poppy:read"})
+		if err != nil {
+			if s.Info().SignedIn {
+				t.Errorf("HTTP %d: an error, yet signed in", status)
+			}
+			return
+		}
+		if status/100 != 2 && status/100 != 4 {
+			t.Errorf("HTTP %d read as %s", status, st.Status)
+		}
+		if (st.Status == MediatedComplete) != s.Info().SignedIn {
+			t.Errorf("HTTP %d: %s, signed in %v", status, st.Status, s.Info().SignedIn)
+		}
+	})
+}
+
+// TestMediatedRenewsOnInvalidToken: a 401 with a DPoP invalid_token
+// challenge is the Session Token's, not the credentials': the Session is
+// renewed and the credentials sent once more, to the same endpoint.
+func TestMediatedRenewsOnInvalidToken(t *testing.T) {
+	co := newSignInCo(t, nil)
+	s := co.start(t)
+	co.srv.ExpireTokens()
+	st, err := s.SignInMediated(context.Background(), []string{"poppy:read"}, creds("dana@example.com", "correct-horse-battery"))
+	if err != nil || st.Status != MediatedComplete || !s.Info().SignedIn {
+		t.Fatalf("after invalid_token: %+v %v", st, err)
+	}
+	if n := co.srv.Served("invalid_token"); n != 1 {
+		t.Errorf("invalid_token served %d times, want 1", n)
+	}
+}

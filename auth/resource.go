@@ -53,6 +53,8 @@ func (t *resourceTransport) renewAfter(ctx context.Context, used *Token) (*Token
 
 func (t *resourceTransport) scheme() string { return "DPoP" }
 
+func (t *resourceTransport) session() *Session { return t.s }
+
 // authorize is the Session transport's: the same proof key signs for every
 // token of the Session.
 func (t *resourceTransport) authorize(r *http.Request, tok *Token) error {

@@ -18,7 +18,7 @@ const storeResource = "https://api.example.com/store"
 // for it (Poppy 0.1 §4.3 "Narrower tokens").
 func newResourceCompany(t *testing.T) (*company, string) {
 	t.Helper()
-	co := newCompany(t, &poppytest.Options{RequireNonce: true, PoppyJSON: func(doc map[string]any) {
+	co := newCompany(t, &poppytest.Options{PoppyJSON: func(doc map[string]any) {
 		for _, api := range doc["apis"].([]any) {
 			if e := api.(map[string]any); e["type"] == "openapi" {
 				e["resource"] = storeResource

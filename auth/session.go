@@ -27,7 +27,7 @@ type Session struct {
 
 	cell tokenCell // the DPoP Session Token
 
-	// mu guards bearer, account and narrow.
+	// mu guards bearer, account, narrow, changes and stranded.
 	mu     sync.Mutex
 	bearer map[string]*tokenCell // MCP server url -> its Bearer token
 	// account is the Account Token the Session is signed in with; nil when
@@ -37,6 +37,15 @@ type Session struct {
 	// narrow are the scopes asked for with the Account Token; nil: all of
 	// its scopes (Poppy 0.1 §4.8: "scope MAY ask for fewer scopes").
 	narrow []string
+	// changes are what TakeChanges reports next.
+	changes []Change
+	// stranded says the Session is signed in with no Account Token to renew
+	// it with: the Company issued none (breaking Poppy 0.1 §4.4), or refused
+	// the one it still signs the Session in with. It matters only while
+	// account is nil.
+	stranded bool
+
+	h *holding // the Account Token held for the User at the Company
 }
 
 // SessionInfo describes a Session without its tokens.
@@ -142,7 +151,8 @@ func (a *Agent) newSession(ctx context.Context, c Company, userID string) (*Sess
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{a: a, company: c, userID: userID, proof: pk, tokenEP: ep, bearer: map[string]*tokenCell{}}
+	s := &Session{a: a, company: c, userID: userID, proof: pk, tokenEP: ep, bearer: map[string]*tokenCell{},
+		h: a.holding(c.Issuer, userID)}
 	s.client = s.newClient(&sessionTransport{s: s})
 	return s, nil
 }
@@ -322,6 +332,9 @@ func (a *Agent) expiring(tok *Token) bool {
 // Poppy 0.1 §4.2: "If it has ended, the Company returns invalid_session, and
 // the Personal Agent starts a new Session."
 func (s *Session) renewFrom(ctx context.Context, used *Token) (*Token, error) {
+	if used.SessionID != "" && s.isStranded() {
+		return s.restart(ctx)
+	}
 	tok, err := s.request(ctx, used.SessionID)
 	if used.SessionID != "" && (errors.Is(err, ErrInvalidSession) || errors.Is(err, ErrAccountMismatch)) {
 		// Poppy 0.1 §4.4: "Once it has been, it can't switch to another: the
@@ -329,6 +342,30 @@ func (s *Session) renewFrom(ctx context.Context, used *Token) (*Token, error) {
 		tok, err = s.request(ctx, "")
 	}
 	return tok, err
+}
+
+// restart starts a new signed-out Session in place of a stranded one, which
+// cannot be renewed: Poppy 0.1 §4.2: "A signed-in Session is renewed with the
+// Account Token instead (4.8)", and the agent holds none for it. The JWT
+// bearer grant for it would be refused, so it is not sent.
+func (s *Session) restart(ctx context.Context) (*Token, error) {
+	tok, err := s.request(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.stranded = false
+	s.mu.Unlock()
+	s.note(ChangeRestarted)
+	return tok, nil
+}
+
+// isStranded reports whether the Session is signed in with no Account Token
+// to renew it with.
+func (s *Session) isStranded() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stranded && s.account == nil
 }
 
 // request asks the token endpoint for a DPoP Session Token: a new Session
@@ -348,7 +385,17 @@ func (s *Session) grant(ctx context.Context, sessionID, resource string, proof *
 	if acct, scopes := s.signedInWith(); acct != nil {
 		tok, err = s.refreshGrant(ctx, acct, sessionID, resource, scopes, proof)
 		if errors.Is(err, ErrInvalidGrant) || errors.Is(err, errAccountDropped) {
+			// Poppy 0.1 §4.9: the Company "signs out every Session signed in
+			// with it": the JWT bearer grant below renews it signed out.
 			s.leave(acct)
+		}
+		if err == nil || errors.Is(err, ErrInvalidGrant) {
+			s.mu.Lock()
+			s.stranded = false
+			s.mu.Unlock()
+		}
+		if acct.Refused() {
+			s.note(ChangeAccountRefused)
 		}
 	}
 	if errors.Is(err, ErrInvalidGrant) || errors.Is(err, errAccountDropped) {

@@ -59,6 +59,8 @@ func (s *Session) finishSignIn(tok *Token, requested []string) (*SignIn, error) 
 	tok.RefreshToken = Secret{}
 	s.mu.Lock()
 	s.account, s.narrow = res.Account, nil
+	// Without an Account Token the Session cannot be renewed signed in.
+	s.stranded = res.Account == nil
 	s.mu.Unlock()
 	s.adopt(tok)
 	return res, nil
@@ -156,7 +158,7 @@ func (s *Session) SignInWith(ctx context.Context, acct *Account, scopes []string
 // the Session sessionID ("" for a new signed-in Session), optionally for one
 // resource and for fewer scopes (Poppy 0.1 §4.8).
 func (s *Session) refreshGrant(ctx context.Context, acct *Account, sessionID, resource string, scopes []string, proof *ProofKey) (*Token, error) {
-	return acct.refresh(ctx, func(rt Secret) (*Token, error) {
+	return acct.refresh(ctx, func(ctx context.Context, rt Secret) (*Token, error) {
 		return s.a.postToken(ctx, tokenRequest{endpoint: s.company.TokenEndpoint, proof: proof,
 			form: func() (url.Values, error) {
 				f := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt.Reveal()}}
@@ -199,16 +201,35 @@ func (a *Agent) StartSignedInSession(ctx context.Context, c Company, userID stri
 	return s, nil
 }
 
-// SignOut revokes the Account Token the Session is signed in with (Poppy 0.1
-// §4.9), forgets it, and renews the Session signed out; when the Company
-// ended the Session instead, a new one starts. Other Sessions signed in with
-// the same Account continue signed out at their next renewal (Renew them).
+// SignOut signs the User out at the Company (Poppy 0.1 §4.9): it revokes
+// the Account Token the Session is signed in with and the one held for the
+// User, when that is another, forgets them, and renews the Session signed
+// out; when the Company ended the Session instead, a new one starts. Other
+// Sessions signed in with the same Account continue signed out at their next
+// renewal (Renew them).
 func (s *Session) SignOut(ctx context.Context) error {
+	held, err := s.Held(ctx)
+	if err != nil {
+		return err
+	}
 	acct := s.Account()
-	if acct != nil {
-		if err := s.a.Revoke(ctx, s.company, acct); err != nil {
-			return err
+	revoke := []*Account{acct}
+	if held != nil && (acct == nil || !sameToken(held, acct)) {
+		revoke = append(revoke, held)
+	}
+	for _, t := range revoke {
+		// Poppy 0.1 §4.9: "The Personal Agent revokes its Account Token at the
+		// Company's revocation_endpoint (RFC 7009), with its client assertion"
+		if t != nil {
+			if err := s.a.Revoke(ctx, s.company, t); err != nil {
+				return err
+			}
 		}
+	}
+	if held != nil && held != acct && acct != nil && sameToken(held, acct) {
+		held.drop(ctx, false) // the same token as the Session's, revoked with it
+	}
+	if acct != nil {
 		s.leave(acct)
 		// The Bearer and resource tokens are signed in: request them anew.
 		s.dropResourceTokens()
@@ -218,6 +239,9 @@ func (s *Session) SignOut(ctx context.Context) error {
 	return s.Renew(ctx)
 }
 
+// sameToken reports whether two Accounts hold the same Account Token.
+func sameToken(a, b *Account) bool { return a.token().Reveal() == b.token().Reveal() }
+
 // Revoke revokes an Account Token at the Company's revocation_endpoint with
 // the client assertion (RFC 7009 §2.1, Poppy 0.1 §4.9), then drops it: it is
 // removed from its store and no Session renews with it any more.
@@ -226,9 +250,16 @@ func (a *Agent) Revoke(ctx context.Context, c Company, acct *Account) error {
 		return errors.New("auth: the Company has no revocation_endpoint; cannot sign out (Poppy 0.1 §4.9)")
 	}
 	// Held until the token is dropped, as for a refresh_token grant, so no
-	// grant rotates it in between.
+	// grant rotates it in between, here or in another process.
 	acct.use.Lock()
 	defer acct.use.Unlock()
+	return withLease(ctx, acct.store(), leaseName(acct.issuer, acct.userID, acct.label), func(ctx context.Context) error {
+		return a.revokeLeased(ctx, c, acct)
+	})
+}
+
+// revokeLeased is Revoke under the use lock and the lease.
+func (a *Agent) revokeLeased(ctx context.Context, c Company, acct *Account) error {
 	if !acct.Dropped() {
 		// Another process may have rotated it: revoke the token in use now,
 		// not one already replaced (which would leave the live one kept).
@@ -252,7 +283,7 @@ func (a *Agent) Revoke(ctx context.Context, c Company, acct *Account) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("auth: revoke the Account Token: revocation endpoint answered HTTP %d", resp.StatusCode)
 	}
-	acct.drop(ctx)
+	acct.drop(context.WithoutCancel(ctx), false)
 	return nil
 }
 

@@ -1,7 +1,9 @@
 // This file implements the Session transport (Poppy 0.1 §4.3, RFC 9449 §7):
 // each request gets the Session Token and a fresh DPoP proof; use_dpop_nonce
-// is retried once at once, invalid_token renews and retries once, and a 429
-// holds back every request to that endpoint until its Retry-After.
+// is retried once at once, invalid_token renews and retries once,
+// sign_in_required renews with the Account Token and retries once (§4.4,
+// §4.9), and a 429 holds back every request to that endpoint until its
+// Retry-After.
 // roundTrip is the policy; attempt is one straight try. The Bearer variant
 // for the Company's MCP servers (Poppy 0.1 §4.3 "Bearer tokens", §6;
 // RFC 6750 §2.1; RFC 8707) shares the policy.
@@ -30,6 +32,8 @@ type authorizer interface {
 	authorize(r *http.Request, tok *Token) error
 	// scheme is the WWW-Authenticate scheme errors come in.
 	scheme() string
+	// session is the Session the tokens are of.
+	session() *Session
 }
 
 // sessionTransport is the DPoP transport of a Session.
@@ -47,6 +51,8 @@ func (t *sessionTransport) renewAfter(ctx context.Context, used *Token) (*Token,
 
 func (t *sessionTransport) scheme() string { return "DPoP" }
 
+func (t *sessionTransport) session() *Session { return t.s }
+
 func (t *sessionTransport) authorize(r *http.Request, tok *Token) error {
 	// RFC 9449 §7.1: "the access token ... using the DPoP authentication scheme"
 	// Poppy 0.1 §4.3: "MUST NOT send tokens in a URL"
@@ -61,7 +67,10 @@ func (t *sessionTransport) authorize(r *http.Request, tok *Token) error {
 
 // retryState records which retries a request has used; each runs once.
 type retryState struct {
-	nonce, renew, rate bool
+	nonce, renew, rate, signIn bool
+	// via is the Account Token the Session was renewed with on
+	// sign_in_required, for the retry.
+	via *Account
 }
 
 // roundTrip is the retry policy around attempt.
@@ -143,8 +152,35 @@ func (a *Agent) judge(ctx context.Context, resp *http.Response, az authorizer, t
 		st.renew = true
 		next, err := az.renewAfter(ctx, tok)
 		return next, err == nil, err
+	case e.Is(ErrSignInRequired) && !st.signIn:
+		st.signIn = true
+		return a.signInAgain(ctx, az, st, e)
+	case e.Is(ErrSignInRequired) && st.via != nil:
+		// Poppy 0.1 §4.9: the Personal Agent "finds out when a request fails
+		// with invalid_token or sign_in_required": a Session just renewed with
+		// the Account Token is still not signed in, so the Company refused it.
+		az.session().refuse(ctx, st.via)
 	}
 	return nil, false, e
+}
+
+// signInAgain answers a first sign_in_required: one sign_in_required is not
+// yet a refusal. The token sent may be older than another task's sign-in
+// (Poppy 0.1 §4.4: "one may still hold a signed-out token after another task
+// signed in"), or the Company may have signed the Session out (§4.9). The
+// Session is renewed with its Account Token, or the one held for its User,
+// and the request retried once; with none, or refused, e is the answer.
+func (a *Agent) signInAgain(ctx context.Context, az authorizer, st *retryState, e *Error) (*Token, bool, error) {
+	acct, err := az.session().signInAgain(ctx)
+	if err != nil || acct == nil {
+		return nil, false, e
+	}
+	next, err := az.token(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	st.via = acct
+	return next, true, nil
 }
 
 // responseError returns the protocol error a resource's response carries:
@@ -275,6 +311,8 @@ func (t *bearerTransport) renewAfter(ctx context.Context, used *Token) (*Token, 
 
 func (t *bearerTransport) scheme() string { return "Bearer" }
 
+func (t *bearerTransport) session() *Session { return t.s }
+
 func (t *bearerTransport) authorize(r *http.Request, tok *Token) error {
 	// RFC 6750 §2.1: "Authorization: Bearer mF_9.B5f-4.1JqM"
 	r.Header.Set("Authorization", "Bearer "+tok.AccessToken.Reveal())
@@ -296,6 +334,11 @@ func (t *bearerTransport) fetch(ctx context.Context, _ *Token) (*Token, error) {
 // renews the Session's token (4.2, or 4.8 for a signed-in Session)").
 func (s *Session) forResource(ctx context.Context, resource string, proof *ProofKey) (*Token, error) {
 	sess, err := s.token(ctx)
+	if err == nil && s.isStranded() {
+		// Asking for it is renewing the Session (Poppy 0.1 §4.3), which a
+		// stranded Session cannot be: it is replaced first.
+		sess, err = s.renewAfter(ctx, sess)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func handleEcho(co *company) string {
 type onlyReader struct{ io.Reader }
 
 func TestBodyReplayedOnRetry(t *testing.T) {
-	co := newCompany(t, &poppytest.Options{RequireNonce: true}, nil, nil)
+	co := newCompany(t, nil, nil, nil)
 	s := co.start(t)
 	echo := handleEcho(co)
 	for _, tc := range []struct {
@@ -153,7 +153,7 @@ func handleMCP(co *company) string {
 }
 
 func TestBearerForMCP(t *testing.T) {
-	co := newCompany(t, &poppytest.Options{RequireNonce: true}, nil, nil)
+	co := newCompany(t, nil, nil, nil)
 	s := co.start(t)
 	mcp := handleMCP(co)
 	hc, err := s.BearerClient(mcp)
@@ -227,7 +227,7 @@ func countBearerRequests(t *testing.T, co *company, resource string) int {
 }
 
 func TestTokenRequestRetryHasFreshAssertions(t *testing.T) {
-	co := newCompany(t, &poppytest.Options{RequireNonce: true}, nil, nil)
+	co := newCompany(t, nil, nil, nil)
 	co.start(t)
 	var forms []url.Values
 	for _, r := range co.srv.Requests() {

@@ -41,7 +41,7 @@ func TestNewMessageID(t *testing.T) {
 // connection breaks; the retry with the same ID gets the conversation
 // already started, and the Company has one message (Poppy 0.1 §7.3).
 func TestStartRetriedAfterDrop(t *testing.T) {
-	co := newCompany(t, nil, nil)
+	co := newCompany(t, nil, &poppytest.Options{NoNonce: true}) // counts POSTs: no DPoP nonce retry among them
 	co.srv.DropConnectionAfterAccept(1)
 	u, err := co.tracker(t).Start(context.Background(), textMsg("Hello"), "", nil)
 	if err != nil {

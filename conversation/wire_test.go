@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -19,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // method, path, query, the headers of the conversation protocol, and the
 // body. IDs chosen at random are replaced by stable names.
 func TestWireGolden(t *testing.T) {
-	co := newCompany(t, nil, nil)
+	co := newCompany(t, nil, &poppytest.Options{NoNonce: true}) // the DPoP nonce retry is auth's, not this wire
 	tr := co.tracker(t)
 	ctx := context.Background()
 	yes := true

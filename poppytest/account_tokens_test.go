@@ -117,6 +117,29 @@ func TestRotateRefreshTokens(t *testing.T) {
 	wantViolation(t, s, rt, "§4.8", "replaced")
 }
 
+// TestNoAccountTokens: a sign-in answers without refresh_token, the Session
+// is signed in, and an agent that renews that Session with the JWT bearer
+// grant (it has no Account Token to renew it with) is still caught: the way
+// on is a new Session.
+func TestNoAccountTokens(t *testing.T) {
+	s, rt, a, c := newSignInCompany(t, &poppytest.Options{NoAccountTokens: true})
+	sid := a.startSession().str("session_id")
+	r := a.signInDevice(c, sid, "acct_dana", "poppy:read")
+	if _, ok := r.body["refresh_token"]; ok || r.body["signed_in"] != true {
+		t.Fatalf("sign-in under NoAccountTokens: %v", r.body)
+	}
+	if acct := a.getWithToken(testAccountURL, r.str("access_token")); acct.str("account") != "acct_dana" {
+		t.Errorf("account endpoint: %v", acct.body)
+	}
+	if fresh := a.startSession(); fresh.body["signed_in"] != false || fresh.str("session_id") == sid {
+		t.Errorf("a new Session: %v", fresh.body)
+	}
+	wantNoViolation(t, s, rt)
+	wantError(t, "JWT bearer renewal of the signed-in Session",
+		a.postToken(a.grantForm(url.Values{"session_id": {sid}}), a.tokenProof()), 400, "invalid_grant")
+	wantViolation(t, s, rt, "§4.2", "renew it with the Account Token")
+}
+
 func TestAccountTokenExpires(t *testing.T) {
 	s, rt, a, c := newSignInCompany(t, &poppytest.Options{AccountTokenLifetime: time.Hour})
 	sid := a.startSession().str("session_id")
@@ -126,6 +149,11 @@ func TestAccountTokenExpires(t *testing.T) {
 	}
 	c.Advance(time.Hour)
 	wantError(t, "expired Account Token", a.refresh(r.str("refresh_token"), nil), 400, "invalid_grant")
+	// Poppy 0.1 §4.8: "The Session continues signed out": renewed with the JWT bearer grant.
+	renewed := a.postToken(a.grantForm(url.Values{"session_id": {sid}}), a.tokenProof())
+	if renewed.status != 200 || renewed.body["signed_in"] != false || renewed.str("scope") != "" {
+		t.Errorf("signed-out renewal after the Account Token expired: %d %v", renewed.status, renewed.body)
+	}
 	wantNoViolation(t, s, rt)
 }
 

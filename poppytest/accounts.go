@@ -245,6 +245,10 @@ func (s *Server) signInSession(section, sid, clientID, account string, scopes []
 	if ref != nil {
 		return nil, "", ref.answer(s, section)
 	}
+	if s.opts.NoAccountTokens {
+		// Kept, so revocation by account still signs the Session out, but never sent.
+		return &grantResult{sessionID: sid, scopes: slices.Clone(scopes), extra: map[string]any{}}, at.family, nil
+	}
 	s.issuedAccountToken(value)
 	return &grantResult{sessionID: sid, scopes: slices.Clone(scopes), extra: s.accountTokenFields(value, at)}, at.family, nil
 }
@@ -347,6 +351,33 @@ func (s *Server) revokeFamilyLocked(family string) int {
 		}
 	}
 	return n
+}
+
+// signOutExpired signs the Session sid out when no Account Token it
+// was signed in with is usable any more because they expired, and reports
+// whether it did. Poppy 0.1 §4.8: "When the Account Token has expired ...
+// The Session continues signed out": the agent renews it with the JWT bearer
+// grant then. The caller must not hold mu.
+func (s *Server) signOutExpired(sid string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	family, now := s.signIn.sessionFamily[sid], s.timeNow()
+	expired := false
+	for _, at := range s.signIn.accountTokens {
+		if at.family != family || at.revoked || at.replaced {
+			continue
+		}
+		if at.expires.IsZero() || now.Before(at.expires) {
+			return false // one is still usable: renew with it
+		}
+		expired = true
+	}
+	if expired {
+		delete(s.signIn.sessionFamily, sid)
+		sess := s.sessions[sid]
+		sess.SignedIn, sess.Account, sess.Scopes = false, "", nil
+	}
+	return expired
 }
 
 // RevokeAccountTokens revokes every Account Token for account, of every

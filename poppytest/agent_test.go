@@ -149,8 +149,20 @@ func (a *rawAgent) proof(method, u, token, nonce string, mut func(map[string]any
 	return a.proofWith(a.dpopKey, method, u, token, nonce, mut)
 }
 
+// noNonce asks proof for a proof without a nonce; "" gives the nonce the
+// Server wants now, as a client that read its last DPoP-Nonce would.
+const noNonce = "-"
+
 func (a *rawAgent) proofWith(key *ecdsa.PrivateKey, method, u, token, nonce string, mut func(map[string]any)) string {
 	c := map[string]any{"jti": jti(), "htm": method, "htu": u, "iat": a.now().Unix()}
+	switch nonce {
+	case noNonce:
+		nonce = ""
+	case "":
+		if pu, err := url.Parse(u); err == nil {
+			nonce = a.s.Nonce(pu.Host)
+		}
+	}
 	if token != "" {
 		sum := sha256.Sum256([]byte(token))
 		c["ath"] = base64.RawURLEncoding.EncodeToString(sum[:])

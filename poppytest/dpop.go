@@ -2,7 +2,7 @@ package poppytest
 
 // This file checks DPoP proofs (RFC 9449 §4.3, Poppy 0.1 §4.3) on token
 // requests and resource requests, and keeps the server nonces (RFC 9449 §8,
-// §9) when Options.RequireNonce is set.
+// §9), which every proof must carry unless Options.NoNonce is set.
 
 import (
 	"crypto"
@@ -52,7 +52,7 @@ func (s *Server) checkProof(r *http.Request, host, token string) (string, *oauth
 	if e := s.checkProofClaims(r, host, token, claims); e != nil {
 		return "", e
 	}
-	if s.opts.RequireNonce && claims.Nonce != s.nonce(host) {
+	if !s.opts.NoNonce && claims.Nonce != s.nonce(host) {
 		// RFC 9449 §8: the server answers use_dpop_nonce with the nonce in DPoP-Nonce
 		return "", newError("use_dpop_nonce", "poppytest: proof must carry the current DPoP-Nonce")
 	}
@@ -205,8 +205,18 @@ func (s *Server) nonce(host string) string {
 	return n
 }
 
+// Nonce returns the DPoP nonce proofs to host must carry now, as any
+// response of that host tells a client in DPoP-Nonce; "" with
+// Options.NoNonce. It is for tests whose own hand-made agent signs proofs.
+func (s *Server) Nonce(host string) string {
+	if s.opts.NoNonce {
+		return ""
+	}
+	return s.nonce(hostOnly(host))
+}
+
 // RotateNonce replaces the DPoP nonce of every host, so proofs carrying an
-// old one get use_dpop_nonce. It matters only with Options.RequireNonce.
+// old one get use_dpop_nonce. It changes nothing with Options.NoNonce.
 func (s *Server) RotateNonce() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -85,11 +85,30 @@ func (s *Server) mediatedFields() []mediatedField {
 
 // writeMediated writes a mediated sign-in answer that is not complete.
 func (s *Server) writeMediated(w http.ResponseWriter, status int, body map[string]any) {
-	if code, ok := body["error"].(string); ok {
+	key, _ := body["status"].(string)
+	code, ok := body["error"].(string)
+	if ok {
 		s.countServed(code)
 	}
+	if key == "" || key == "failed" {
+		key = code
+	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, status, body)
+	writeJSON(w, s.mediatedStatus(w, key, status), body)
+}
+
+// mediatedStatus is the status line of a mediated answer whose body says
+// key: Options.MediatedHTTPStatus's, or def. A 401 gets the challenge RFC
+// 9110 §15.5.2 requires ("MUST send a WWW-Authenticate header field").
+func (s *Server) mediatedStatus(w http.ResponseWriter, key string, def int) int {
+	status, ok := s.opts.MediatedHTTPStatus[key]
+	if !ok {
+		return def
+	}
+	if status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
+		w.Header().Set("WWW-Authenticate", `DPoP algs="ES256"`)
+	}
+	return status
 }
 
 // failed is the body of a failed sign-in.
@@ -277,6 +296,7 @@ func (s *Server) completeMediated(w http.ResponseWriter, r *http.Request, c *Cal
 		return
 	}
 	res.extra["status"] = "complete"
+	res.status = s.mediatedStatus(w, "complete", http.StatusOK)
 	_, value, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	tok, _ := s.lookupToken(strings.TrimSpace(value))
 	s.writeToken(w, &tokenRequest{r: r, jkt: tok.jkt}, res)

@@ -219,3 +219,27 @@ func TestMediatedNeedsASessionToken(t *testing.T) {
 	}
 	wantViolation(t, s, rt, "without a Session Token")
 }
+
+// TestMediatedHTTPStatus: with Options.MediatedHTTPStatus the answers keep
+// their bodies under other status lines (a 202 code_required, a 401 for
+// wrong credentials, a 201 complete), so an agent that reads the status
+// line instead of the body's status misreads every one of them.
+func TestMediatedHTTPStatus(t *testing.T) {
+	s, rt, a, _ := newSignInCompany(t, &poppytest.Options{MediatedHTTPStatus: map[string]int{
+		"invalid_credentials": 401, "code_required": 202, "complete": 201}})
+	tok := a.startSession().str("access_token")
+	r := a.mediated(tok, creds("poppy:read", "dana@example.com", "wrong"))
+	if r.status != 401 || r.str("status") != "failed" || r.str("error") != "invalid_credentials" ||
+		r.header.Get("WWW-Authenticate") != `DPoP algs="ES256"` {
+		t.Errorf("wrong credentials: %d %q %v", r.status, r.header.Get("WWW-Authenticate"), r.body)
+	}
+	r = a.mediated(tok, creds("poppy:read", "sam@example.com", "sam-secret-42"))
+	if r.status != 202 || r.str("status") != "code_required" || r.str("sign_in_id") == "" {
+		t.Fatalf("code_required: %d %v", r.status, r.body)
+	}
+	done := a.submitCode(tok, r.str("sign_in_id"), s.LastCode(r.str("sign_in_id")))
+	if done.status != 201 || done.str("status") != "complete" || done.body["signed_in"] != true {
+		t.Errorf("complete: %d %v", done.status, done.body)
+	}
+	wantNoViolation(t, s, rt)
+}

@@ -71,10 +71,16 @@ type Options struct {
 	// holds; a longer list is paginated with nextCursor. Zero: 2.
 	MCPPageSize int
 
-	// RequireNonce makes every DPoP proof carry the Server's current nonce
-	// (RFC 9449 §8, §9): a proof without it gets use_dpop_nonce, and every
-	// response of a Company host carries the current DPoP-Nonce. Each host
-	// has its own nonce; RotateNonce changes them. Zero: no nonce.
+	// NoNonce turns DPoP nonces off: proofs need none, and no response
+	// carries DPoP-Nonce. Zero: every DPoP proof must carry the Server's
+	// current nonce for its host (RFC 9449 §8, §9; Poppy 0.1 §4.3: "Personal
+	// Agents MUST support nonces"): a proof without it gets use_dpop_nonce,
+	// and every response of a Company host carries the current DPoP-Nonce.
+	// Each host has its own nonce; RotateNonce changes them.
+	NoNonce bool
+	// RequireNonce is the default now and changes nothing.
+	//
+	// Deprecated: nonces are required unless NoNonce is set.
 	RequireNonce bool
 	// TokenLifetime is the lifetime of the Session Tokens issued. Zero: 1 h.
 	TokenLifetime time.Duration
@@ -118,6 +124,23 @@ type Options struct {
 	// a row from one client and User before further attempts get 429 for a
 	// minute (§4.7). Zero: 3.
 	MediatedAttempts int
+	// MediatedHTTPStatus sets the HTTP status line of Mediated Sign-In
+	// answers (§4.7) by what their body says: its status ("complete",
+	// "code_required") or, for one that failed, its error code
+	// ("invalid_credentials", "invalid_code", ...), for example
+	// {"invalid_credentials": 401, "code_required": 202}. The body is the
+	// same whatever the status line: an agent must follow it. A 401 carries
+	// a DPoP challenge without an error. Nil: 200 for complete and
+	// code_required, and each error's own status (400 for
+	// invalid_credentials, 429 for too many attempts).
+	MediatedHTTPStatus map[string]int
+	// NoAccountTokens makes every sign-in answer without refresh_token,
+	// breaking Poppy 0.1 §4.4 ("the Company returns an Account Token as
+	// refresh_token"): the Session is signed in, but the agent holds nothing
+	// to renew it with, and renewing it with the JWT bearer grant is still
+	// refused (§4.2: "A signed-in Session is renewed with the Account Token
+	// instead"). Zero: every sign-in issues an Account Token.
+	NoAccountTokens bool
 	// RotateRefreshTokens makes each refresh_token grant return a new
 	// Account Token; the old one then gets invalid_grant (§4.8). Zero: the
 	// Account Token stays the same.
@@ -174,6 +197,8 @@ type Server struct {
 	sessions     map[string]*Session
 	sessionOrder []string
 	tokens       map[string]*token // access token -> what it is bound to
+	tokenSeq     uint64            // the seq of the latest token issued
+	usedSeq      map[string]uint64 // token use -> the latest seq used at a resource
 
 	listener net.Listener
 	srv      *http.Server
@@ -213,7 +238,8 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 		muxes: map[string]*http.ServeMux{}, docs: map[string]*document{},
 		secretSet: map[string]struct{}{}, served: map[string]int{}, limits: map[string]*rateLimit{},
 		grants: map[string]grantFunc{}, clients: map[string]*client{}, jtis: map[string]time.Time{},
-		nonces: map[string]string{}, sessions: map[string]*Session{}, tokens: map[string]*token{}}
+		nonces: map[string]string{}, sessions: map[string]*Session{}, tokens: map[string]*token{},
+		usedSeq: map[string]uint64{}}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -380,7 +406,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	host := hostOnly(r.Host)
 	s.record(r, host)
 	s.checkEveryRequest(r, host)
-	if s.opts.RequireNonce && host != s.agentHost {
+	if !s.opts.NoNonce && host != s.agentHost {
 		w.Header().Set("DPoP-Nonce", s.nonce(host)) // RFC 9449 §8.2: a new nonce may come on any response
 	}
 	if s.checkRateLimit(w, r, host) {

@@ -11,14 +11,9 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 )
 
 const whoamiPath = "/poppy/whoami"
-
-// supersedeGrace is how long a replaced Session Token may still be used
-// without a violation, for requests already in flight when it was replaced.
-const supersedeGrace = 10 * time.Second
 
 // Caller is who made an authenticated request: the Session and the token's
 // view of it (Poppy 0.1 §4.4: "Each Session Token reflects the Session as it
@@ -173,11 +168,28 @@ func (s *Server) checkTokenUse(r *http.Request, host, resource string, tok *toke
 		// Poppy 0.1 §4.3: a Company with separate tokens "accepts a token at such a service only if it was issued for that resource"; §6: an MCP server "MUST accept only tokens issued for its url"
 		return s.agentBug("4.3", "invalid_token", "a Session Token issued for resource %q sent to %s%s (resource %q)", tok.resource, host, r.URL.Path, resource)
 	}
-	if !tok.superseded.IsZero() && now.Sub(tok.superseded) > supersedeGrace {
-		// Poppy 0.1 §4.3: "Whenever the Personal Agent gets a new Session Token for a Session, it MUST use the new token from then on."
-		s.violate("4.3", "%s %s%s used a Session Token replaced %s ago", r.Method, host, r.URL.Path, now.Sub(tok.superseded).Round(time.Second))
+	if !s.useLatest(tok) {
+		// Poppy 0.1 §4.3: "Whenever the Personal Agent gets a new Session
+		// Token for a Session, it MUST use the new token from then on." Once
+		// a newer token for the same use has been used, this one is refused
+		// at once. Not a violation: another process of the agent sharing the
+		// Session may have renewed it, and this one learns of it only so.
+		return newError("invalid_token", "a newer Session Token of this Session has been used")
 	}
 	return nil
+}
+
+// useLatest records that tok is being used, and reports false when a newer
+// token for the same use has been used already.
+func (s *Server) useLatest(tok *token) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := tok.use()
+	if tok.seq < s.usedSeq[key] {
+		return false
+	}
+	s.usedSeq[key] = tok.seq
+	return true
 }
 
 // RequireScopes reports whether c may act with scopes. If not, it writes

@@ -91,19 +91,50 @@ func TestTokenLifetimeAndRenewal(t *testing.T) {
 	}
 }
 
-func TestReplacedTokenStillUsed(t *testing.T) {
-	s, rt, a, c := newTestCompany(t, nil)
+// TestSupersededTokenRefused: a Session Token whose replacement has been
+// used is refused at once, per use: the Session's DPoP token and the Bearer
+// token of its MCP server live side by side, and each is superseded only by
+// a newer one of its own kind. An agent that keeps sending the old token
+// gets invalid_token, with no grace.
+func TestSupersededTokenRefused(t *testing.T) {
+	s, rt, a, _ := newTestCompany(t, nil)
+	s.Handle("mcp.example.com", "POST /mcp", mcpHandler(s))
 	old := a.startSession()
-	a.postToken(a.grantForm(url.Values{"session_id": {old.str("session_id")}}), a.proof("POST", testTokenURL, "", "", nil))
-	if w := a.whoami(old.str("access_token"), ""); w.status != 200 {
-		t.Fatalf("old token right after renewal: %d", w.status)
+	sid, t1 := old.str("session_id"), old.str("access_token")
+	t2 := a.postToken(a.grantForm(url.Values{"session_id": {sid}}), a.proof("POST", testTokenURL, "", "", nil)).str("access_token")
+	if w := a.whoami(t1, ""); w.status != 200 {
+		t.Fatalf("old token before its replacement was used: %d (a request in flight during renewal is fine)", w.status)
 	}
-	wantNoViolation(t, s, rt) // a request in flight during renewal is fine
-	c.Advance(time.Minute)
-	if w := a.whoami(old.str("access_token"), ""); w.status != 200 {
-		t.Fatalf("old token a minute later: %d (still valid, but a violation)", w.status)
+	if w := a.whoami(t2, ""); w.status != 200 {
+		t.Fatalf("new token: %d", w.status)
 	}
-	wantViolation(t, s, rt, "§4.3", "replaced")
+	w := a.whoami(t1, "")
+	if w.status != 401 || !strings.Contains(w.header.Get("WWW-Authenticate"), `error="invalid_token"`) {
+		t.Fatalf("old token after the new one was used: %d %q, want 401 invalid_token", w.status, w.header.Get("WWW-Authenticate"))
+	}
+
+	bearer := func() string {
+		return a.postToken(a.grantForm(url.Values{"session_id": {sid}, "resource": {testMCPURL}}), "").str("access_token")
+	}
+	b1 := bearer()
+	if m := a.call("POST", testMCPURL, "Bearer", b1, ""); m.status != 200 {
+		t.Fatalf("Bearer token: %d", m.status)
+	}
+	if w := a.whoami(t2, ""); w.status != 200 {
+		t.Fatalf("the DPoP token after a Bearer token was used: %d, want 200 (another kind)", w.status)
+	}
+	b2 := bearer()
+	a.call("POST", testMCPURL, "Bearer", b2, "")
+	if m := a.call("POST", testMCPURL, "Bearer", b1, ""); m.status != 401 || !strings.Contains(m.header.Get("WWW-Authenticate"), "invalid_token") {
+		t.Errorf("old Bearer token after the new one was used: %d %q", m.status, m.header.Get("WWW-Authenticate"))
+	}
+	if w := a.whoami(t2, ""); w.status != 200 {
+		t.Errorf("the DPoP token after a new Bearer token: %d", w.status)
+	}
+	wantNoViolation(t, s, rt)
+	if n := s.Served("invalid_token"); n != 2 {
+		t.Errorf("Served(invalid_token) = %d, want 2", n)
+	}
 }
 
 // mcpHandler is a protected MCP endpoint that echoes its Caller.

@@ -7,6 +7,7 @@ package poppytest
 // device_code) register in s.grants from their own files.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -45,16 +46,28 @@ func (sess *Session) clone() Session {
 // token is an issued Session Token, opaque to the agent and bound to
 // (Session, DPoP key, resource). Its fields are set under mu.
 type token struct {
-	sessionID  string
-	jkt        string // RFC 7638 thumbprint of the DPoP key; "" for a Bearer token
-	resource   string // the resource it was issued for; "" for every DPoP service
-	scopes     []string
-	signedIn   bool
-	account    string
-	issued     time.Time
-	expires    time.Time
-	revoked    bool      // by ExpireTokens
-	superseded time.Time // when a newer token replaced it for the same use; zero: current
+	sessionID string
+	jkt       string // RFC 7638 thumbprint of the DPoP key; "" for a Bearer token
+	resource  string // the resource it was issued for; "" for every DPoP service
+	scopes    []string
+	signedIn  bool
+	account   string
+	issued    time.Time
+	expires   time.Time
+	revoked   bool   // by ExpireTokens
+	seq       uint64 // order of issue: a token is superseded by any later one for the same use
+}
+
+// tokenUse is what a Session Token is for: its Session, its resource and its
+// kind. A Session can hold a DPoP token and a Bearer token for each resource
+// side by side (Poppy 0.1 §4.3: "A Session can have DPoP and Bearer tokens at
+// the same time"); each new one supersedes only the earlier ones of its use.
+func (t *token) use() string {
+	kind := "DPoP"
+	if t.jkt == "" {
+		kind = "Bearer"
+	}
+	return t.sessionID + "\x00" + t.resource + "\x00" + kind
 }
 
 // tokenRequest is a token request whose proof and client assertion passed.
@@ -72,6 +85,7 @@ type grantResult struct {
 	sessionID string   // the Session to issue a token for
 	scopes    []string // the scopes of the token to issue
 	extra     map[string]any
+	status    int // the HTTP status of the answer; zero: 200
 }
 
 // grantFunc handles one grant_type.
@@ -179,8 +193,11 @@ func (s *Server) jwtBearerGrant(_ context.Context, req *tokenRequest) (*grantRes
 		return nil, e
 	}
 	if sess.SignedIn {
-		// Poppy 0.1 §4.2: "A signed-in Session is renewed with the Account Token instead (4.8)."
-		return nil, s.agentBug("4.2", "invalid_grant", "Session %s is signed in: renew it with the Account Token", sess.ID)
+		if !s.signOutExpired(sess.ID) {
+			// Poppy 0.1 §4.2: "A signed-in Session is renewed with the Account Token instead (4.8)."
+			return nil, s.agentBug("4.2", "invalid_grant", "Session %s is signed in: renew it with the Account Token", sess.ID)
+		}
+		sess.SignedIn, sess.Scopes = false, nil
 	}
 	scopes, e := narrowScopes(req.form, sess.Scopes)
 	if e != nil {
@@ -244,14 +261,9 @@ func (s *Server) writeToken(w http.ResponseWriter, req *tokenRequest, res *grant
 	}
 	s.mu.Lock()
 	sess := s.sessions[res.sessionID].clone()
+	s.tokenSeq++
 	tok := &token{sessionID: sess.ID, jkt: req.jkt, resource: req.resource, scopes: res.scopes,
-		signedIn: sess.SignedIn, account: sess.Account, issued: now, expires: now.Add(lifetime)}
-	for _, old := range s.tokens {
-		if old.sessionID == tok.sessionID && old.resource == tok.resource &&
-			(old.jkt == "") == (tok.jkt == "") && old.superseded.IsZero() {
-			old.superseded = now
-		}
-	}
+		signedIn: sess.SignedIn, account: sess.Account, issued: now, expires: now.Add(lifetime), seq: s.tokenSeq}
 	s.tokens[value] = tok
 	s.mu.Unlock()
 	otherCompanies.Store(value, s.Issuer())
@@ -275,7 +287,7 @@ func (s *Server) writeToken(w http.ResponseWriter, req *tokenRequest, res *grant
 	}
 	w.Header().Set("Cache-Control", "no-store") // Poppy 0.1 §4.2, RFC 6749 §5.1
 	w.Header().Set("Pragma", "no-cache")
-	writeJSON(w, http.StatusOK, resp)
+	writeJSON(w, cmp.Or(res.status, http.StatusOK), resp)
 }
 
 // poppyAPIs returns the apis of the poppy.json served at Domain now.

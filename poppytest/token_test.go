@@ -279,15 +279,15 @@ func TestClientDocumentsCachedAndRefetchedOnNewKey(t *testing.T) {
 }
 
 func TestNonces(t *testing.T) {
-	s, rt, a, _ := newTestCompany(t, &poppytest.Options{RequireNonce: true})
-	r := a.postToken(a.grantForm(nil), a.proof("POST", testTokenURL, "", "", nil))
+	s, rt, a, _ := newTestCompany(t, nil)
+	r := a.postToken(a.grantForm(nil), a.proof("POST", testTokenURL, "", noNonce, nil))
 	nonce := r.header.Get("DPoP-Nonce")
 	if r.status != 400 || r.str("error") != "use_dpop_nonce" || nonce == "" {
 		t.Fatalf("proof without nonce: %d %v, DPoP-Nonce %q", r.status, r.body, nonce)
 	}
 	// The agent may retry with the same assertions: only the proof changes.
 	f := a.grantForm(nil)
-	r = a.postToken(f, a.proof("POST", testTokenURL, "", "", nil))
+	r = a.postToken(f, a.proof("POST", testTokenURL, "", noNonce, nil))
 	r = a.postToken(f, a.proof("POST", testTokenURL, "", r.header.Get("DPoP-Nonce"), nil))
 	if r.status != 200 {
 		t.Fatalf("retry with nonce: %d %v", r.status, r.body)
@@ -308,6 +308,20 @@ func TestNonces(t *testing.T) {
 	}
 	if n := s.Served("use_dpop_nonce"); n != 4 {
 		t.Errorf("Served(use_dpop_nonce) = %d, want 4", n)
+	}
+	wantNoViolation(t, s, rt)
+}
+
+// TestNoNonce: with Options.NoNonce a proof needs no nonce, and no
+// response offers one.
+func TestNoNonce(t *testing.T) {
+	s, rt, a, _ := newTestCompany(t, &poppytest.Options{NoNonce: true})
+	r := a.postToken(a.grantForm(nil), a.proof("POST", testTokenURL, "", noNonce, nil))
+	if r.status != 200 || r.header.Get("DPoP-Nonce") != "" || s.Nonce("auth.example.com") != "" {
+		t.Fatalf("proof without nonce under NoNonce: %d %v, DPoP-Nonce %q", r.status, r.body, r.header.Get("DPoP-Nonce"))
+	}
+	if w := a.whoami(r.str("access_token"), noNonce); w.status != 200 {
+		t.Fatalf("whoami without nonce under NoNonce: %d", w.status)
 	}
 	wantNoViolation(t, s, rt)
 }

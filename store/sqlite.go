@@ -141,6 +141,16 @@ var migrations = [][]string{
 			extensions TEXT NOT NULL,
 			updated_at BIGINT NOT NULL)`,
 	},
+	migrationLeases, // 3
+}
+
+// migrationLeases adds the leases of lease.go: one row per lease, taken and
+// given back in single statements.
+var migrationLeases = []string{
+	`CREATE TABLE leases (
+		name TEXT PRIMARY KEY,
+		holder TEXT NOT NULL,
+		expires_at BIGINT NOT NULL)`,
 }
 
 // migrate brings the schema up to date in one transaction. The transaction

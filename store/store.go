@@ -1,6 +1,7 @@
 // Package store keeps the Personal Agent's persistent state: its keys, the
 // User ID it gives each Company (Poppy 0.1 §4.2), Sessions, Account Tokens
-// (§4.8), conversation cursors, seen event IDs and cached blobs.
+// (§4.8), conversation cursors, seen event IDs and cached blobs, and leases:
+// named locks every process sharing the state respects ([Store.AcquireLease]).
 //
 // The state lives in a SQLite database (modernc.org/sqlite, pure Go) in a
 // state directory, by default [DefaultDir]. Several poppy-mcp processes may

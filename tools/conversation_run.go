@@ -125,15 +125,10 @@ func convScopes(scope string) []string {
 // Account Token held when it covers them. It reports whether the Session
 // has them now.
 func (s *Server) convSignInHeld(ctx context.Context, t *convTarget, scopes []string) bool {
-	if info := t.sess.Info(); info.SignedIn && covers(info.Scopes, scopes) {
-		return true // another task signed in since the Company asked
-	}
-	acct := s.heldAccount(ctx, t.rt, t.sess.UserID())
-	if acct == nil || !acct.Covers(scopes, signInClock()) {
-		return false
-	}
-	if err := t.sess.SignInWith(ctx, acct, nil); err != nil {
-		s.log.Info("could not sign in with the held Account Token", "issuer", t.rt.issuer, "err", err)
+	if err := t.sess.SignInHeld(ctx, scopes); err != nil {
+		if !errors.Is(err, auth.ErrNoAccountToken) {
+			s.log.Info("could not sign in with the held Account Token", "issuer", t.rt.issuer, "err", err)
+		}
 		return false
 	}
 	s.saveSignedIn(ctx, t.rt, t.sess)

@@ -101,22 +101,21 @@ func (s *Server) sessionFailure(domain string, err error) *mcp.CallToolResult {
 // ask for more."
 func (s *Server) narrow(ctx context.Context, rt *runtime, sess *auth.Session, scopes []string) *mcp.CallToolResult {
 	domain := rt.Company().Domain
-	acct := s.heldAccount(ctx, rt, sess.UserID())
-	if acct == nil {
+	err := sess.Narrow(ctx, scopes)
+	switch {
+	case errors.Is(err, auth.ErrNoAccountToken):
 		return failure(map[string]string{"error": "not_signed_in"},
 			"Scopes narrow a signed-in Session, and poppy-mcp holds no sign-in for %s. Sign in first (%s with domain %s).",
 			domain, s.signInTool(rt.Company().Document.Auth, scopes), domain)
-	}
-	if !acct.Covers(scopes, time.Now()) {
-		return failure(map[string]any{"error": "scope_not_granted", "granted": acct.Scopes()},
+	case errors.Is(err, auth.ErrInvalidScope):
+		var granted []string
+		if acct, _ := sess.Held(ctx); acct != nil {
+			granted = acct.Scopes()
+		}
+		return failure(map[string]any{"error": "scope_not_granted", "granted": granted},
 			"The sign-in for %s granted %s, not all of %s: a Session cannot get more. Call %s with domain %s and those scopes to sign in for more.",
-			domain, strings.Join(acct.Scopes(), " "), strings.Join(scopes, " "), s.signInTool(rt.Company().Document.Auth, scopes), domain)
-	}
-	var want []string
-	if len(scopes) > 0 {
-		want = scopes
-	}
-	if err := sess.SignInWith(ctx, acct, want); err != nil {
+			domain, strings.Join(granted, " "), strings.Join(scopes, " "), s.signInTool(rt.Company().Document.Auth, scopes), domain)
+	case err != nil:
 		return s.sessionFailure(domain, err)
 	}
 	s.saveSignedIn(ctx, rt, sess) // under rt.mu, and only if sess is still rt's Session

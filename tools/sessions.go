@@ -127,8 +127,9 @@ func (s *Server) session(ctx context.Context, domain string, fresh bool) (*runti
 }
 
 // ensureSession starts or resumes rt's Session; rt.mu is held. It reports
-// whether a Session was started. With an Account Token held, the Session
-// starts signed in (Poppy 0.1 §4.8).
+// whether a Session was started. auth chooses how: the newest Session an
+// earlier run saved is continued while the Company has it, and the Session
+// starts signed in when an Account Token is held (Poppy 0.1 §4.8).
 func (s *Server) ensureSession(ctx context.Context, rt *runtime, fresh bool) (bool, error) {
 	if rt.session != nil && !fresh {
 		return false, nil
@@ -138,52 +139,29 @@ func (s *Server) ensureSession(ctx context.Context, rt *runtime, fresh bool) (bo
 		return false, err
 	}
 	rt.userID = userID
-	acct := s.heldAccount(ctx, rt, userID)
-	sess, err := s.resumeSaved(ctx, rt, acct, fresh)
-	switch {
-	case sess != nil: // resumed, signed in with acct when one is held
-	case acct != nil:
-		// Poppy 0.1 §4.8: "Without one, it starts a new Session that is already signed in"
-		sess, err = s.deps.Agent.StartSignedInSession(ctx, rt.auth, userID, acct, nil)
-	default:
-		sess, err = s.deps.Agent.StartSession(ctx, rt.auth, userID)
+	saved := ""
+	if !fresh {
+		saved = s.savedSession(ctx, rt)
 	}
-	if errors.Is(err, auth.ErrAccountTokenRefused) {
-		// Poppy 0.1 §4.8: "The Session continues signed out"; the tool says so.
-		rt.setNotice(refusedNotice)
-		err = nil
-	}
+	sess, err := s.deps.Agent.Open(ctx, rt.auth, userID, saved)
 	if err != nil {
 		return false, err
+	}
+	if saved != "" && sess.Info().ID != saved {
+		s.log.Info("the saved Session could not be continued; a new one started", "issuer", rt.issuer)
 	}
 	rt.session = sess
 	return true, s.saveSession(ctx, rt)
 }
 
-// resumeSaved resumes the newest Session an earlier run saved, signed in
-// with acct when not nil, or returns nil. Its error is
-// auth.ErrAccountTokenRefused, with the Session continuing signed out.
-func (s *Server) resumeSaved(ctx context.Context, rt *runtime, acct *auth.Account, fresh bool) (*auth.Session, error) {
-	if fresh {
-		return nil, nil
-	}
+// savedSession returns the ID of the newest Session an earlier run saved
+// for rt's User, or "".
+func (s *Server) savedSession(ctx context.Context, rt *runtime) string {
 	saved, err := s.deps.Store.Sessions(ctx, rt.issuer)
 	if err != nil || len(saved) == 0 || saved[0].UserID != rt.userID {
-		return nil, nil
+		return ""
 	}
-	var sess *auth.Session
-	if acct != nil {
-		// Poppy 0.1 §4.2: "A signed-in Session is renewed with the Account Token instead (4.8)."
-		// Poppy 0.1 §4.8: "With session_id, it gets a token for that Session, signing it in if it was signed out."
-		sess, err = s.deps.Agent.ResumeSignedInSession(ctx, rt.auth, rt.userID, saved[0].ID, acct, nil)
-	} else {
-		sess, err = s.deps.Agent.ResumeSession(ctx, rt.auth, rt.userID, saved[0].ID)
-	}
-	if err != nil && !errors.Is(err, auth.ErrAccountTokenRefused) {
-		s.log.Info("could not resume the saved Session; starting a new one", "issuer", rt.issuer, "err", err)
-		return nil, nil
-	}
-	return sess, err
+	return saved[0].ID
 }
 
 // saveSession records rt's Session (never its token) so a restart resumes it.

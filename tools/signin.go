@@ -1,12 +1,13 @@
 package tools
 
 // This file holds what the sign-in tools share (Poppy 0.1 §4.4-4.9): the
-// sign-in under way or finished for each Company, the Account Token held for
-// it, how a finished sign-in is kept (the new Account Token stored, the one
-// it replaces revoked), and the checks before a new sign-in (a held Account
-// Token that covers the scopes is used instead). The tools are in
-// signin_device.go, signin_direct.go, signin_mediated.go, signin_status.go
-// and signin_out.go.
+// sign-in under way or finished for each Company, how a finished one ends
+// (auth holds its Account Token in place of the old one, which it revokes),
+// and the checks before a new sign-in (a held Account Token that covers the
+// scopes is used instead). The Account Token policy itself is auth's
+// (Agent.Open, Session.SignInHeld, Session.Hold); these phrase its results.
+// The tools are in signin_device.go, signin_direct.go, signin_mediated.go,
+// signin_status.go and signin_out.go.
 
 import (
 	"context"
@@ -45,13 +46,6 @@ type signInState struct {
 	mu sync.Mutex
 	// flow is the latest sign-in, under way or finished; nil before the first.
 	flow *signInFlow
-	// account is the Account Token held for the Company's User; loaded is
-	// set once the store was read.
-	account *auth.Account
-	loaded  bool
-	// notice is what the next result should tell the model about the
-	// Account Token (it was refused, ...); cleared once told.
-	notice string
 }
 
 // signInFlow is one sign-in. Fields above mu are set before it is shared.
@@ -123,50 +117,33 @@ func (rt *runtime) replaceFlow(f *signInFlow) {
 	}
 }
 
-// heldAccount returns the Account Token held for rt's User, reading the
-// store when none is known (another poppy-mcp process may have signed in).
-func (s *Server) heldAccount(ctx context.Context, rt *runtime, userID string) *auth.Account {
-	rt.signin.mu.Lock()
-	acct := rt.signin.account
-	rt.signin.mu.Unlock()
-	if acct != nil && !acct.Dropped() {
-		return acct
-	}
-	if acct != nil {
-		// Dropped while held: the Company refused it at a renewal (sign-out
-		// and replacement take it out of rt first).
-		rt.setNotice(refusedNotice)
-	}
-	loaded, err := auth.LoadAccount(ctx, s.deps.Store, rt.issuer, userID, auth.DefaultAccountLabel)
-	if err != nil {
-		s.log.Warn("could not read the Account Token", "issuer", rt.issuer, "err", err)
-		return nil
-	}
-	rt.signin.mu.Lock()
-	defer rt.signin.mu.Unlock()
-	if rt.signin.account == acct { // nobody kept another meanwhile
-		rt.signin.account = loaded
-	}
-	return rt.signin.account
-}
-
-// setNotice records what the model should hear about the Account Token.
-func (rt *runtime) setNotice(n string) {
-	rt.signin.mu.Lock()
-	defer rt.signin.mu.Unlock()
-	rt.signin.notice = n
-}
-
-// takeNotice returns the notice once.
+// takeNotice returns, once, what the model should hear of what happened
+// to the Session's sign-in by itself, or "".
 func (rt *runtime) takeNotice() string {
-	rt.signin.mu.Lock()
-	defer rt.signin.mu.Unlock()
-	n := rt.signin.notice
-	rt.signin.notice = ""
-	return n
+	rt.mu.Lock()
+	sess := rt.session
+	rt.mu.Unlock()
+	if sess == nil {
+		return ""
+	}
+	var notes []string
+	for _, c := range sess.TakeChanges() {
+		switch c {
+		case auth.ChangeAccountRefused:
+			notes = append(notes, refusedNotice)
+		case auth.ChangeRestarted:
+			notes = append(notes, restartedNotice)
+		}
+	}
+	return strings.Join(notes, " ")
 }
 
-const refusedNotice = "The Account Token poppy-mcp held was refused by the Company (expired or revoked), so it was dropped and the Session continues signed out. Sign in again when a task needs the account."
+const (
+	refusedNotice = "The Account Token poppy-mcp held was refused by the Company (expired or revoked, or the user disconnected poppy-mcp " +
+		"in the account settings), so it was dropped and the Session continues signed out. Sign in again when a task needs the account."
+	restartedNotice = "The Company signed the Session in without giving poppy-mcp an Account Token, so it could not be renewed signed in: " +
+		"poppy-mcp started a new signed-out Session in its place. Sign in again when a task needs the account."
+)
 
 // finishFlow ends f with the outcome of its sign-in: on success the new
 // Account Token is kept in place of the old one, which is revoked (Poppy 0.1
@@ -182,20 +159,14 @@ func (s *Server) finishFlow(ctx context.Context, rt *runtime, sess *auth.Session
 		return
 	}
 	detail := ""
-	if in.Account != nil {
-		rt.signin.mu.Lock()
-		old := rt.signin.account
-		rt.signin.account, rt.signin.loaded, rt.signin.notice = in.Account, true, ""
-		rt.signin.mu.Unlock()
-		live := old != nil && old != in.Account && !old.Dropped()
-		if kerr := in.Account.KeepReplacing(ctx, s.deps.Store, old); kerr != nil {
-			s.log.Error("could not keep the Account Token", "issuer", rt.issuer, "err", kerr)
+	var held *auth.HoldError
+	if errors.As(sess.Hold(ctx, in), &held) {
+		if held.Keep != nil {
+			s.log.Error("could not keep the Account Token", "issuer", rt.issuer, "err", held.Keep)
 			detail = "poppy-mcp could not store the Account Token, so later Sessions will start signed out."
 		}
-		if live {
-			if rerr := s.deps.Agent.Revoke(ctx, sess.Company(), old); rerr != nil {
-				s.log.Warn("could not revoke the replaced Account Token", "issuer", rt.issuer, "err", rerr)
-			}
+		if held.Revoke != nil {
+			s.log.Warn("could not revoke the replaced Account Token", "issuer", rt.issuer, "err", held.Revoke)
 		}
 	}
 	s.saveSignedIn(ctx, rt, sess)
@@ -297,33 +268,34 @@ func (s *Server) checkScopes(co *discovery.Company, kind, tool string, scopes []
 	return failure(map[string]any{"error": "scope_not_offered", "offered": list, "tool": next}, "%s", msg)
 }
 
-// alreadyCovered signs the Session in without a new sign-in when it already
-// is signed in with the scopes, or a held Account Token covers them (Poppy
-// 0.1 §4.4: "Before starting a new sign-in, the Personal Agent SHOULD check
-// whether it already holds an Account Token that covers the task (4.8)").
-// It returns the result to give, or nil to go on with a new sign-in.
+// alreadyCovered signs the Session in without a new sign-in when a held
+// Account Token covers the scopes (Poppy 0.1 §4.4: "Before starting a new
+// sign-in, the Personal Agent SHOULD check whether it already holds an
+// Account Token that covers the task (4.8)"). auth confirms it with the
+// Company, so a Session that only seems signed in (the User disconnected
+// poppy-mcp, §4.9) gets a real sign-in. It returns the result to give, or
+// nil to go on with a new sign-in.
 func (s *Server) alreadyCovered(ctx context.Context, rt *runtime, sess *auth.Session, domain string, scopes []string) *mcp.CallToolResult {
-	info := sess.Info()
-	if info.SignedIn && covers(info.Scopes, scopes) {
-		return result(statusResult{Domain: domain, Status: statusComplete, SignedIn: true, Scopes: info.Scopes, Missing: []string{}, SessionID: info.ID,
-			Next: "Go on with the task."}, "Already signed in to %s with %s. Go on with the task.", domain, strings.Join(info.Scopes, " "))
-	}
-	acct := s.heldAccount(ctx, rt, sess.UserID())
-	if acct == nil || !acct.Covers(scopes, signInClock()) {
+	before := sess.Info()
+	err := sess.SignInHeld(ctx, scopes)
+	switch {
+	case errors.Is(err, auth.ErrNoAccountToken):
+		return nil // a new sign-in follows
+	case errors.Is(err, auth.ErrAccountTokenRefused):
+		s.log.Info("the held Account Token was refused", "issuer", rt.issuer)
 		return nil
-	}
-	if err := sess.SignInWith(ctx, acct, nil); err != nil {
-		if errors.Is(err, auth.ErrAccountTokenRefused) {
-			s.log.Info("the held Account Token was refused", "issuer", rt.issuer)
-			return nil // a new sign-in follows
-		}
+	case err != nil:
 		return s.sessionFailure(domain, err)
 	}
 	s.saveSignedIn(ctx, rt, sess)
-	info = sess.Info()
-	return result(statusResult{Domain: domain, Status: statusComplete, SignedIn: true, Scopes: info.Scopes, Missing: []string{}, SessionID: info.ID,
-		Next: "Go on with the task: no sign-in was needed."},
-		"poppy-mcp already holds an Account Token for %s covering %s, so the Session is signed in with it: no sign-in needed. Go on with the task.",
+	info := sess.Info()
+	res := statusResult{Domain: domain, Status: statusComplete, SignedIn: true, Scopes: info.Scopes, Missing: []string{}, SessionID: info.ID,
+		Next: "Go on with the task."}
+	if before.SignedIn && covers(before.Scopes, scopes) {
+		return result(res, "Already signed in to %s with %s. Go on with the task.", domain, strings.Join(info.Scopes, " "))
+	}
+	res.Next = "Go on with the task: no sign-in was needed."
+	return result(res, "poppy-mcp already holds an Account Token for %s covering %s, so the Session is signed in with it: no sign-in needed. Go on with the task.",
 		domain, strings.Join(scopes, " "))
 }
 

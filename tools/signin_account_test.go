@@ -143,3 +143,80 @@ func TestSignInAgainForMoreScopes(t *testing.T) {
 		})
 	}
 }
+
+// TestSignInWithoutAccountToken: a Company that signs in without a
+// refresh_token (breaking Poppy 0.1 §4.4) leaves a Session that cannot be
+// renewed signed in. Once its token is due, poppy-mcp starts a new
+// signed-out Session instead of sending a renewal the Company refuses, and
+// the next result that asks for a sign-in says why.
+func TestSignInWithoutAccountToken(t *testing.T) {
+	for _, rev := range revisions {
+		t.Run(rev, func(t *testing.T) {
+			t.Parallel()
+			h := newSignInHarness(t, signInOpts(func(o *poppytest.Options) { o.NoAccountTokens = true }))
+			cs := h.connect(t, rev)
+			before := signIn(t, h, cs, "poppy:read")
+			if res, got := call(t, cs, "call_api", map[string]any{"domain": domain, "operation": "listOrders"}); res.IsError {
+				t.Fatalf("listOrders signed in = %v", got)
+			}
+			h.company.ExpireTokens()
+			res, got := call(t, cs, "call_api", map[string]any{"domain": domain, "operation": "listOrders"})
+			text := res.Content[0].(*sdk.TextContent).Text
+			if !res.IsError || got["error"] != "sign_in_required" || !strings.Contains(text, "new signed-out Session") || got["notice"] == nil {
+				t.Fatalf("listOrders once the token is due = %v %q", got, text)
+			}
+			_, st := call(t, cs, "start_session", map[string]any{"domain": domain})
+			if st["signed_in"] != false || st["session_id"] == before["session_id"] {
+				t.Errorf("start_session = %v, want a new signed-out Session in place of %v", st, before["session_id"])
+			}
+		})
+	}
+}
+
+// TestDisconnectedAtTheCompany: the User disconnects poppy-mcp in the
+// Company's account settings (Poppy 0.1 §4.9). On main this left the User
+// stuck: call_api got sign_in_required and advised sign_in_device, which
+// answered "complete" from the Session's cached state, and call_api failed
+// again for the Session Token's lifetime. Now the refused Account Token is
+// found out and dropped, the advice says why, and sign_in_device starts a
+// real sign-in whose approval makes call_api work again; also when the model
+// calls sign_in_device before any request failed.
+func TestDisconnectedAtTheCompany(t *testing.T) {
+	for _, first := range []string{"call_api", "sign_in_device"} {
+		for _, rev := range revisions {
+			t.Run(first+"/"+rev, func(t *testing.T) {
+				t.Parallel()
+				h := newSignInHarness(t, signInOpts(nil))
+				cs := h.connect(t, rev)
+				listOrders := map[string]any{"domain": domain, "operation": "listOrders"}
+				signIn(t, h, cs, "poppy:read")
+				if res, got := call(t, cs, "call_api", listOrders); res.IsError {
+					t.Fatalf("listOrders signed in = %v", got)
+				}
+				h.company.RevokeAccountTokens("acct_dana")
+				if first == "call_api" {
+					res, got := call(t, cs, "call_api", listOrders)
+					text := res.Content[0].(*sdk.TextContent).Text
+					if !res.IsError || got["error"] != "sign_in_required" || got["tool"] != "sign_in_device" || !strings.Contains(text, "refused") {
+						t.Fatalf("listOrders after the disconnect = %v %q", got, text)
+					}
+				}
+				_, got := startDevice(t, cs, "poppy:read") // pending: a real sign-in, not "complete"
+				if h.kept(t) != "" {
+					t.Error("the refused Account Token is still kept")
+				}
+				if err := h.company.ApproveDevice(got["user_code"].(string), "acct_dana"); err != nil {
+					t.Fatal(err)
+				}
+				if _, st := status(t, cs, 10); st["status"] != "complete" || st["signed_in"] != true {
+					t.Fatalf("sign_in_status = %v", st)
+				}
+				res, got := call(t, cs, "call_api", listOrders)
+				if res.IsError || got["status"] != 200.0 {
+					t.Fatalf("listOrders after signing in again = %v", got)
+				}
+				scanForSecrets(t, h, res)
+			})
+		}
+	}
+}

@@ -18,7 +18,10 @@ type signInNeededResult struct {
 	Domain string   `json:"domain"` // as the model gave it
 	Scopes []string `json:"scopes"` // the scopes to ask for
 	Tool   string   `json:"tool"`   // the sign-in tool to call next; "" when none offers them
-	Next   string   `json:"next"`
+	// Notice says why a Session that was signed in is not any more, when
+	// poppy-mcp found out itself (the Account Token was refused, ...).
+	Notice string `json:"notice,omitempty"`
+	Next   string `json:"next"`
 }
 
 // signInNeeded turns an error of sign-in kind from any Company request
@@ -60,8 +63,25 @@ func (s *Server) signInAdvice(domain, code string, scopes []string) *mcp.CallToo
 	default:
 		res.Next = fmt.Sprintf("Call %s with domain %s and scopes %s, then call this tool again.", res.Tool, domain, list)
 	}
+	if rt := s.knownRuntime(domain); rt != nil {
+		res.Notice = rt.takeNotice() // why a Session that was signed in is not any more
+	}
 	s.log.Info("sign-in needed", "domain", domain, "code", code, "scopes", list)
+	if res.Notice != "" {
+		return failure(res, "%s: %s %s", code, res.Notice, res.Next)
+	}
 	return failure(res, "%s: %s", code, res.Next)
+}
+
+// knownRuntime returns the runtime of a Company already discovered, or nil.
+func (s *Server) knownRuntime(domain string) *runtime {
+	a := s.knownAuth(domain)
+	if a == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runtimes[a.Issuer]
 }
 
 // knownAuth returns the auth object of a Company already discovered, or nil.

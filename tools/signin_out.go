@@ -44,24 +44,16 @@ func (s *Server) signOut(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if f := rt.currentFlow(); f != nil && f.end(statusFailed, nil, nil, "The user signed out.") {
 		f.close()
 	}
-	acct, held := sess.Account(), s.heldAccount(ctx, rt, sess.UserID())
+	acct := sess.Account()
+	held, err := sess.Held(ctx)
 	revoked := acct != nil || held != nil
-	// Poppy 0.1 §4.9: "The Personal Agent revokes its Account Token at the
-	// Company's revocation_endpoint (RFC 7009), with its client assertion"
-	if held != nil && held != acct {
-		err = s.deps.Agent.Revoke(ctx, sess.Company(), held)
-	}
 	if err == nil {
+		// Poppy 0.1 §4.9: auth revokes the Account Tokens and renews the Session signed out.
 		err = sess.SignOut(ctx)
 	}
 	// A revoked Account Token is dropped, whether or not the Session could
 	// be renewed after it: it is no longer held.
 	kept := held != nil && !held.Dropped() || acct != nil && !acct.Dropped()
-	if !kept {
-		rt.signin.mu.Lock()
-		rt.signin.account = nil
-		rt.signin.mu.Unlock()
-	}
 	if err != nil {
 		return s.signOutFailure(rt, domain, revoked, kept, err), nil
 	}
