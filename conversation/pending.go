@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
@@ -94,45 +93,3 @@ func (e *UndeliveredError) Error() string {
 }
 
 func (e *UndeliveredError) Unwrap() error { return e.Err }
-
-// keyedMutex serializes the handling of each conversation's events in this
-// process: checking events seen, saving the cursor and state. It is safe
-// for concurrent use.
-type keyedMutex struct {
-	// mu guards m.
-	mu sync.Mutex
-	m  map[string]*keyedEntry
-}
-
-type keyedEntry struct {
-	mu   sync.Mutex
-	refs int // guarded by keyedMutex.mu
-}
-
-// handling is shared by every Tracker, for Trackers come and go with
-// Sessions while conversations stay.
-var handling keyedMutex
-
-// lock locks key and returns its unlock.
-func (k *keyedMutex) lock(key string) func() {
-	k.mu.Lock()
-	if k.m == nil {
-		k.m = map[string]*keyedEntry{}
-	}
-	e := k.m[key]
-	if e == nil {
-		e = &keyedEntry{}
-		k.m[key] = e
-	}
-	e.refs++
-	k.mu.Unlock()
-	e.mu.Lock()
-	return func() {
-		e.mu.Unlock()
-		k.mu.Lock()
-		if e.refs--; e.refs == 0 {
-			delete(k.m, key)
-		}
-		k.mu.Unlock()
-	}
-}

@@ -121,7 +121,7 @@ func TestPendingAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dying, _ := NewTracker(noRetry, co.st, Owner{Issuer: co.ac.Issuer, UserID: co.userID, Domain: co.srv.Domain()})
+	dying, _ := NewTracker(noRetry, co.st, co.owner(), nil)
 	co.srv.DropConnectionAfterAccept(1)
 	_, err = dying.Send(ctx, u.ConversationID, textMsg("Please check order 1042"), nil)
 	var ue *UndeliveredError
@@ -256,7 +256,7 @@ func TestOtherOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st2.Close()
-	other, _ := NewTracker(c, st2, Owner{Issuer: co.ac.Issuer, UserID: "usr_someone_else", Domain: co.srv.Domain()})
+	other, _ := NewTracker(c, st2, Owner{Issuer: co.ac.Issuer, UserID: "usr_someone_else", Domain: co.srv.Domain()}, nil)
 	if _, err = other.Read(ctx, u.ConversationID, nil); !errors.Is(err, ErrConversationNotFound) {
 		t.Errorf("read as another User: %v", err)
 	}

@@ -14,9 +14,6 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
-// timeNow is the clock of waits; tests may replace it.
-var timeNow = time.Now
-
 // Owner is whose conversations a Tracker follows, and where (Poppy 0.1
 // §7.2: "A conversation belongs to the Personal Agent's client_id and the
 // User ID that started it").
@@ -26,26 +23,59 @@ type Owner struct {
 	Domain string // the domain conversations are started at
 }
 
+// TrackerOptions configure NewTracker. A nil *TrackerOptions is the same as
+// a zero TrackerOptions.
+type TrackerOptions struct {
+	// Now is the clock of waits. Zero: time.Now.
+	Now func() time.Time
+}
+
 // Tracker follows one User's conversations at one Company. It keeps each
 // conversation's cursor, state and handled events in the store, keyed by
 // issuer and conversation ID, and each message not yet known to be
 // delivered, so that another Tracker, in this process or after a restart,
-// continues where it left off. It is safe for concurrent use; Trackers of
-// the same conversations may be used at once.
+// continues where it left off. It is safe for concurrent use. Calls on one
+// conversation are serialized where they record what they handled, among
+// the Trackers that share locks: a Tracker and those WithClient made from
+// it. Keep one Tracker per Company and User for the life of the process,
+// and make one WithClient for each Session.
 type Tracker struct {
 	c     *Client
 	st    *store.Store
 	owner Owner
+	opts  TrackerOptions
+	// locks serializes the handling of each conversation's events; shared
+	// with the Trackers WithClient makes.
+	locks *keyedMutex
 }
 
 // NewTracker returns a Tracker of owner's conversations through c, keeping
 // its state in st.
-func NewTracker(c *Client, st *store.Store, owner Owner) (*Tracker, error) {
+func NewTracker(c *Client, st *store.Store, owner Owner, opts *TrackerOptions) (*Tracker, error) {
 	if c == nil || st == nil || owner.Issuer == "" || owner.UserID == "" {
 		return nil, errors.New("conversation: NewTracker needs a Client, a store, an issuer and a User ID")
 	}
-	return &Tracker{c: c, st: st, owner: owner}, nil
+	t := &Tracker{c: c, st: st, owner: owner, locks: &keyedMutex{}}
+	if opts != nil {
+		t.opts = *opts
+	}
+	if t.opts.Now == nil {
+		t.opts.Now = time.Now
+	}
+	return t, nil
 }
+
+// WithClient returns a Tracker of the same conversations, sharing t's
+// locks and options, that sends through c: the client of another Session
+// (Poppy 0.1 §7.11: "A conversation isn't tied to one Session Token or
+// Session").
+func (t *Tracker) WithClient(c *Client) *Tracker {
+	u := *t
+	u.c = c
+	return &u
+}
+
+func (t *Tracker) now() time.Time { return t.opts.Now() }
 
 // ReadOptions say how long to follow a conversation and how.
 type ReadOptions struct {
@@ -117,7 +147,7 @@ func (u *Update) settled() bool {
 // the same content.
 func (t *Tracker) Start(ctx context.Context, m Message, parentID string, o *ReadOptions) (*Update, error) {
 	o = orDefault(o)
-	deadline := timeNow().Add(o.Wait)
+	deadline := t.now().Add(o.Wait)
 	if err := precheck(m); err != nil {
 		return nil, err
 	}
@@ -144,7 +174,7 @@ func (t *Tracker) Start(ctx context.Context, m Message, parentID string, o *Read
 // read from its beginning, if the Company accepts the message.
 func (t *Tracker) Send(ctx context.Context, conversationID string, m Message, o *ReadOptions) (*Update, error) {
 	o = orDefault(o)
-	deadline := timeNow().Add(o.Wait)
+	deadline := t.now().Add(o.Wait)
 	if err := precheck(m); err != nil {
 		return nil, err
 	}
@@ -183,18 +213,18 @@ func (t *Tracker) afterPost(ctx context.Context, upd *Update, msgID string, p *P
 	if err := t.st.MarkSeen(context.WithoutCancel(ctx), t.owner.Issuer, id, sentMark(msgID)); err != nil {
 		return nil, err
 	}
-	must, hasMore := o.Wait > 0, false
+	r := t.reader(id, cursor, deadline, o, upd)
+	r.first = o.Wait > 0
 	if p.Read {
 		var err error
-		if cursor, err = t.handle(ctx, id, p.Events, p.Cursor, &p.State, upd); err != nil {
+		if r.cursor, err = t.handle(ctx, id, p.Events, p.Cursor, &p.State, upd); err != nil {
 			return nil, err
 		}
-		must, hasMore = false, p.HasMore
+		r.first, r.hasMore = false, p.HasMore
 	} else if c, err := t.savedCursor(ctx, id); err == nil && !upd.HistoryMissing {
-		cursor = c
+		r.cursor = c
 	}
-	err := t.follow(ctx, id, cursor, must, hasMore, deadline, o, upd)
-	return upd, err
+	return upd, r.follow(ctx)
 }
 
 // Read reads a conversation's new events, following it for up to o.Wait.
@@ -202,14 +232,16 @@ func (t *Tracker) afterPost(ctx context.Context, upd *Update, msgID string, p *P
 // beginning, if the Company lets this User read it.
 func (t *Tracker) Read(ctx context.Context, conversationID string, o *ReadOptions) (*Update, error) {
 	o = orDefault(o)
-	deadline := timeNow().Add(o.Wait)
+	deadline := t.now().Add(o.Wait)
 	rec, adopted, err := t.load(ctx, conversationID)
 	if err != nil {
 		return nil, err
 	}
 	upd := &Update{ConversationID: conversationID, ParentID: rec.ParentID,
 		State: State{Status: rec.Status, Responder: rec.Responder}}
-	if err := t.follow(ctx, conversationID, rec.Cursor, true, false, deadline, o, upd); err != nil {
+	r := t.reader(conversationID, rec.Cursor, deadline, o, upd)
+	r.first = true
+	if err := r.follow(ctx); err != nil {
 		return upd, t.failed(ctx, conversationID, adopted, "", err)
 	}
 	return upd, nil
