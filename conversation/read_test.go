@@ -176,7 +176,7 @@ func TestStreamDropMidMessage(t *testing.T) {
 	// Every event but our own message came once, in order.
 	var wantIDs []string
 	for _, e := range want {
-		if e.Type != "message" || e.Message.Role != RoleAgent {
+		if e.Type != "message" || e.Message.ID != u.MessageID {
 			wantIDs = append(wantIDs, e.ID)
 		}
 	}

@@ -68,14 +68,33 @@ func (t *Tracker) apply(ctx context.Context, ev *Event, upd *Update) (bool, erro
 	case EventState:
 		upd.State = State{Status: ev.Status, Responder: ev.Responder}
 	case EventMessage:
-		if ev.Message.Role == RoleAgent && ev.Message.ID != "" {
-			own, err := t.st.Seen(ctx, t.owner.Issuer, upd.ConversationID, sentMark(ev.Message.ID))
-			return !own, err
-		}
+		// A message is the Personal Agent's own only if it sent that ID: the
+		// spec defines no role for them (§7.5 and §7.7 name only company),
+		// and a Company could write any role and sender. Poppy 0.1 §7.2:
+		// "the Personal Agent chooses message IDs for its own messages".
+		own, err := t.sent(ctx, upd.ConversationID, ev.Message.ID)
+		return !own, err
 	case EventDirectClosed:
 		return true, t.markClosed(ctx, ev.ConversationID, "")
 	}
 	return ev.Known(), nil
+}
+
+// sent reports whether this agent sent the message id in the
+// conversation, by the mark the store keeps from before it was sent.
+func (t *Tracker) sent(ctx context.Context, conversationID, id string) (bool, error) {
+	if id == "" {
+		return false, nil
+	}
+	return t.st.Seen(ctx, t.owner.Issuer, conversationID, sentMark(id))
+}
+
+// markSent records that this agent sends the message id in the
+// conversation. The store keeps it across restarts, so the message's own
+// event is known as this agent's whenever it comes.
+func (t *Tracker) markSent(ctx context.Context, conversationID, id string) error {
+	// Under a name no event ID can have (":" is not in the ID alphabet).
+	return t.st.MarkSeen(context.WithoutCancel(ctx), t.owner.Issuer, conversationID, sentMark(id))
 }
 
 func setState(rec *store.Conversation, st State) {

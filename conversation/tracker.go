@@ -113,7 +113,9 @@ type Update struct {
 	State
 	// Events are the new events, oldest first, each returned once across
 	// every Tracker of the store. Events of unknown types are left out
-	// (§7.5), as are the Personal Agent's own messages it sent.
+	// (§7.5), as are the messages this agent sent, known by their IDs:
+	// every message event here is the Company's, whatever role or sender
+	// it claims.
 	Events []Event
 	// HistoryMissing says the Company no longer had the events after the
 	// saved cursor: reading restarted from the beginning of what it keeps,
@@ -186,6 +188,9 @@ func (t *Tracker) Send(ctx context.Context, conversationID string, m Message, o 
 	if err != nil {
 		return nil, err
 	}
+	if err := t.markSent(ctx, conversationID, m.ID); err != nil {
+		return nil, err
+	}
 	cursor, expired := rec.Cursor, false
 	p, err := t.c.Send(ctx, conversationID, m, &SendOptions{Wait: o.Wait, Cursor: cursor})
 	if errors.Is(err, ErrCursorExpired) {
@@ -208,9 +213,9 @@ func (t *Tracker) Send(ctx context.Context, conversationID string, m Message, o 
 func (t *Tracker) afterPost(ctx context.Context, upd *Update, msgID string, p *Page, cursor string,
 	deadline time.Time, o *ReadOptions) (*Update, error) {
 	id := upd.ConversationID
-	// Marked under a name no event ID can have (":" is not in the ID
-	// alphabet), so the message's own event is recognized and not returned.
-	if err := t.st.MarkSeen(context.WithoutCancel(ctx), t.owner.Issuer, id, sentMark(msgID)); err != nil {
+	// A new conversation's ID is known only now, before any of its events
+	// is read.
+	if err := t.markSent(ctx, id, msgID); err != nil {
 		return nil, err
 	}
 	r := t.reader(id, cursor, deadline, o, upd)

@@ -99,7 +99,9 @@ func (s *Server) convEvent(t *convTarget, upd *conversation.Update, e conversati
 	case conversation.EventMessage:
 		m := e.Message
 		out.Text, out.Data = m.Text, m.Data
-		out.From, out.ThirdParty = convFrom(m), m.Role != conversation.RoleAgent
+		// The Tracker returns no message poppy-mcp sent: every one here is
+		// the Company's, whatever role or sender it claims.
+		out.From, out.ThirdParty = convFrom(m), true
 	case conversation.EventState:
 		out.Status, out.Responder = e.Status, e.Responder
 	case conversation.EventAuthorization:
@@ -127,16 +129,12 @@ func (s *Server) convEvent(t *convTarget, upd *conversation.Update, e conversati
 	return out
 }
 
-// convFrom says who wrote a message (TOOLS.md: company_agent,
-// company_person, agent, user).
+// convFrom says who at the Company wrote a message: company_person or
+// company_agent by its sender (Poppy 0.1 §7.7). agent and user are never
+// said of a message poppy-mcp did not send, so a Company cannot make its
+// words pass as the user's.
 func convFrom(m *conversation.ReceivedMessage) string {
-	human := m.Sender == conversation.SenderHuman
-	switch {
-	case m.Role == conversation.RoleAgent && human:
-		return "user"
-	case m.Role == conversation.RoleAgent:
-		return "agent"
-	case human:
+	if m.Sender == conversation.SenderHuman {
 		return "company_person"
 	}
 	return "company_agent"
