@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -135,6 +136,9 @@ func (s *Server) readEvents(ctx context.Context, id string, c *Caller, q readQue
 				ready = cv.Status != StatusWorking
 			}
 			if ready || more || timedOut || cv.Status == StatusClosed {
+				if len(evs) > 0 {
+					evs = append(cv.replay(q.cursor, s.replayCount()), evs...)
+				}
 				body = s.readBody(cv, evs, more, q.cursor)
 			}
 			changed = cv.changed
@@ -198,6 +202,30 @@ func (cv *convRecord) after(cursor string, limit int) ([]Event, bool, bool) {
 		evs = evs[:limit]
 	}
 	return evs, more, true
+}
+
+// replayCount is how many events reads return again (Options.ReplayEvents).
+func (s *Server) replayCount() int {
+	if s.opts.ReplayEvents == 0 {
+		return 1
+	}
+	return max(s.opts.ReplayEvents, 0)
+}
+
+// replay returns a copy of up to n events up to and including the event
+// cursor, to return again (Poppy 0.1 §7.5: "A read after a reconnect can
+// return events again"). A read from the beginning replays nothing. The
+// caller holds st.mu.
+func (cv *convRecord) replay(cursor string, n int) []Event {
+	if cursor == "" || n <= 0 {
+		return nil
+	}
+	for i := range cv.events {
+		if cv.events[i].ID == cursor {
+			return slices.Clone(cv.events[max(i+1-n, 0) : i+1])
+		}
+	}
+	return nil
 }
 
 // checkCursor checks the cursor of a POST that asks for the reply. The

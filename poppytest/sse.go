@@ -23,6 +23,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	if !ok {
 		return
 	}
+	replay := s.streamReplay(id, c, cursor)
 	rc := http.NewResponseController(w)
 	var lifetime <-chan time.Time
 	if s.opts.StreamLifetime > 0 {
@@ -35,6 +36,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		evs, closed, changed, held := s.streamBatch(id, c, cursor)
 		if !held {
 			return // the cursor expired under the stream: end it, and the reconnect gets cursor_expired
+		}
+		if len(evs) > 0 {
+			evs, replay = append(replay, evs...), nil // returned again beside the first new ones (ReplayEvents)
 		}
 		for _, ev := range evs {
 			if sent == drop {
@@ -100,6 +104,17 @@ func (s *Server) streamBatch(id string, c *Caller, cursor string) ([]Event, bool
 		return nil
 	})
 	return evs, closed, changed, held
+}
+
+// streamReplay returns the events a stream from cursor sends again before
+// its first new ones (Options.ReplayEvents).
+func (s *Server) streamReplay(id string, c *Caller, cursor string) []Event {
+	var evs []Event
+	_ = s.withConv(id, c, func(cv *convRecord) *convError {
+		evs = cv.replay(cursor, s.replayCount())
+		return nil
+	})
+	return evs
 }
 
 // dropStream breaks the stream before ev, after the first piece of its text
