@@ -1,6 +1,7 @@
 // This file is the Tracker's reading: JSON reads and streams from the
 // saved cursor, has_more, expired cursors and reconnection, for one call at
-// a time (a reader). What is handled is recorded by records.go.
+// a time (a reader), within the call's limits. What is handled is recorded
+// by records.go.
 
 package conversation
 
@@ -26,27 +27,41 @@ type reader struct {
 	first bool
 	// hasMore is the last page's has_more: read again at once (§7.5).
 	hasMore bool
-	// returned holds the IDs of the events read in this call, to tell a
-	// page with has_more that brings nothing new.
-	returned map[string]bool
+	// pages counts the requests made for events: pages and streams.
+	pages int
+	// handled counts the events handled, each a row in the store.
+	handled int
 }
 
 // reader returns a reader of conversation id from cursor.
 func (t *Tracker) reader(id, cursor string, deadline time.Time, o *ReadOptions, upd *Update) *reader {
-	return &reader{t: t, id: id, cursor: cursor, deadline: deadline, o: o, upd: upd, returned: map[string]bool{}}
+	return &reader{t: t, id: id, cursor: cursor, deadline: deadline, o: o, upd: upd}
 }
 
 // waiting reports whether the wait goes on: the deadline is ahead.
 func (r *reader) waiting() bool { return r.t.now().Before(r.deadline) }
 
+// full reports whether the call has made as many requests, or handled as
+// many events, as it may: a Company answering has_more forever, or
+// streaming events without end, cannot keep a call running.
+func (r *reader) full() bool {
+	return r.pages >= r.t.opts.MaxPages || r.handled >= r.t.opts.MaxEvents
+}
+
 // follow reads the conversation until the wait is over: at once when first
 // is set, again at once while has_more (§7.5: "When has_more is true, the
 // Personal Agent reads again right away"), and then until upd is settled or
-// the deadline passes.
+// the deadline passes, all within the call's limits. At a limit with
+// has_more pending it stops and says more is waiting: the cursor is saved,
+// and the next call goes on.
 func (r *reader) follow(ctx context.Context) error {
 	for r.first || r.hasMore || !r.upd.settled() && r.waiting() {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("conversation: %w", err) // the caller gave up
+		}
+		if r.full() {
+			r.upd.More = r.upd.More || r.hasMore
+			return nil
 		}
 		r.first = false
 		var err error
@@ -59,7 +74,7 @@ func (r *reader) follow(ctx context.Context) error {
 			return err
 		}
 	}
-	if r.o.Stream && r.upd.settled() {
+	if r.o.Stream && r.upd.settled() && !r.upd.More {
 		return r.flush(ctx)
 	}
 	return nil
@@ -73,10 +88,10 @@ func (r *reader) read(ctx context.Context) error {
 		wait = max(r.deadline.Sub(r.t.now()), 0)
 	}
 	start := r.t.now()
+	r.pages++
 	p, err := r.t.c.Read(ctx, r.id, r.cursor, wait)
 	if errors.Is(err, ErrCursorExpired) && r.cursor != "" {
 		r.expired()
-		r.first = true
 		return nil
 	}
 	if err != nil {
@@ -90,18 +105,42 @@ func (r *reader) read(ctx context.Context) error {
 	return nil
 }
 
-// page handles a page of events read, and reports whether it brought news.
+// page handles a page of events read, and reports whether it brought
+// news: an event handled for the first time, or a page to read at once.
 func (r *reader) page(ctx context.Context, p *Page) (bool, error) {
-	n := len(r.upd.Events)
-	var err error
-	if r.cursor, err = r.t.handle(ctx, r.id, p.Events, p.Cursor, &p.State, r.upd); err != nil {
+	fresh, err := r.take(ctx, p.Events, p.Cursor, &p.State)
+	if err != nil {
 		return false, err
 	}
-	if err := r.check(p); err != nil {
-		return false, err
+	r.hasMore = p.HasMore && !r.upd.More
+	if r.hasMore && fresh == 0 && !r.waiting() {
+		// Poppy 0.1 §7.5: "When has_more is true, the Personal Agent reads
+		// again right away": within the wait. A page that brought nothing
+		// new once the wait is over ends the call; the next one goes on.
+		r.hasMore, r.upd.More = false, true
 	}
-	r.hasMore = p.HasMore
-	return p.HasMore || len(r.upd.Events) > n, nil
+	return r.hasMore || fresh > 0, nil
+}
+
+// take handles events up to the call's limit and saves the cursor after
+// the last one handled (§7.5: "Each event's id is also a cursor"). Events
+// past the limit are left for the next call, which More announces. It
+// returns how many events were handled for the first time.
+func (r *reader) take(ctx context.Context, events []Event, cursor string, state *State) (int, error) {
+	if room := r.t.opts.MaxEvents - r.handled; len(events) > room {
+		events, state = events[:max(room, 0)], nil // the answer's state is after events not handled
+		cursor = r.cursor
+		if len(events) > 0 {
+			cursor = events[len(events)-1].ID
+		}
+		r.upd.More = true
+	}
+	r.handled += len(events)
+	fresh, err := r.t.handle(ctx, r.id, events, cursor, state, r.upd)
+	if err == nil {
+		r.cursor = cursor
+	}
+	return fresh, err
 }
 
 // flush collects, without waiting, the events the Company already has once a
@@ -109,38 +148,25 @@ func (r *reader) page(ctx context.Context, p *Page) (bool, error) {
 // settles the wait, and what follows it at once (a person's message after
 // the state event that announced them) belongs in the same result.
 func (r *reader) flush(ctx context.Context) error {
-	for {
+	for hasMore := false; ; hasMore = true {
+		if r.full() {
+			r.upd.More = r.upd.More || hasMore
+			return nil
+		}
+		r.pages++
 		p, err := r.t.c.Read(ctx, r.id, r.cursor, 0)
 		if err != nil {
 			return err
 		}
-		if r.cursor, err = r.t.handle(ctx, r.id, p.Events, p.Cursor, &p.State, r.upd); err != nil {
+		fresh, err := r.take(ctx, p.Events, p.Cursor, &p.State)
+		if err != nil || !p.HasMore || r.upd.More {
 			return err
 		}
-		if err := r.check(p); err != nil || !p.HasMore {
-			return err
+		if fresh == 0 {
+			r.upd.More = true // has_more with nothing new: the next call goes on
+			return nil
 		}
 	}
-}
-
-// check records p's events and refuses a page that says has_more but
-// returns no event not returned before in this call: reading again right
-// away would bring the same, forever. Poppy 0.1 §7.5: "Every successful
-// read MUST include cursor ... cursor is the last event returned, or the
-// request's cursor if there were none. When has_more is true, the Personal
-// Agent reads again right away." Events are told apart by ID; cursors are
-// never compared (§7.5: "Cursors are opaque").
-func (r *reader) check(p *Page) error {
-	fresh := false
-	for _, ev := range p.Events {
-		if !r.returned[ev.ID] {
-			r.returned[ev.ID], fresh = true, true
-		}
-	}
-	if p.HasMore && !fresh {
-		return protocolErr("7.5", "has_more on a page with no event after the cursor")
-	}
-	return nil
 }
 
 // expired restarts reading from the beginning. Poppy 0.1 §7.5: "A cursor
@@ -148,9 +174,8 @@ func (r *reader) check(p *Page) error {
 // then reads from the beginning and SHOULD tell the User that part of the
 // conversation is missing."
 func (r *reader) expired() {
-	r.cursor = ""
+	r.cursor, r.first = "", true
 	r.upd.HistoryMissing = true
-	clear(r.returned) // what was returned comes again
 }
 
 // stream follows the conversation over streams until upd is settled or the
@@ -160,13 +185,14 @@ func (r *reader) stream(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(ctx, r.deadline.Sub(r.t.now()))
 	defer cancel()
 	resume := false
-	for !r.upd.settled() && sctx.Err() == nil {
+	for !r.upd.settled() && sctx.Err() == nil && !r.full() {
 		start, wait := r.t.now(), r.deadline.Sub(r.t.now())
+		r.pages++
 		s, p, err := r.t.c.Subscribe(sctx, r.id, r.cursor, resume, wait)
 		switch {
 		case errors.Is(err, ErrCursorExpired) && r.cursor != "":
 			r.expired()
-			resume = false
+			r.first, resume = false, false
 			continue
 		case err != nil && sctx.Err() != nil && ctx.Err() == nil:
 			return nil // the wait is over
@@ -197,12 +223,16 @@ func (r *reader) stream(ctx context.Context) error {
 	return nil
 }
 
-// drain handles a stream's events until it ends or upd is settled, and
-// reports whether it delivered any event.
+// drain handles a stream's events until it ends, upd is settled or the
+// call's limit is reached, and reports whether it delivered any event.
 func (r *reader) drain(ctx context.Context, s *Stream) (bool, error) {
-	partial := map[string]bool{} // messages shown in part
+	shown := newPartials(&r.t.opts)
 	got := false
 	for !r.upd.settled() {
+		if r.handled >= r.t.opts.MaxEvents {
+			r.upd.More = true // the stream goes on without end: the next call continues
+			return got, nil
+		}
 		it, err := s.Next()
 		if errors.Is(err, errSSETooLarge) {
 			return got, err
@@ -210,25 +240,26 @@ func (r *reader) drain(ctx context.Context, s *Stream) (bool, error) {
 		if err != nil {
 			// Poppy 0.1 §7.6: "After a reconnect, it drops any pieces of a
 			// message it didn't receive in full."
-			if len(partial) > 0 {
+			if shown.any() {
 				r.o.progress(Progress{Interrupted: true})
 			}
 			return got, nil
 		}
 		if it.Delta != nil {
 			// Poppy 0.1 §7.6: "It MUST NOT act on text from a text-delta
-			// event": pieces are shown, never kept.
-			partial[it.Delta.MessageID] = true
-			r.o.progress(Progress{Delta: it.Delta})
+			// event": pieces are shown, within bounds, and never kept.
+			if shown.show(it.Delta) {
+				r.o.progress(Progress{Delta: it.Delta})
+			}
 			continue
 		}
 		got = true
 		ev := *it.Event
 		if ev.Message != nil {
-			delete(partial, ev.Message.ID) // replaced by the complete message
+			shown.done(ev.Message.ID) // replaced by the complete message
 		}
 		before := r.upd.State
-		if r.cursor, err = r.t.handle(ctx, r.id, []Event{ev}, it.Cursor, nil, r.upd); err != nil {
+		if _, err := r.take(ctx, []Event{ev}, it.Cursor, nil); err != nil {
 			return got, err
 		}
 		if r.upd.State != before {

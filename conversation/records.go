@@ -16,14 +16,15 @@ import (
 
 // handle handles events in order, skipping those handled before, then
 // saves the cursor and state: an answer's State when given, else what the
-// events said. It returns the cursor saved. The store is written even
-// when ctx is cancelled meanwhile, so what was handled stays handled.
-func (t *Tracker) handle(ctx context.Context, id string, events []Event, cursor string, state *State, upd *Update) (string, error) {
+// events said. It returns how many events it handled for the first time.
+// The store is written even when ctx is cancelled meanwhile, so what was
+// handled stays handled.
+func (t *Tracker) handle(ctx context.Context, id string, events []Event, cursor string, state *State, upd *Update) (int, error) {
 	ctx = context.WithoutCancel(ctx)
 	defer t.locks.lock(t.key(id))()
 	rec, err := t.st.Conversation(ctx, t.owner.Issuer, id)
 	if err != nil {
-		return "", err
+		return 0, err
 	}
 	var fresh []string
 	batch := map[string]bool{}
@@ -32,9 +33,11 @@ func (t *Tracker) handle(ctx context.Context, id string, events []Event, cursor 
 		if batch[ev.ID] {
 			continue
 		}
+		// Poppy 0.1 §7.5: "A read after a reconnect can return events
+		// again, so it skips event IDs it has already handled."
 		seen, err := t.st.Seen(ctx, t.owner.Issuer, id, ev.ID)
 		if err != nil {
-			return "", err
+			return 0, err
 		}
 		if seen {
 			continue
@@ -43,14 +46,14 @@ func (t *Tracker) handle(ctx context.Context, id string, events []Event, cursor 
 		fresh = append(fresh, ev.ID)
 		report, err := t.apply(ctx, ev, upd)
 		if err != nil {
-			return "", err
+			return 0, err
 		}
 		if report {
 			upd.Events = append(upd.Events, *ev)
 		}
 	}
 	if err := t.st.MarkSeen(ctx, t.owner.Issuer, id, fresh...); err != nil {
-		return "", err
+		return 0, err
 	}
 	if state != nil {
 		upd.State = *state
@@ -59,7 +62,7 @@ func (t *Tracker) handle(ctx context.Context, id string, events []Event, cursor 
 	// the cursor after them."
 	rec.Cursor = cursor
 	setState(&rec, upd.State)
-	return cursor, t.st.PutConversation(ctx, rec)
+	return len(fresh), t.st.PutConversation(ctx, rec)
 }
 
 // apply applies one new event and reports whether to return it.

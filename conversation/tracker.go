@@ -26,8 +26,44 @@ type Owner struct {
 // TrackerOptions configure NewTracker. A nil *TrackerOptions is the same as
 // a zero TrackerOptions.
 type TrackerOptions struct {
-	// Now is the clock of waits. Zero: time.Now.
+	// Now is the clock of waits and of pending messages' ages. Zero:
+	// time.Now.
 	Now func() time.Time
+
+	// The limits of one call, so that a Company cannot keep it running or
+	// make it hold more and more: one that answers has_more forever, or
+	// streams events or pieces of messages without end.
+
+	// MaxPages is the most requests for events one call makes: pages of
+	// JSON and stream connections. Zero: 20.
+	MaxPages int
+	// MaxEvents is the most events one call handles, each a row in the
+	// store and at most one event returned. Zero: 500.
+	MaxEvents int
+	// MaxPartialMessages is how many messages being written one stream
+	// shows pieces of at once (§7.6 text-delta). Zero: 8.
+	MaxPartialMessages int
+	// MaxPieces and MaxPieceBytes bound what is shown of each such
+	// message. Zero: 64 pieces, 16 KiB.
+	MaxPieces, MaxPieceBytes int
+}
+
+// withDefaults fills the zero fields of o.
+func (o TrackerOptions) withDefaults() TrackerOptions {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.MaxPages, 20)
+	def(&o.MaxEvents, 500)
+	def(&o.MaxPartialMessages, 8)
+	def(&o.MaxPieces, 64)
+	def(&o.MaxPieceBytes, 16<<10)
+	return o
 }
 
 // Tracker follows one User's conversations at one Company. It keeps each
@@ -59,9 +95,7 @@ func NewTracker(c *Client, st *store.Store, owner Owner, opts *TrackerOptions) (
 	if opts != nil {
 		t.opts = *opts
 	}
-	if t.opts.Now == nil {
-		t.opts.Now = time.Now
-	}
+	t.opts = t.opts.withDefaults()
 	return t, nil
 }
 
@@ -121,6 +155,10 @@ type Update struct {
 	// saved cursor: reading restarted from the beginning of what it keeps,
 	// and part of the conversation may be missing (§7.5).
 	HistoryMissing bool
+	// More says the call stopped at one of its limits (TrackerOptions)
+	// with events still waiting at the Company: what was read is here, the
+	// cursor is saved after it, and the next call goes on.
+	More bool
 	// MessageID is the ID of the message sent, for Start and Send.
 	MessageID string
 }
@@ -221,11 +259,11 @@ func (t *Tracker) afterPost(ctx context.Context, upd *Update, msgID string, p *P
 	r := t.reader(id, cursor, deadline, o, upd)
 	r.first = o.Wait > 0
 	if p.Read {
-		var err error
-		if r.cursor, err = t.handle(ctx, id, p.Events, p.Cursor, &p.State, upd); err != nil {
+		r.pages++ // the POST was a read (§7.3 "Replies in the response")
+		if _, err := r.page(ctx, p); err != nil {
 			return nil, err
 		}
-		r.first, r.hasMore = false, p.HasMore
+		r.first = false
 	} else if c, err := t.savedCursor(ctx, id); err == nil && !upd.HistoryMissing {
 		r.cursor = c
 	}
