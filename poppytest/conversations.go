@@ -89,14 +89,15 @@ type sentMessage struct {
 // convState is every conversation of the Server and the test's fault knobs.
 type convState struct {
 	// mu guards every field below and every convRecord.
-	mu         sync.Mutex
-	convs      map[string]*convRecord
-	order      []string                // conversation IDs, in order of creation
-	sent       map[string]*sentMessage // client_id, User ID and message ID -> first acceptance
-	failPosts  int                     // FailNextPost
-	dropPosts  int                     // DropConnectionAfterAccept
-	dropStream int                     // DropStreamAfter; -1: none
-	stopped    bool                    // the Server is closed: Company Agent turns still due do nothing
+	mu          sync.Mutex
+	convs       map[string]*convRecord
+	order       []string                // conversation IDs, in order of creation
+	sent        map[string]*sentMessage // client_id, User ID and message ID -> first acceptance
+	failPosts   int                     // FailNextPost
+	dropPosts   int                     // DropConnectionAfterAccept
+	dropStream  int                     // DropStreamAfter; -1: none
+	floodDeltas int                     // FloodDeltas
+	stopped     bool                    // the Server is closed: Company Agent turns still due do nothing
 }
 
 // installConversations sets up the shop and the conversation API.

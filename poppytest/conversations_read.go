@@ -8,6 +8,7 @@ package poppytest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"mime"
 	"net/http"
 	"slices"
@@ -126,7 +127,9 @@ func (s *Server) readEvents(ctx context.Context, id string, c *Caller, q readQue
 		var body *readResponse
 		var changed chan struct{}
 		e := s.withConv(id, c, func(cv *convRecord) *convError {
+			s.endlessPage(cv)
 			evs, more, ok := cv.after(q.cursor, s.pageSize())
+			more = more || s.opts.EndlessHasMore
 			if !ok {
 				// Poppy 0.1 §7.5: "A cursor for events it no longer has returns cursor_expired."
 				return newConvError("cursor_expired", "cursor %q names no event the Company holds", q.cursor)
@@ -202,6 +205,17 @@ func (cv *convRecord) after(cursor string, limit int) ([]Event, bool, bool) {
 		evs = evs[:limit]
 	}
 	return evs, more, true
+}
+
+// endlessPage adds a page's worth of news for Options.EndlessHasMore. The
+// caller holds st.mu.
+func (s *Server) endlessPage(cv *convRecord) {
+	if !s.opts.EndlessHasMore || cv.Status == StatusClosed {
+		return
+	}
+	m := Message{ID: "msg_" + randomString(9), Role: "company", Sender: ResponderAgent,
+		Text: fmt.Sprintf("There is more to read (event %d).", len(cv.events)+1), Time: s.timeNow()}
+	s.addEvent(cv, Event{Type: "message", Message: &m})
 }
 
 // replayCount is how many events reads return again (Options.ReplayEvents).

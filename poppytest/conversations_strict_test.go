@@ -129,3 +129,41 @@ func eventIDs(evs []poppytest.Event) []string {
 	}
 	return out
 }
+
+// TestEndlessHasMore: every read adds news and says has_more, so an agent
+// that reads again while has_more, without a limit of its own, never stops.
+func TestEndlessHasMore(t *testing.T) {
+	s, rt, a := newConvCompany(t, &poppytest.Options{EndlessHasMore: true, AgentDelay: -1})
+	id, cursor := a.mustStart("hello"), ""
+	for range 5 {
+		q := ""
+		if cursor != "" {
+			q = "cursor=" + cursor
+		}
+		r := a.read(id, q)
+		if r.body["has_more"] != true || len(events(r)) == 0 {
+			t.Fatalf("read %v, want news and has_more", r.body)
+		}
+		cursor = r.str("cursor")
+	}
+	wantNoViolation(t, s, rt)
+}
+
+// TestFloodDeltas: the next stream starts with pieces of messages that
+// never come whole, each of its own, then goes on as usual.
+func TestFloodDeltas(t *testing.T) {
+	s, rt, a, id, _ := newSettled(t, nil)
+	s.FloodDeltas(50)
+	frames := a.openStream(id, "", nil).next(t, 51)
+	ids := map[string]bool{}
+	for _, f := range frames[:50] {
+		if f.event != "text-delta" || f.hasID {
+			t.Fatalf("frame %+v, want a text-delta without id", f)
+		}
+		ids[f.data] = true
+	}
+	if len(ids) != 50 || frames[50].event != "" || !frames[50].hasID {
+		t.Errorf("%d distinct pieces, then %+v; want 50 and an event", len(ids), frames[50])
+	}
+	wantNoViolation(t, s, rt)
+}

@@ -108,6 +108,12 @@ type Options struct {
 	// them handles them twice. Events are replayed only beside new ones, so
 	// a held read still waits. Zero: 1. Negative: none.
 	ReplayEvents int
+	// EndlessHasMore makes the Company hostile: every read of events adds
+	// a Company message to the conversation first and answers has_more
+	// true, forever (§7.5: "When has_more is true, the Personal Agent
+	// reads again right away"), so an agent that follows has_more without a
+	// limit never stops. Zero: has_more only when a page is full.
+	EndlessHasMore bool
 	// AgentRole is the role the Company gives the Personal Agent's own
 	// messages in events. The spec defines only "company" (§7.5, §7.7), so
 	// an agent must recognize its own messages by the IDs it sent. Zero:

@@ -24,6 +24,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		return
 	}
 	replay := s.streamReplay(id, c, cursor)
+	if s.flood(w) != nil {
+		return
+	}
 	rc := http.NewResponseController(w)
 	var lifetime <-chan time.Time
 	if s.opts.StreamLifetime > 0 {
@@ -104,6 +107,20 @@ func (s *Server) streamBatch(id string, c *Caller, cursor string) ([]Event, bool
 		return nil
 	})
 	return evs, closed, changed, held
+}
+
+// flood writes the pieces FloodDeltas asked for, each of a new message.
+func (s *Server) flood(w http.ResponseWriter) error {
+	s.conv.mu.Lock()
+	n := s.conv.floodDeltas
+	s.conv.floodDeltas = 0
+	s.conv.mu.Unlock()
+	for i := range n {
+		if err := writeTextDelta(w, fmt.Sprintf("msg_flood%d", i), "piece "); err != nil {
+			return err
+		}
+	}
+	return http.NewResponseController(w).Flush()
 }
 
 // streamReplay returns the events a stream from cursor sends again before
