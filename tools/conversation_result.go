@@ -30,6 +30,7 @@ type convOut struct {
 	Responder      string     `json:"responder"`
 	Events         []eventOut `json:"events"`
 	HistoryMissing bool       `json:"history_missing"`
+	MoreWaiting    bool       `json:"more_waiting,omitempty"`
 	CompanyText    string     `json:"company_text,omitempty"`
 	Next           string     `json:"next"`
 }
@@ -66,7 +67,7 @@ func (s *Server) convResult(ctx context.Context, t *convTarget, upd *conversatio
 		answered = s.convAnswerAuthorization(ctx, t, upd, opts)
 	}
 	out := &convOut{Domain: t.domain, ConversationID: upd.ConversationID, ParentID: upd.ParentID,
-		Status: upd.Status, Responder: upd.Responder, HistoryMissing: upd.HistoryMissing, Events: []eventOut{}}
+		Status: upd.Status, Responder: upd.Responder, HistoryMissing: upd.HistoryMissing, MoreWaiting: upd.More, Events: []eventOut{}}
 	prev := conversation.State{Status: conversation.StatusIdle, Responder: conversation.ResponderAgent}
 	for _, e := range upd.Events {
 		if e.Type == conversation.EventState {
@@ -146,6 +147,10 @@ func convNext(o *convOut) string {
 	if o.HistoryMissing {
 		// Poppy 0.1 §7.5: the Personal Agent "SHOULD tell the User that part of the conversation is missing."
 		next = append(next, "Part of this conversation is missing (the Company no longer keeps it): tell the user.")
+	}
+	if o.MoreWaiting {
+		next = append(next, fmt.Sprintf("More events are waiting at the Company than one call reads: call read_events with "+
+			"conversation_id %s to read on.", o.ConversationID))
 	}
 	for _, e := range o.Events {
 		if e.Next != "" && (e.Type == conversation.EventAuthorization || e.Type == conversation.EventUserRequested) {
