@@ -46,6 +46,12 @@ type TrackerOptions struct {
 	// MaxPieces and MaxPieceBytes bound what is shown of each such
 	// message. Zero: 64 pieces, 16 KiB.
 	MaxPieces, MaxPieceBytes int
+
+	// PendingMaxAge is how long a message not known to be delivered (the
+	// process stopped, the network failed) is sent again by the next call:
+	// past it, the message is reported not sent and forgotten, so that an
+	// answer such as "yes, pay" never arrives late. Zero: 10 minutes.
+	PendingMaxAge time.Duration
 }
 
 // withDefaults fills the zero fields of o.
@@ -63,6 +69,9 @@ func (o TrackerOptions) withDefaults() TrackerOptions {
 	def(&o.MaxPartialMessages, 8)
 	def(&o.MaxPieces, 64)
 	def(&o.MaxPieceBytes, 16<<10)
+	if o.PendingMaxAge <= 0 {
+		o.PendingMaxAge = 10 * time.Minute
+	}
 	return o
 }
 
@@ -161,6 +170,9 @@ type Update struct {
 	More bool
 	// MessageID is the ID of the message sent, for Start and Send.
 	MessageID string
+	// Resent is what the call did first with the messages earlier calls
+	// or processes left pending: sent again with their IDs, or given up.
+	Resent []Resent
 }
 
 // settled reports whether a wait is over: the conversation is closed, or
@@ -186,11 +198,18 @@ func (u *Update) settled() bool {
 // empty: the Tracker gives it one, the same one as a pending message with
 // the same content.
 func (t *Tracker) Start(ctx context.Context, m Message, parentID string, o *ReadOptions) (*Update, error) {
-	o = orDefault(o)
-	deadline := t.now().Add(o.Wait)
 	if err := precheck(m); err != nil {
 		return nil, err
 	}
+	resent, err := t.resendPending(ctx, t.pendingName("", parentID, m))
+	if err != nil {
+		return nil, err
+	}
+	return withResent(resent)(t.start(ctx, m, parentID, orDefault(o)))
+}
+
+func (t *Tracker) start(ctx context.Context, m Message, parentID string, o *ReadOptions) (*Update, error) {
+	deadline := t.now().Add(o.Wait)
 	name, err := t.claimID(ctx, "", parentID, &m)
 	if err != nil {
 		return nil, err
@@ -213,11 +232,18 @@ func (t *Tracker) Start(ctx context.Context, m Message, parentID string, o *Read
 // empty, as for Start. A conversation the store does not know is adopted,
 // read from its beginning, if the Company accepts the message.
 func (t *Tracker) Send(ctx context.Context, conversationID string, m Message, o *ReadOptions) (*Update, error) {
-	o = orDefault(o)
-	deadline := t.now().Add(o.Wait)
 	if err := precheck(m); err != nil {
 		return nil, err
 	}
+	resent, err := t.resendPending(ctx, t.pendingName(conversationID, "", m))
+	if err != nil {
+		return nil, err
+	}
+	return withResent(resent)(t.send(ctx, conversationID, m, orDefault(o)))
+}
+
+func (t *Tracker) send(ctx context.Context, conversationID string, m Message, o *ReadOptions) (*Update, error) {
+	deadline := t.now().Add(o.Wait)
 	rec, adopted, err := t.load(ctx, conversationID)
 	if err != nil {
 		return nil, err
@@ -274,7 +300,14 @@ func (t *Tracker) afterPost(ctx context.Context, upd *Update, msgID string, p *P
 // A conversation the store does not know is adopted and read from its
 // beginning, if the Company lets this User read it.
 func (t *Tracker) Read(ctx context.Context, conversationID string, o *ReadOptions) (*Update, error) {
-	o = orDefault(o)
+	resent, err := t.resendPending(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	return withResent(resent)(t.read(ctx, conversationID, orDefault(o)))
+}
+
+func (t *Tracker) read(ctx context.Context, conversationID string, o *ReadOptions) (*Update, error) {
 	deadline := t.now().Add(o.Wait)
 	rec, adopted, err := t.load(ctx, conversationID)
 	if err != nil {
@@ -292,6 +325,14 @@ func (t *Tracker) Read(ctx context.Context, conversationID string, o *ReadOption
 
 // Handoff asks for a person at the Company (Poppy 0.1 §7.9).
 func (t *Tracker) Handoff(ctx context.Context, conversationID string) (*Update, error) {
+	resent, err := t.resendPending(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	return withResent(resent)(t.handoff(ctx, conversationID))
+}
+
+func (t *Tracker) handoff(ctx context.Context, conversationID string) (*Update, error) {
 	rec, adopted, err := t.load(ctx, conversationID)
 	if err != nil {
 		return nil, err
@@ -308,6 +349,14 @@ func (t *Tracker) Handoff(ctx context.Context, conversationID string) (*Update, 
 // its open Direct Conversation." One the Company had closed already is
 // reported closed.
 func (t *Tracker) Close(ctx context.Context, conversationID string) (*Update, error) {
+	resent, err := t.resendPending(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	return withResent(resent)(t.close(ctx, conversationID))
+}
+
+func (t *Tracker) close(ctx context.Context, conversationID string) (*Update, error) {
 	rec, adopted, err := t.load(ctx, conversationID)
 	if err != nil {
 		return nil, err
@@ -324,6 +373,21 @@ func (t *Tracker) Close(ctx context.Context, conversationID string) (*Update, er
 		return nil, err
 	}
 	return upd, t.closeChildren(ctx, conversationID)
+}
+
+// withResent returns a function that adds resent to a call's outcome: to
+// its Update, or to its error as a *ResentError, so that what became of
+// pending messages is said whether the call succeeded or not.
+func withResent(resent []Resent) func(*Update, error) (*Update, error) {
+	return func(upd *Update, err error) (*Update, error) {
+		if err != nil && len(resent) > 0 {
+			err = &ResentError{Resent: resent, Err: err}
+		}
+		if upd != nil {
+			upd.Resent = resent
+		}
+		return upd, err
+	}
 }
 
 func orDefault(o *ReadOptions) *ReadOptions {

@@ -98,6 +98,36 @@ func (c Context) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
+// UnmarshalJSON reads a context as MarshalJSON writes it, so that a
+// message kept pending is sent again as it was.
+func (c *Context) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*c = Context{}
+	for k, v := range m {
+		var err error
+		switch k {
+		case "locale":
+			err = json.Unmarshal(v, &c.Locale)
+		case "time_zone":
+			err = json.Unmarshal(v, &c.TimeZone)
+		case "user_available":
+			err = json.Unmarshal(v, &c.UserAvailable)
+		default:
+			if c.Other == nil {
+				c.Other = map[string]json.RawMessage{}
+			}
+			c.Other[k] = v
+		}
+		if err != nil {
+			return fmt.Errorf("conversation: context field %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
 var (
 	// RFC 5646 §2.1, loosely: a primary subtag of letters, then subtags of
 	// letters and digits.

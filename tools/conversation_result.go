@@ -18,21 +18,23 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/conversation"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 // convOut is the structured content of a conversation tool's result. It
 // never holds a token, a cursor or a message ID.
 type convOut struct {
-	Domain         string     `json:"domain"`
-	ConversationID string     `json:"conversation_id"`
-	ParentID       string     `json:"parent_conversation_id,omitempty"`
-	Status         string     `json:"status"`
-	Responder      string     `json:"responder"`
-	Events         []eventOut `json:"events"`
-	HistoryMissing bool       `json:"history_missing"`
-	MoreWaiting    bool       `json:"more_waiting,omitempty"`
-	CompanyText    string     `json:"company_text,omitempty"`
-	Next           string     `json:"next"`
+	Domain         string      `json:"domain"`
+	ConversationID string      `json:"conversation_id"`
+	ParentID       string      `json:"parent_conversation_id,omitempty"`
+	Status         string      `json:"status"`
+	Responder      string      `json:"responder"`
+	Events         []eventOut  `json:"events"`
+	HistoryMissing bool        `json:"history_missing"`
+	MoreWaiting    bool        `json:"more_waiting,omitempty"`
+	Resent         []resentOut `json:"resent,omitempty"`
+	CompanyText    string      `json:"company_text,omitempty"`
+	Next           string      `json:"next"`
 }
 
 // eventOut is one event as the model reads it (TOOLS.md).
@@ -86,6 +88,7 @@ func (s *Server) convResult(ctx context.Context, t *convTarget, upd *conversatio
 			out.CompanyText = convCompanyNote
 		}
 	}
+	out.Resent = convResent(upd.Resent)
 	out.Next = convNext(out)
 	return result(out, "%s", out.text())
 }
@@ -183,6 +186,9 @@ func (o *convOut) text() string {
 	if o.ParentID != "" {
 		fmt.Fprintf(&b, " (Direct Conversation of %s.)", o.ParentID)
 	}
+	for _, r := range o.Resent {
+		b.WriteString("\n- " + r.Note)
+	}
 	for _, e := range o.Events {
 		b.WriteString("\n- ")
 		b.WriteString(e.line())
@@ -234,8 +240,9 @@ func (s *Server) convFailure(t *convTarget, id string, err error) *mcp.CallToolR
 	switch {
 	case errors.As(err, &ue):
 		code = "not_confirmed"
-		msg = "The Company did not confirm the message (the network or the Company failed). Call send_message again with the same content: " +
-			"poppy-mcp resends it with the same message ID, so the Company records it at most once."
+		msg = "The Company did not confirm the message (the network or the Company failed). poppy-mcp sends it again with the same " +
+			"message ID on the next conversation call with this Company, for up to 10 minutes, so the Company records it at most once: " +
+			"call read_events later, or send_message with the same content now. Do not reword it, or it would be a second message."
 	case errors.As(err, &wait):
 		code, msg = "rate_limited", fmt.Sprintf("The Company limits requests: wait %s, then call the tool again.", wait.Wait.Round(time.Second))
 	case errors.As(err, &pe):
@@ -248,6 +255,18 @@ func (s *Server) convFailure(t *convTarget, id string, err error) *mcp.CallToolR
 	}
 	out["error"] = code
 	s.log.Info("conversation request failed", "domain", t.domain, "code", code, "err", err)
+	var re *conversation.ResentError
+	if errors.As(err, &re) {
+		resent := convResent(re.Resent)
+		for _, r := range resent {
+			msg += "\n- " + r.Note
+		}
+		with := map[string]any{"resent": resent}
+		for k, v := range out {
+			with[k] = v
+		}
+		return failure(with, "%s: %s", code, msg)
+	}
 	return failure(out, "%s: %s", code, msg)
 }
 
@@ -324,4 +343,53 @@ func (s *Server) listConversations(ctx context.Context, req mcp.CallToolRequest)
 		next = "Start one with send_message and the Company's domain."
 	}
 	return result(map[string]any{"conversations": list, "next": next}, "%d conversations.%s\nNext: %s", len(list), b.String(), next), nil
+}
+
+// resentOut is what became of a message an earlier call or process left
+// not confirmed delivered. Text is poppy-mcp's own message, not the
+// Company's.
+type resentOut struct {
+	ConversationID string `json:"conversation_id,omitempty"`
+	Text           string `json:"text,omitempty"`
+	Outcome        string `json:"outcome"` // delivered, expired, refused, unconfirmed
+	Note           string `json:"note"`
+}
+
+// convResent phrases what became of pending messages.
+func convResent(resent []conversation.Resent) []resentOut {
+	var out []resentOut
+	for _, r := range resent {
+		o := resentOut{ConversationID: r.ConversationID, Text: untrusted.Text(r.Text, 200), Outcome: r.Outcome}
+		which := fmt.Sprintf("A message poppy-mcp could not confirm delivered earlier (%q", o.Text)
+		if r.ConversationID != "" {
+			which += ", conversation " + r.ConversationID
+		}
+		which += ")"
+		switch r.Outcome {
+		case conversation.ResentDelivered:
+			o.Note = which + " was sent again with its original ID and is delivered now."
+		case conversation.ResentExpired:
+			o.Note = which + " is older than 10 minutes: poppy-mcp did not send it again and never will; it may or may not " +
+				"have reached the Company. Tell the user, and send it again only if they still want it."
+		case conversation.ResentRefused:
+			o.Note = which + fmt.Sprintf(" was refused by the Company when sent again (%s): it is not sent again. Tell the user.", convErrCode(r.Err))
+		default:
+			o.Note = which + " was sent again and is still not confirmed; poppy-mcp tries again on the next call, for up to 10 minutes."
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// convErrCode is the Company's error code in err, or a short description.
+func convErrCode(err error) string {
+	var ce *conversation.Error
+	if errors.As(err, &ce) && ce.Code != "" {
+		return ce.Code
+	}
+	var ae *auth.Error
+	if errors.As(err, &ae) {
+		return ae.Code
+	}
+	return "no usable answer"
 }
