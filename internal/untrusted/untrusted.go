@@ -1,7 +1,18 @@
 // Package untrusted makes text a Company sent safe to put in an error, a log
 // line or a tool result: no control characters (no forged log lines, no
-// terminal escapes), valid UTF-8, and a bounded length. The words stay the
-// Company's: callers still mark them as third-party content.
+// terminal escapes), valid UTF-8, a bounded length, and nothing hidden from
+// the reader. The words stay the Company's: callers still mark them as
+// third-party content.
+//
+// Hidden are the format characters that change how text reads without
+// being seen: bidirectional embeddings, overrides and isolates (a
+// "Trojan Source" reorders what the reader sees), zero-width spaces and
+// joiners that join nothing, invisible operators, Unicode tag characters
+// outside an emoji flag (they spell ASCII no one sees: instructions for a
+// model), and runs of variation selectors (bytes smuggled behind one
+// character). Text and Display, for words a model reads, remove them;
+// Escape, for bodies whose values a model may send back, shows them as
+// escapes instead, so that nothing hides and nothing changes meaning.
 package untrusted
 
 import (
@@ -10,26 +21,104 @@ import (
 	"unicode/utf8"
 )
 
-// Text turns control characters into spaces, drops invalid UTF-8 and U+FFFD,
-// and cuts s to at most max bytes on a rune boundary, ending a cut with "…".
+// Text is s for one line of a log, an error or a short field: control
+// characters become spaces, hidden characters are removed, invalid UTF-8
+// and U+FFFD are dropped, and s is cut to at most max bytes on a rune
+// boundary, a cut ending with "…".
 func Text(s string, max int) string {
-	s = strings.Map(func(r rune) rune {
+	return cut(clean(s, false), false, max)
+}
+
+// Display is s for words a model reads at length (a message, a
+// description): as Text, but line breaks and tabs stay (CR LF, CR, U+2028
+// and U+2029 become LF), and max <= 0 means no cut.
+func Display(s string, max int) string {
+	s = clean(s, true)
+	if max <= 0 {
+		return s
+	}
+	return cut(s, true, max)
+}
+
+// clean removes hidden characters and drops invalid UTF-8 and U+FFFD;
+// other control characters become spaces, but for LF and tab (and CR,
+// U+2028, U+2029, made LF) when lines is set.
+func clean(s string, lines bool) string {
+	rs := []rune(strings.ToValidUTF8(s, ""))
+	hidden := classify(rs)
+	var b strings.Builder
+	b.Grow(len(s))
+	for i, r := range rs {
 		switch {
-		case r == unicode.ReplacementChar:
-			return -1
-		case unicode.IsControl(r):
-			return ' '
+		case hidden[i] || r == unicode.ReplacementChar:
+		case lines && r == '\r':
+			if i+1 >= len(rs) || rs[i+1] != '\n' {
+				b.WriteByte('\n')
+			}
+		case lines && (r == '\n' || r == '\t'):
+			b.WriteRune(r)
+		case lines && (r == '\u2028' || r == '\u2029'):
+			b.WriteByte('\n')
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(r)
 		}
-		return r
-	}, strings.ToValidUTF8(s, ""))
+	}
+	return b.String()
+}
+
+// cut cuts the clean s to at most max bytes on a rune boundary, ending a
+// cut with "…", and cleans what the cut left (a joiner that joins nothing
+// now).
+func cut(s string, lines bool, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
-	return s[:cut] + "…"
+	return clean(s[:n]+"…", lines)
+}
+
+// Escape is s for a body whose values a model may read and send back (an
+// API's answer, a tool's result): hidden characters and control characters
+// other than tab, LF and CR are written as JSON escapes (U+202E as
+// `\u202E`, a supplementary character as its surrogate pair), so they show
+// and a JSON body means the same; invalid UTF-8 becomes U+FFFD, as a JSON
+// encoder would make it. Nothing is removed.
+func Escape(s string) string {
+	rs := []rune(strings.ToValidUTF8(s, "\uFFFD"))
+	hidden := classify(rs)
+	var b strings.Builder
+	b.Grow(len(s))
+	for i, r := range rs {
+		if hidden[i] || unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' {
+			writeEscape(&b, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// writeEscape writes r as JSON writes it escaped.
+func writeEscape(b *strings.Builder, r rune) {
+	const hex = "0123456789ABCDEF"
+	unit := func(u rune) {
+		b.WriteString(`\u`)
+		for shift := 12; shift >= 0; shift -= 4 {
+			b.WriteByte(hex[u>>shift&0xF])
+		}
+	}
+	if r <= 0xFFFF {
+		unit(r)
+		return
+	}
+	r -= 0x10000
+	unit(0xD800 + r>>10)
+	unit(0xDC00 + r&0x3FF)
 }
 
 // Code reports whether s can be an OAuth-style error code: 1 to 64 printable
