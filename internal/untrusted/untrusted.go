@@ -16,6 +16,8 @@
 package untrusted
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -134,4 +136,57 @@ func Code(s string) bool {
 		}
 	}
 	return true
+}
+
+// EscapeValues is a JSON value (a message's data, say) with the hidden and
+// control characters of its strings and keys written as escapes inside
+// them: once the JSON is decoded, as a client does, they still show as
+// `\u202E`. A value that hides nothing is returned byte for byte; one that
+// is not valid JSON is Escape'd. Unlike Escape, this changes the strings
+// that hid something: a character cannot both show after decoding and
+// stay.
+func EscapeValues(raw []byte) []byte {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil || d.More() {
+		return []byte(Escape(string(raw)))
+	}
+	changed := false
+	v = escapeStrings(v, &changed)
+	if !changed {
+		return raw
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return []byte(Escape(string(raw)))
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// escapeStrings applies Escape to the strings and keys of a decoded JSON
+// value, and sets changed when that changed any.
+func escapeStrings(v any, changed *bool) any {
+	esc := func(s string) string {
+		e := Escape(s)
+		*changed = *changed || e != s
+		return e
+	}
+	switch v := v.(type) {
+	case string:
+		return esc(v)
+	case []any:
+		for i := range v {
+			v[i] = escapeStrings(v[i], changed)
+		}
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[esc(k)] = escapeStrings(e, changed)
+		}
+		return out
+	}
+	return v
 }

@@ -187,3 +187,56 @@ func FuzzEscape(f *testing.F) {
 		}
 	})
 }
+
+func TestEscapeValues(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`{"sku":"rain-hat","n":1.50}`, `{"sku":"rain-hat","n":1.50}`}, // unchanged, byte for byte
+		{`{"sku":"rain` + rlo + `-hat","n":1.50,"a":["<b>` + zwsp + `"]}`, `{"a":["<b>\\u200B"],"n":1.50,"sku":"rain\\u202E-hat"}`},
+		{`{"k` + rlo + `":true}`, `{"k\\u202E":true}`},
+		{`not json ` + rlo, `not json \u202E`},
+	}
+	for _, c := range cases {
+		if got := string(EscapeValues([]byte(c.in))); got != c.want {
+			t.Errorf("EscapeValues(%+q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+func FuzzEscapeValues(f *testing.F) {
+	for _, s := range seeds {
+		b, _ := json.Marshal(map[string]any{s: []any{s, 1, nil}})
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got := EscapeValues(raw)
+		if !json.Valid(raw) {
+			return
+		}
+		var v any
+		if err := json.Unmarshal(got, &v); err != nil {
+			t.Fatalf("EscapeValues(%s) = %s: not JSON: %v", raw, got, err)
+		}
+		walk(v, func(s string) {
+			if r, ok := visible(s, "\t\n\r"); !ok {
+				t.Fatalf("EscapeValues(%s) = %s: %+q hides %U once decoded", raw, got, s, r)
+			}
+		})
+	})
+}
+
+// walk calls f with every string and key of a decoded JSON value.
+func walk(v any, f func(string)) {
+	switch v := v.(type) {
+	case string:
+		f(v)
+	case []any:
+		for _, e := range v {
+			walk(e, f)
+		}
+	case map[string]any:
+		for k, e := range v {
+			f(k)
+			walk(e, f)
+		}
+	}
+}
