@@ -69,7 +69,7 @@ func (s *Server) convResult(ctx context.Context, t *convTarget, upd *conversatio
 		answered = s.convAnswerAuthorization(ctx, t, upd, opts)
 	}
 	out := &convOut{Domain: t.domain, ConversationID: upd.ConversationID, ParentID: upd.ParentID,
-		Status: upd.Status, Responder: upd.Responder, HistoryMissing: upd.HistoryMissing, MoreWaiting: upd.More, Events: []eventOut{}}
+		Status: untrusted.Text(upd.Status, 40), Responder: untrusted.Text(upd.Responder, 40), HistoryMissing: upd.HistoryMissing, MoreWaiting: upd.More, Events: []eventOut{}}
 	prev := conversation.State{Status: conversation.StatusIdle, Responder: conversation.ResponderAgent}
 	for _, e := range upd.Events {
 		if e.Type == conversation.EventState {
@@ -102,14 +102,19 @@ func (s *Server) convEvent(t *convTarget, upd *conversation.Update, e conversati
 	switch e.Type {
 	case conversation.EventMessage:
 		m := e.Message
-		out.Text, out.Data = m.Text, m.Data
+		// Company words: nothing hidden in the text; data, whose values the
+		// model may send back, with hidden characters shown as escapes.
+		out.Text = untrusted.Display(m.Text, 0)
+		if m.Data != nil {
+			out.Data = untrusted.EscapeValues(m.Data)
+		}
 		// The Tracker returns no message poppy-mcp sent: every one here is
 		// the Company's, whatever role or sender it claims.
 		out.From, out.ThirdParty = convFrom(m), true
 	case conversation.EventState:
-		out.Status, out.Responder = e.Status, e.Responder
+		out.Status, out.Responder = untrusted.Text(e.Status, 40), untrusted.Text(e.Responder, 40)
 	case conversation.EventAuthorization:
-		out.Error, out.Scopes = e.Error, convScopes(e.Scope)
+		out.Error, out.Scopes = untrusted.Text(e.Error, 64), convScopes(untrusted.Text(e.Scope, 300))
 		if answered {
 			out.Next = "poppy-mcp signed the Session in with the Account Token it holds and continued the conversation: nothing to do."
 			break
@@ -121,7 +126,7 @@ func (s *Server) convEvent(t *convTarget, upd *conversation.Update, e conversati
 			out.Next = fmt.Sprintf("The Company needs account access (%s) that no sign-in type it offers grants: tell the user.", strings.Join(out.Scopes, " "))
 		}
 	case conversation.EventUserRequested:
-		out.Reason, out.ThirdParty = e.Reason, true
+		out.Reason, out.ThirdParty = untrusted.Display(e.Reason, 0), true
 		out.Next = fmt.Sprintf("The Company asks to talk with the user: ask the user. If they agree, call start_direct_conversation "+
 			"with conversation_id %s and their first message; if not, say so with send_message.", upd.ConversationID)
 	case conversation.EventDirectOpened:
