@@ -30,6 +30,14 @@ type RelayOptions struct {
 	// JSON-RPC error, a sign-in error of the HTTP client) into the result
 	// the client reads. Nil: an isError result with the error's text.
 	Failure func(ctx context.Context, t Tool, err error) *mcp.CallToolResult
+	// Meta is added to every result's _meta, replacing the upstream's
+	// fields of the same names, and Note is added as a first text block to
+	// every result with text: so a client sees whose content the result
+	// is, while the upstream's own blocks stay as they were. Zero: nothing
+	// added. Whatever Meta and Note, hidden characters of the upstream's
+	// text are shown as escapes (package untrusted).
+	Meta map[string]any
+	Note string
 	// SyncTimeout bounds a sync started by the upstream's list_changed.
 	// Zero: 30 s.
 	SyncTimeout time.Duration
@@ -177,6 +185,7 @@ func (r *Relay) handler(t Tool) server.ToolHandlerFunc {
 		if err != nil {
 			return r.failure(ctx, t, err), nil
 		}
+		r.mark(res)
 		return res, nil
 	}
 }
