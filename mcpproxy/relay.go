@@ -17,6 +17,7 @@ import (
 	"math"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -277,49 +278,68 @@ func (r *Relay) mark(res *mcp.CallToolResult) {
 
 // escapeBlock returns a content block with the hidden characters of its
 // text (a text block's, or an embedded resource's) shown as escapes (the
-// block unchanged when it hides nothing), and whether it has text.
+// block unchanged when it hides nothing), and whether it has text. Names
+// are matched without case, as Go's JSON decoder (and so a Go client)
+// matches them.
 func escapeBlock(raw json.RawMessage) (json.RawMessage, bool) {
 	var block map[string]json.RawMessage
 	if json.Unmarshal(raw, &block) != nil {
 		return raw, false
 	}
-	var typ string
-	_ = json.Unmarshal(block["type"], &typ)
-	switch typ {
-	case "text":
-		text, changed := escapeField(block, "text")
-		if !changed {
-			return raw, text
+	has, changed := false, false
+	for _, k := range fields(block, "type") {
+		var typ string
+		_ = json.Unmarshal(block[k], &typ)
+		switch strings.ToLower(typ) {
+		case "text":
+			h, c := escapeFields(block, "text")
+			has, changed = has || h, changed || c
+		case "resource":
+			for _, rk := range fields(block, "resource") {
+				var res map[string]json.RawMessage
+				if json.Unmarshal(block[rk], &res) != nil {
+					continue
+				}
+				h, c := escapeFields(res, "text")
+				if c {
+					block[rk] = encode(res)
+				}
+				has, changed = has || h, changed || c
+			}
 		}
-		return encode(block), true
-	case "resource":
-		var res map[string]json.RawMessage
-		if json.Unmarshal(block["resource"], &res) != nil {
-			return raw, false
-		}
-		text, changed := escapeField(res, "text")
-		if !changed {
-			return raw, text
-		}
-		block["resource"] = encode(res)
-		return encode(block), true
 	}
-	return raw, false
+	if !changed {
+		return raw, has
+	}
+	return encode(block), true
 }
 
-// escapeField escapes the string field name of m in place, and reports
-// whether m has such a field and whether it changed.
-func escapeField(m map[string]json.RawMessage, name string) (has, changed bool) {
-	var s string
-	if json.Unmarshal(m[name], &s) != nil {
-		return false, false
+// fields returns the keys of m that are name, whatever their case.
+func fields(m map[string]json.RawMessage, name string) []string {
+	var out []string
+	for k := range m {
+		if strings.EqualFold(k, name) {
+			out = append(out, k)
+		}
 	}
-	esc := untrusted.Escape(s)
-	if esc == s {
-		return true, false
+	return out
+}
+
+// escapeFields escapes the string fields named name (whatever their case)
+// of m in place, and reports whether m has such a field and whether one
+// changed.
+func escapeFields(m map[string]json.RawMessage, name string) (has, changed bool) {
+	for _, k := range fields(m, name) {
+		var s string
+		if json.Unmarshal(m[k], &s) != nil {
+			continue
+		}
+		has = true
+		if esc := untrusted.Escape(s); esc != s {
+			m[k], changed = encode(esc), true
+		}
 	}
-	m[name] = encode(esc)
-	return true, true
+	return has, changed
 }
 
 // encode writes v as JSON, leaving <, > and & as they are.
