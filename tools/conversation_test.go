@@ -190,24 +190,12 @@ func TestConversationStream(t *testing.T) {
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := newHarness(t, &poppytest.Options{AgentDelay: 300 * time.Millisecond})
-			var mu sync.Mutex
-			var notes []string
-			cs := h.connectWith(t, rev, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
-				mu.Lock()
-				notes = append(notes, r.Params.Message)
-				mu.Unlock()
-			}})
+			progress := &progressLog{}
+			cs := h.connectWith(t, rev, &sdk.ClientOptions{ProgressNotificationHandler: progress.add})
 			first := send(t, cs, map[string]any{"text": "Hello", "wait_seconds": 0})
 			id := first["conversation_id"].(string)
 			h.company.DropStreamAfter(2)
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			params := &sdk.CallToolParams{Name: "read_events", Arguments: map[string]any{"conversation_id": id, "wait_seconds": 10}}
-			params.SetProgressToken("read-1")
-			res, err := cs.CallTool(ctx, params)
-			if err != nil || res.IsError {
-				t.Fatalf("read_events: %v %v", err, res)
-			}
+			res := readWithProgress(t, cs, id, 10)
 			_, again := call(t, cs, "read_events", map[string]any{"conversation_id": id, "wait_seconds": 0})
 			if n := len(events(again)); n != 0 {
 				t.Errorf("%d events came again", n)
@@ -216,8 +204,7 @@ func TestConversationStream(t *testing.T) {
 			if strings.Count(text, "company_agent (third-party content)") != 1 {
 				t.Errorf("the reply is not there exactly once:\n%s", text)
 			}
-			mu.Lock()
-			defer mu.Unlock()
+			notes := progress.all()
 			joined := strings.Join(notes, "\n")
 			if !strings.Contains(joined, "The Company is writing (third-party content, partial)") || !strings.Contains(joined, "stream broke") {
 				t.Errorf("progress notifications: %q", notes)
@@ -342,4 +329,38 @@ func (h *harness) tracker(t *testing.T) *conversation.Tracker {
 		t.Fatal(err)
 	}
 	return tr
+}
+
+// progressLog collects the messages of the progress notifications a
+// client receives. It is safe for concurrent use.
+type progressLog struct {
+	mu    sync.Mutex
+	notes []string
+}
+
+func (p *progressLog) add(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.notes = append(p.notes, r.Params.Message)
+}
+
+func (p *progressLog) all() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.notes)
+}
+
+// readWithProgress calls read_events on a conversation, waiting up to
+// wait seconds, with a progress token; it fails on an error result.
+func readWithProgress(t *testing.T, cs *sdk.ClientSession, id string, wait int) *sdk.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	params := &sdk.CallToolParams{Name: "read_events", Arguments: map[string]any{"conversation_id": id, "wait_seconds": wait}}
+	params.SetProgressToken("read-" + id)
+	res, err := cs.CallTool(ctx, params)
+	if err != nil || res.IsError {
+		t.Fatalf("read_events: %v %v", err, res)
+	}
+	return res
 }

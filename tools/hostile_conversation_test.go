@@ -1,10 +1,8 @@
 package tools_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -56,31 +54,17 @@ func hostileConversationCases() []hostileCase {
 			opts: &poppytest.Options{AgentDelay: 200 * time.Millisecond},
 			run: func(t *testing.T, h *harness, cs *sdk.ClientSession) {
 				// A second session of the same client counts the notifications.
-				var mu sync.Mutex
-				notes := 0
-				watch := h.connectWith(t, revisions[0], &sdk.ClientOptions{ProgressNotificationHandler: func(context.Context, *sdk.ProgressNotificationClientRequest) {
-					mu.Lock()
-					notes++
-					mu.Unlock()
-				}})
+				progress := &progressLog{}
+				watch := h.connectWith(t, revisions[0], &sdk.ClientOptions{ProgressNotificationHandler: progress.add})
 				first := send(t, cs, map[string]any{"text": "Hello", "wait_seconds": 0})
 				id := first["conversation_id"].(string)
 				h.company.FloodDeltas(20000)
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				defer cancel()
-				params := &sdk.CallToolParams{Name: "read_events", Arguments: map[string]any{"conversation_id": id, "wait_seconds": 10}}
-				params.SetProgressToken("flood")
-				res, err := watch.CallTool(ctx, params)
-				if err != nil || res.IsError {
-					t.Fatalf("read_events: %v %v", err, res)
-				}
+				res := readWithProgress(t, watch, id, 10)
 				if text := res.Content[0].(*sdk.TextContent).Text; !strings.Contains(text, "company_agent (third-party content)") {
 					t.Errorf("the real reply is missing:\n%s", text)
 				}
-				mu.Lock()
-				defer mu.Unlock()
-				if notes > 100 {
-					t.Errorf("%d progress notifications for one wait, want at most 100", notes)
+				if n := len(progress.all()); n > 100 {
+					t.Errorf("%d progress notifications for one wait, want at most 100", n)
 				}
 			},
 		},

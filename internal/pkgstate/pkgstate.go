@@ -93,3 +93,23 @@ func constant(v ast.Expr) bool {
 	}
 	return false
 }
+
+// T is what Check needs of a test; *testing.T satisfies it.
+type T interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatal(args ...any)
+}
+
+// Check fails t for each init function and mutable package-level variable
+// of the package in dir.
+func Check(t T, dir string) {
+	t.Helper()
+	found, err := Find(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range found {
+		t.Errorf("package state: %s", f)
+	}
+}
