@@ -28,18 +28,33 @@ import (
 // and U+FFFD are dropped, and s is cut to at most max bytes on a rune
 // boundary, a cut ending with "…".
 func Text(s string, max int) string {
-	return cut(clean(s, false), false, max)
+	return shorten(s, false, max)
 }
 
 // Display is s for words a model reads at length (a message, a
 // description): as Text, but line breaks and tabs stay (CR LF, CR, U+2028
 // and U+2029 become LF), and max <= 0 means no cut.
 func Display(s string, max int) string {
-	s = clean(s, true)
 	if max <= 0 {
-		return s
+		return clean(s, true)
 	}
-	return cut(s, true, max)
+	return shorten(s, true, max)
+}
+
+// shorten cleans s and cuts it to at most max bytes. It reads only a
+// prefix of s, a few times max long: an error page of megabytes is cut at
+// once, and a Company that pads its text with hidden characters only gets
+// it cut sooner.
+func shorten(s string, lines bool, max int) string {
+	limit := 4*max + 64
+	if len(s) <= limit {
+		return cut(clean(s, lines), lines, max)
+	}
+	c := clean(s[:limit], lines) // a rune cut in two is invalid UTF-8: dropped
+	if len(c) > max {
+		return cut(c, lines, max)
+	}
+	return clean(c+"…", lines) // cut all the same: say so
 }
 
 // clean removes hidden characters and drops invalid UTF-8 and U+FFFD;

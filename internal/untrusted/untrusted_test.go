@@ -53,6 +53,23 @@ func TestText(t *testing.T) {
 	}
 }
 
+// TestTextReadsAPrefix: a long text is read only as far as its cut needs
+// (a 20 MiB error page, say), and a text padded with hidden characters is
+// cut, not read to its end.
+func TestTextReadsAPrefix(t *testing.T) {
+	page := strings.Repeat("<p>oops</p>", 2<<20)
+	if got := Text(page, 20); got != "<p>oops</p><p>oops</…" {
+		t.Errorf("Text of a long page = %q", got)
+	}
+	padded := strings.Repeat(zwsp, 1000) + "hello"
+	if got := Text(padded, 10); got != "…" {
+		t.Errorf("Text of padding = %q, want the cut alone", got)
+	}
+	if got := Display(padded, 0); got != "hello" {
+		t.Errorf("Display without a cut = %q", got)
+	}
+}
+
 func TestDisplay(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{"Dear user,\r\n\tyour order" + rlo + " shipped.\rThanks\u2029Bye", "Dear user,\n\tyour order shipped.\nThanks\nBye"},
