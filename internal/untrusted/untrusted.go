@@ -61,6 +61,9 @@ func shorten(s string, lines bool, max int) string {
 // other control characters become spaces, but for LF and tab (and CR,
 // U+2028, U+2029, made LF) when lines is set.
 func clean(s string, lines bool) string {
+	if plain(s) {
+		return s
+	}
 	rs := []rune(strings.ToValidUTF8(s, ""))
 	hidden := classify(rs)
 	var b strings.Builder
@@ -106,6 +109,9 @@ func cut(s string, lines bool, max int) string {
 // and a JSON body means the same; invalid UTF-8 becomes U+FFFD, as a JSON
 // encoder would make it. Nothing is removed.
 func Escape(s string) string {
+	if plain(s) {
+		return s
+	}
 	rs := []rune(strings.ToValidUTF8(s, "\uFFFD"))
 	hidden := classify(rs)
 	var b strings.Builder
@@ -217,6 +223,22 @@ const (
 	flagTagLow  = '\U000E0020' // the tag characters of a flag's spec: TAG SPACE ..
 	flagTagHigh = '\U000E007E' // .. TAG TILDE
 )
+
+// plain reports whether s is valid UTF-8 with nothing that clean or
+// Escape would change, or need to look at twice: the common case, read
+// once without allocating.
+func plain(s string) bool {
+	for _, r := range s {
+		switch {
+		case r < 0x20 || r >= 0x7F && r <= 0xAD, r == '\u180E', r >= '\u200B' && r <= '\u200D',
+			r >= '\u2028' && r <= '\u202E', r >= '\u2060' && r <= '\u206F', r == '\u3164',
+			r >= '\uFE00' && r <= '\uFE0F', r == '\uFEFF', r >= '\uFFA0' && r <= '\uFFFD',
+			r >= tagFirst && r <= '\U000E01EF':
+			return false
+		}
+	}
+	return true
+}
 
 // classify reports, for each rune, whether it is hidden.
 func classify(rs []rune) []bool {
