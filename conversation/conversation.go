@@ -10,8 +10,11 @@
 // Session Token and DPoP proof: this package never builds an auth header,
 // and knows nothing of MCP. A [Tracker] follows a User's conversations at
 // one Company on top of a Client, and keeps in the store what must survive
-// a restart: each conversation's cursor, the events already handled, and
-// the messages not yet known to be delivered.
+// a restart: each conversation's cursor, the events already handled, the
+// IDs of the messages it sent (its own messages are known by them, never
+// by role), and the messages not yet known to be delivered, which its next
+// call sends again while they are young. Each of its calls is bounded
+// ([TrackerOptions]), so that no Company can keep one running.
 package conversation
 
 import (

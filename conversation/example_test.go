@@ -57,7 +57,7 @@ func ExampleTracker_Start() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	tr, _ := conversation.NewTracker(c, st, conversation.Owner{Issuer: ac.Issuer, UserID: userID, Domain: d})
+	tr, _ := conversation.NewTracker(c, st, conversation.Owner{Issuer: ac.Issuer, UserID: userID, Domain: d}, nil)
 	u, err := tr.Start(ctx, conversation.Message{Sender: conversation.SenderAgent, Text: "Hello"}, "",
 		&conversation.ReadOptions{Wait: 10 * time.Second})
 	if err != nil {

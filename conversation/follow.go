@@ -1,6 +1,7 @@
 // This file is the Tracker's reading: JSON reads and streams from the
-// saved cursor, has_more, expired cursors, reconnection, and the handling
-// of each event once, with the state kept in the store.
+// saved cursor, has_more, expired cursors and reconnection, for one call at
+// a time (a reader), within the call's limits. What is handled is recorded
+// by records.go.
 
 package conversation
 
@@ -9,164 +10,229 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
-// follow reads a conversation from cursor until the wait is over: at once
-// when must is set, again at once while has_more (§7.5: "When has_more is
-// true, the Personal Agent reads again right away"), and then until upd is
-// settled or the deadline passes.
-func (t *Tracker) follow(ctx context.Context, id, cursor string, must, hasMore bool, deadline time.Time, o *ReadOptions, upd *Update) error {
-	seen := returned{}
-	for must || hasMore || !upd.settled() && timeNow().Before(deadline) {
+// reader is one Tracker call's reading of a conversation: where it stands,
+// until when it waits, and what it found. It is not safe for concurrent use.
+type reader struct {
+	t        *Tracker
+	id       string
+	cursor   string // the last event handled; "" for the beginning
+	deadline time.Time
+	o        *ReadOptions
+	upd      *Update
+
+	// first asks for one read before anything else, even when the wait is
+	// over or upd settled.
+	first bool
+	// hasMore is the last page's has_more: read again at once (§7.5).
+	hasMore bool
+	// pages counts the requests made for events: pages and streams.
+	pages int
+	// handled counts the events handled, each a row in the store.
+	handled int
+}
+
+// reader returns a reader of conversation id from cursor.
+func (t *Tracker) reader(id, cursor string, deadline time.Time, o *ReadOptions, upd *Update) *reader {
+	return &reader{t: t, id: id, cursor: cursor, deadline: deadline, o: o, upd: upd}
+}
+
+// waiting reports whether the wait goes on: the deadline is ahead.
+func (r *reader) waiting() bool { return r.t.now().Before(r.deadline) }
+
+// full reports whether the call has made as many requests, or handled as
+// many events, as it may: a Company answering has_more forever, or
+// streaming events without end, cannot keep a call running.
+func (r *reader) full() bool {
+	return r.pages >= r.t.opts.MaxPages || r.handled >= r.t.opts.MaxEvents
+}
+
+// follow reads the conversation until the wait is over: at once when first
+// is set, again at once while has_more (§7.5: "When has_more is true, the
+// Personal Agent reads again right away"), and then until upd is settled or
+// the deadline passes, all within the call's limits. At a limit with
+// has_more pending it stops and says more is waiting: the cursor is saved,
+// and the next call goes on.
+func (r *reader) follow(ctx context.Context) error {
+	for r.first || r.hasMore || !r.upd.settled() && r.waiting() {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("conversation: %w", err) // the caller gave up
 		}
-		must = false
-		if o.Stream && !hasMore && timeNow().Before(deadline) {
-			var err error
-			if hasMore, err = t.stream(ctx, id, &cursor, deadline, o, upd, seen); err != nil {
-				return err
-			}
-			continue
+		if r.full() {
+			r.upd.More = r.upd.More || r.hasMore
+			return nil
 		}
-		wait := time.Duration(0)
-		if !hasMore {
-			wait = max(deadline.Sub(timeNow()), 0)
-		}
-		start := timeNow()
-		p, err := t.c.Read(ctx, id, cursor, wait)
-		if errors.Is(err, ErrCursorExpired) && cursor != "" {
-			t.expired(&cursor, upd, seen)
-			must = true
-			continue
+		r.first = false
+		var err error
+		if r.o.Stream && !r.hasMore && r.waiting() {
+			err = r.stream(ctx)
+		} else {
+			err = r.read(ctx)
 		}
 		if err != nil {
 			return err
 		}
-		n := len(upd.Events)
-		if cursor, err = t.handle(ctx, id, p.Events, p.Cursor, &p.State, upd); err != nil {
-			return err
-		}
-		if err := seen.check(p); err != nil {
-			return err
-		}
-		hasMore = p.HasMore
-		t.pace(ctx, start, wait, deadline, hasMore || len(upd.Events) > n, upd)
 	}
-	if o.Stream && upd.settled() {
-		return t.flush(ctx, id, cursor, upd, seen)
+	if r.o.Stream && r.upd.settled() && !r.upd.More {
+		return r.flush(ctx)
 	}
 	return nil
+}
+
+// read makes one JSON read, held for the rest of the wait unless has_more
+// asks for the next page at once.
+func (r *reader) read(ctx context.Context) error {
+	wait := time.Duration(0)
+	if !r.hasMore {
+		wait = max(r.deadline.Sub(r.t.now()), 0)
+	}
+	start := r.t.now()
+	r.pages++
+	p, err := r.t.c.Read(ctx, r.id, r.cursor, wait)
+	if errors.Is(err, ErrCursorExpired) && r.cursor != "" {
+		r.expired()
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	news, err := r.page(ctx, p)
+	if err != nil {
+		return err
+	}
+	r.pace(ctx, start, wait, news)
+	return nil
+}
+
+// page handles a page of events read, and reports whether it brought
+// news: an event handled for the first time, or a page to read at once.
+func (r *reader) page(ctx context.Context, p *Page) (bool, error) {
+	fresh, err := r.take(ctx, p.Events, p.Cursor, &p.State)
+	if err != nil {
+		return false, err
+	}
+	r.hasMore = p.HasMore && !r.upd.More
+	if r.hasMore && fresh == 0 && !r.waiting() {
+		// Poppy 0.1 §7.5: "When has_more is true, the Personal Agent reads
+		// again right away": within the wait. A page that brought nothing
+		// new once the wait is over ends the call; the next one goes on.
+		r.hasMore, r.upd.More = false, true
+	}
+	return r.hasMore || fresh > 0, nil
+}
+
+// take handles events up to the call's limit and saves the cursor after
+// the last one handled (§7.5: "Each event's id is also a cursor"). Events
+// past the limit are left for the next call, which More announces. It
+// returns how many events were handled for the first time.
+func (r *reader) take(ctx context.Context, events []Event, cursor string, state *State) (int, error) {
+	if room := r.t.opts.MaxEvents - r.handled; len(events) > room {
+		events, state = events[:max(room, 0)], nil // the answer's state is after events not handled
+		cursor = r.cursor
+		if len(events) > 0 {
+			cursor = events[len(events)-1].ID
+		}
+		r.upd.More = true
+	}
+	r.handled += len(events)
+	fresh, err := r.t.handle(ctx, r.id, events, cursor, state, r.upd)
+	if err == nil {
+		r.cursor = cursor
+	}
+	return fresh, err
 }
 
 // flush collects, without waiting, the events the Company already has once a
 // streamed wait has settled. A stream is left at the first event that
 // settles the wait, and what follows it at once (a person's message after
 // the state event that announced them) belongs in the same result.
-func (t *Tracker) flush(ctx context.Context, id, cursor string, upd *Update, seen returned) error {
-	for {
-		p, err := t.c.Read(ctx, id, cursor, 0)
+func (r *reader) flush(ctx context.Context) error {
+	for hasMore := false; ; hasMore = true {
+		if r.full() {
+			r.upd.More = r.upd.More || hasMore
+			return nil
+		}
+		r.pages++
+		p, err := r.t.c.Read(ctx, r.id, r.cursor, 0)
 		if err != nil {
 			return err
 		}
-		if cursor, err = t.handle(ctx, id, p.Events, p.Cursor, &p.State, upd); err != nil {
+		fresh, err := r.take(ctx, p.Events, p.Cursor, &p.State)
+		if err != nil || !p.HasMore || r.upd.More {
 			return err
 		}
-		if err := seen.check(p); err != nil || !p.HasMore {
-			return err
+		if fresh == 0 {
+			r.upd.More = true // has_more with nothing new: the next call goes on
+			return nil
 		}
 	}
-}
-
-// returned holds the IDs of the events read in one follow, to tell a page
-// with has_more that brings nothing new.
-type returned map[string]bool
-
-// check records p's events and refuses a page that says has_more but
-// returns no event not returned before in this follow: reading again right
-// away would bring the same, forever. Poppy 0.1 §7.5: "Every successful
-// read MUST include cursor ... cursor is the last event returned, or the
-// request's cursor if there were none. When has_more is true, the Personal
-// Agent reads again right away." Events are told apart by ID; cursors are
-// never compared (§7.5: "Cursors are opaque").
-func (r returned) check(p *Page) error {
-	fresh := false
-	for _, ev := range p.Events {
-		if !r[ev.ID] {
-			r[ev.ID], fresh = true, true
-		}
-	}
-	if p.HasMore && !fresh {
-		return protocolErr("7.5", "has_more on a page with no event after the cursor")
-	}
-	return nil
 }
 
 // expired restarts reading from the beginning. Poppy 0.1 §7.5: "A cursor
 // for events it no longer has returns cursor_expired. The Personal Agent
 // then reads from the beginning and SHOULD tell the User that part of the
 // conversation is missing."
-func (t *Tracker) expired(cursor *string, upd *Update, seen returned) {
-	*cursor = ""
-	upd.HistoryMissing = true
-	clear(seen) // what was returned comes again
+func (r *reader) expired() {
+	r.cursor, r.first = "", true
+	r.upd.HistoryMissing = true
 }
 
-// stream follows a conversation over streams until upd is settled or the
-// deadline passes, reconnecting whenever the Company closes one. It
-// returns has_more when the Company answered with JSON instead.
-func (t *Tracker) stream(ctx context.Context, id string, cursor *string, deadline time.Time, o *ReadOptions, upd *Update, seen returned) (bool, error) {
-	sctx, cancel := context.WithTimeout(ctx, deadline.Sub(timeNow()))
+// stream follows the conversation over streams until upd is settled or the
+// deadline passes, reconnecting whenever the Company closes one. A Company
+// that answers with JSON instead gives a page, handled like a read's.
+func (r *reader) stream(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(ctx, r.deadline.Sub(r.t.now()))
 	defer cancel()
 	resume := false
-	for !upd.settled() && sctx.Err() == nil {
-		start, wait := timeNow(), deadline.Sub(timeNow())
-		s, p, err := t.c.Subscribe(sctx, id, *cursor, resume, wait)
+	for !r.upd.settled() && sctx.Err() == nil && !r.full() {
+		start, wait := r.t.now(), r.deadline.Sub(r.t.now())
+		r.pages++
+		s, p, err := r.t.c.Subscribe(sctx, r.id, r.cursor, resume, wait)
 		switch {
-		case errors.Is(err, ErrCursorExpired) && *cursor != "":
-			t.expired(cursor, upd, seen)
-			resume = false
+		case errors.Is(err, ErrCursorExpired) && r.cursor != "":
+			r.expired()
+			r.first, resume = false, false
 			continue
 		case err != nil && sctx.Err() != nil && ctx.Err() == nil:
-			return false, nil // the wait is over
+			return nil // the wait is over
 		case err != nil:
-			return false, err
+			return err
 		case p != nil:
-			n := len(upd.Events)
-			if *cursor, err = t.handle(ctx, id, p.Events, p.Cursor, &p.State, upd); err == nil {
-				err = seen.check(p)
-			}
+			news, err := r.page(ctx, p)
 			if err == nil {
-				t.pace(ctx, start, wait, deadline, p.HasMore || len(upd.Events) > n, upd)
+				r.pace(ctx, start, wait, news)
 			}
-			return p.HasMore, err
+			return err
 		}
-		got, err := t.drain(ctx, s, id, cursor, o, upd)
+		got, err := r.drain(ctx, s)
 		s.Close()
 		if err != nil {
-			return false, err
+			return err
 		}
 		// The Company closed the stream, or the wait is over.
 		resume = true
-		if !got && !upd.settled() {
+		if !got && !r.upd.settled() {
 			sleep(sctx, max(s.Retry(), time.Second))
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		// The caller gave up, not the wait: sctx ended with ctx.
-		return false, fmt.Errorf("conversation: %w", err)
+		return fmt.Errorf("conversation: %w", err)
 	}
-	return false, nil
+	return nil
 }
 
-// drain handles a stream's events until it ends or upd is settled, and
-// reports whether it delivered any event.
-func (t *Tracker) drain(ctx context.Context, s *Stream, id string, cursor *string, o *ReadOptions, upd *Update) (bool, error) {
-	partial := map[string]bool{} // messages shown in part
+// drain handles a stream's events until it ends, upd is settled or the
+// call's limit is reached, and reports whether it delivered any event.
+func (r *reader) drain(ctx context.Context, s *Stream) (bool, error) {
+	shown := newPartials(&r.t.opts)
 	got := false
-	for !upd.settled() {
+	for !r.upd.settled() {
+		if r.handled >= r.t.opts.MaxEvents {
+			r.upd.More = true // the stream goes on without end: the next call continues
+			return got, nil
+		}
 		it, err := s.Next()
 		if errors.Is(err, errSSETooLarge) {
 			return got, err
@@ -174,30 +240,31 @@ func (t *Tracker) drain(ctx context.Context, s *Stream, id string, cursor *strin
 		if err != nil {
 			// Poppy 0.1 §7.6: "After a reconnect, it drops any pieces of a
 			// message it didn't receive in full."
-			if len(partial) > 0 {
-				o.progress(Progress{Interrupted: true})
+			if shown.any() {
+				r.o.progress(Progress{Interrupted: true})
 			}
 			return got, nil
 		}
 		if it.Delta != nil {
 			// Poppy 0.1 §7.6: "It MUST NOT act on text from a text-delta
-			// event": pieces are shown, never kept.
-			partial[it.Delta.MessageID] = true
-			o.progress(Progress{Delta: it.Delta})
+			// event": pieces are shown, within bounds, and never kept.
+			if shown.show(it.Delta) {
+				r.o.progress(Progress{Delta: it.Delta})
+			}
 			continue
 		}
 		got = true
 		ev := *it.Event
 		if ev.Message != nil {
-			delete(partial, ev.Message.ID) // replaced by the complete message
+			shown.done(ev.Message.ID) // replaced by the complete message
 		}
-		before := upd.State
-		if *cursor, err = t.handle(ctx, id, []Event{ev}, it.Cursor, nil, upd); err != nil {
+		before := r.upd.State
+		if _, err := r.take(ctx, []Event{ev}, it.Cursor, nil); err != nil {
 			return got, err
 		}
-		if upd.State != before {
-			st := upd.State
-			o.progress(Progress{State: &st})
+		if r.upd.State != before {
+			st := r.upd.State
+			r.o.progress(Progress{State: &st})
 		}
 	}
 	return got, nil
@@ -213,12 +280,12 @@ func (o *ReadOptions) progress(p Progress) {
 // well before its wait, so that a Company that does not hold reads is not
 // read again at once, over and over. Poppy 0.1 §7.5: the Company "MAY
 // return sooner, or cap wait".
-func (t *Tracker) pace(ctx context.Context, start time.Time, wait time.Duration, deadline time.Time, news bool, upd *Update) {
-	held := min(wait, t.c.opts.MaxWait) // what the request asked for
-	if news || held <= 0 || upd.settled() || timeNow().Sub(start) >= held/2 {
+func (r *reader) pace(ctx context.Context, start time.Time, wait time.Duration, news bool) {
+	held := min(wait, r.t.c.opts.MaxWait) // what the request asked for
+	if news || held <= 0 || r.upd.settled() || r.t.now().Sub(start) >= held/2 {
 		return
 	}
-	sleep(ctx, min(time.Second, deadline.Sub(timeNow())))
+	sleep(ctx, min(time.Second, r.deadline.Sub(r.t.now())))
 }
 
 // sleep waits for d or until ctx is done.
@@ -231,204 +298,50 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// handle handles events in order, skipping those handled before, then
-// saves the cursor and state: an answer's State when given, else what the
-// events said. It returns the cursor saved. The store is written even
-// when ctx is cancelled meanwhile, so what was handled stays handled.
-func (t *Tracker) handle(ctx context.Context, id string, events []Event, cursor string, state *State, upd *Update) (string, error) {
-	ctx = context.WithoutCancel(ctx)
-	defer handling.lock(t.key(id))()
-	rec, err := t.st.Conversation(ctx, t.owner.Issuer, id)
-	if err != nil {
-		return "", err
+// The bounds of what one stream shows of messages being written (Poppy 0.1
+// §7.6 text-delta events): a Company can send pieces without end, each for a
+// new message, and nothing of them may grow with it.
+
+// partials is what one stream has shown of messages being written: for at
+// most MaxPartialMessages messages at once, at most MaxPieces pieces and
+// MaxPieceBytes bytes of each. Pieces past a bound are not shown; the
+// complete message comes in its event. It is not safe for concurrent use.
+type partials struct {
+	maxMessages, maxPieces, maxBytes int
+	shown                            map[string]*partialShown
+}
+
+// partialShown counts what was shown of one message.
+type partialShown struct{ pieces, bytes int }
+
+func newPartials(o *TrackerOptions) *partials {
+	return &partials{maxMessages: o.MaxPartialMessages, maxPieces: o.MaxPieces, maxBytes: o.MaxPieceBytes,
+		shown: map[string]*partialShown{}}
+}
+
+// show reports whether the piece d may be shown, and counts it if so.
+func (p *partials) show(d *TextDelta) bool {
+	if !validID(d.MessageID) {
+		return false // a piece of no message that can ever come whole
 	}
-	var fresh []string
-	batch := map[string]bool{}
-	for i := range events {
-		ev := &events[i]
-		if batch[ev.ID] {
-			continue
+	m := p.shown[d.MessageID]
+	if m == nil {
+		if len(p.shown) >= p.maxMessages {
+			return false
 		}
-		seen, err := t.st.Seen(ctx, t.owner.Issuer, id, ev.ID)
-		if err != nil {
-			return "", err
-		}
-		if seen {
-			continue
-		}
-		batch[ev.ID] = true
-		fresh = append(fresh, ev.ID)
-		report, err := t.apply(ctx, ev, upd)
-		if err != nil {
-			return "", err
-		}
-		if report {
-			upd.Events = append(upd.Events, *ev)
-		}
+		m = &partialShown{}
+		p.shown[d.MessageID] = m
 	}
-	if err := t.st.MarkSeen(ctx, t.owner.Issuer, id, fresh...); err != nil {
-		return "", err
+	if m.pieces >= p.maxPieces || m.bytes+len(d.Text) > p.maxBytes {
+		return false
 	}
-	if state != nil {
-		upd.State = *state
-	}
-	// Poppy 0.1 §7.5: "The Personal Agent handles events in order and saves
-	// the cursor after them."
-	rec.Cursor = cursor
-	setState(&rec, upd.State)
-	return cursor, t.st.PutConversation(ctx, rec)
+	m.pieces++
+	m.bytes += len(d.Text)
+	return true
 }
 
-// apply applies one new event and reports whether to return it.
-func (t *Tracker) apply(ctx context.Context, ev *Event, upd *Update) (bool, error) {
-	switch ev.Type {
-	case EventState:
-		upd.State = State{Status: ev.Status, Responder: ev.Responder}
-	case EventMessage:
-		if ev.Message.Role == RoleAgent && ev.Message.ID != "" {
-			own, err := t.st.Seen(ctx, t.owner.Issuer, upd.ConversationID, sentMark(ev.Message.ID))
-			return !own, err
-		}
-	case EventDirectClosed:
-		return true, t.markClosed(ctx, ev.ConversationID, "")
-	}
-	return ev.Known(), nil
-}
+// done forgets a message that came whole.
+func (p *partials) done(id string) { delete(p.shown, id) }
 
-func setState(rec *store.Conversation, st State) {
-	if st.Status != "" {
-		rec.Status, rec.Responder = st.Status, st.Responder
-		rec.Closed = st.Status == StatusClosed
-	}
-}
-
-func (t *Tracker) key(id string) string { return t.owner.Issuer + "\x00" + id }
-
-// load returns the stored conversation, adopting one the store does not
-// know (created reports that) so that a conversation whose state was lost
-// is read from its beginning.
-func (t *Tracker) load(ctx context.Context, id string) (rec store.Conversation, created bool, err error) {
-	if !validID(id) {
-		return rec, false, errors.New("conversation: not a conversation ID")
-	}
-	rec, err = t.st.Conversation(ctx, t.owner.Issuer, id)
-	if !errors.Is(err, store.ErrNotFound) {
-		return rec, false, err
-	}
-	defer handling.lock(t.key(id))()
-	rec = store.Conversation{ID: id, Issuer: t.owner.Issuer, UserID: t.owner.UserID, Domain: t.owner.Domain}
-	return rec, true, t.st.PutConversation(ctx, rec)
-}
-
-// create records a conversation just started; a retried start returns one
-// already recorded, which keeps its cursor.
-func (t *Tracker) create(ctx context.Context, id, parentID string, st State) error {
-	defer handling.lock(t.key(id))()
-	rec, err := t.st.Conversation(ctx, t.owner.Issuer, id)
-	if errors.Is(err, store.ErrNotFound) {
-		rec, err = store.Conversation{ID: id, Issuer: t.owner.Issuer, UserID: t.owner.UserID,
-			Domain: t.owner.Domain, ParentID: parentID}, nil
-	}
-	if err != nil {
-		return err
-	}
-	setState(&rec, st)
-	return t.st.PutConversation(context.WithoutCancel(ctx), rec)
-}
-
-func (t *Tracker) savedCursor(ctx context.Context, id string) (string, error) {
-	rec, err := t.st.Conversation(ctx, t.owner.Issuer, id)
-	return rec.Cursor, err
-}
-
-// saveState records a state answered by the Company.
-func (t *Tracker) saveState(ctx context.Context, rec store.Conversation, st State) (*Update, error) {
-	unlock := handling.lock(t.key(rec.ID))
-	defer unlock()
-	cur, err := t.st.Conversation(ctx, t.owner.Issuer, rec.ID)
-	if err != nil {
-		return nil, err
-	}
-	setState(&cur, st)
-	if err := t.st.PutConversation(context.WithoutCancel(ctx), cur); err != nil {
-		return nil, err
-	}
-	return &Update{ConversationID: rec.ID, ParentID: rec.ParentID, State: st}, nil
-}
-
-// markClosed records a conversation as closed, if the store knows it.
-// status "" means closed with status closed; otherwise the status is kept
-// and the conversation only leaves the open ones (the Company forgot it).
-func (t *Tracker) markClosed(ctx context.Context, id, status string) error {
-	defer handling.lock(t.key(id))()
-	rec, err := t.st.Conversation(ctx, t.owner.Issuer, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if status == "" {
-		rec.Status = StatusClosed
-	}
-	rec.Closed = true
-	return t.st.PutConversation(context.WithoutCancel(ctx), rec)
-}
-
-// closeChildren records the open Direct Conversations of a closed parent
-// as closed.
-func (t *Tracker) closeChildren(ctx context.Context, parentID string) error {
-	all, err := t.st.Conversations(ctx, "")
-	if err != nil {
-		return err
-	}
-	for _, c := range all {
-		if c.Issuer == t.owner.Issuer && c.ParentID == parentID && !c.Closed {
-			if err := t.markClosed(ctx, c.ID, ""); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// failed records what an error says of a conversation and returns the
-// error to report: a conversation the Company does not know leaves the
-// open ones (one just adopted is forgotten); a closed one is recorded
-// closed; an open Direct Conversation is recorded as the parent's; a
-// message whose delivery is unknown becomes an *UndeliveredError.
-func (t *Tracker) failed(ctx context.Context, id string, adopted bool, msgID string, err error) error {
-	var ce *Error
-	errors.As(err, &ce)
-	var rerr error
-	switch {
-	case id == "":
-	case errors.Is(err, ErrConversationNotFound) && adopted:
-		rerr = t.st.DeleteConversation(context.WithoutCancel(ctx), t.owner.Issuer, id)
-	case errors.Is(err, ErrConversationNotFound):
-		rerr = t.markClosed(ctx, id, "keep")
-	case errors.Is(err, ErrConversationClosed):
-		rerr = t.markClosed(ctx, id, "")
-	case errors.Is(err, ErrDirectConversationOpen) && ce.ConversationID != "":
-		rerr = t.adoptChild(ctx, id, ce.ConversationID)
-	}
-	if rerr != nil {
-		return errors.Join(err, rerr)
-	}
-	if msgID != "" && (ce == nil || ce.Status >= 500) && !isAuthFinal(err) {
-		return &UndeliveredError{MessageID: msgID, Err: err}
-	}
-	return err
-}
-
-// adoptChild records an open Direct Conversation of parentID that the
-// store does not know (started by another process, say).
-func (t *Tracker) adoptChild(ctx context.Context, parentID, childID string) error {
-	defer handling.lock(t.key(childID))()
-	_, err := t.st.Conversation(ctx, t.owner.Issuer, childID)
-	if !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	return t.st.PutConversation(context.WithoutCancel(ctx), store.Conversation{ID: childID, Issuer: t.owner.Issuer,
-		UserID: t.owner.UserID, Domain: t.owner.Domain, ParentID: parentID})
-}
+// any reports whether pieces of a message not yet whole were shown.
+func (p *partials) any() bool { return len(p.shown) > 0 }

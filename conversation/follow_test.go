@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -55,7 +57,8 @@ func companyEvent(id, text string) string {
 // the cancellation at once, not a success at the end of the wait.
 func TestStreamCancelled(t *testing.T) {
 	co := newCompany(t, nil, nil)
-	tr := co.tracker(t)
+	var clock atomic.Int64
+	tr := co.trackerWith(t, &TrackerOptions{Now: func() time.Time { clock.Add(1); return time.Now() }})
 	u := started(t, tr, "Hello") // idle: the state event below is news
 	misbehave(co, func(w http.ResponseWriter, r *http.Request, _ string) {
 		// A Company that streams, says it is working, and holds the stream.
@@ -67,10 +70,7 @@ func TestStreamCancelled(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	clock := 0
-	old := timeNow
-	timeNow = func() time.Time { clock++; return old() }
-	defer func() { timeNow = old }()
+	clock.Store(0)
 	progress := func(p Progress) {
 		if p.State != nil && p.State.Status == StatusWorking {
 			cancel() // the caller gives up while the stream is open
@@ -80,8 +80,8 @@ func TestStreamCancelled(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("a cancelled streamed read returned %v, want context.Canceled", err)
 	}
-	if clock > 100 {
-		t.Errorf("the clock was read %d times: the wait spun after the cancellation", clock)
+	if n := clock.Load(); n > 100 {
+		t.Errorf("the clock was read %d times: the wait spun after the cancellation", n)
 	}
 }
 
@@ -112,43 +112,182 @@ func TestEarlyEmptyReadsPaced(t *testing.T) {
 	}
 }
 
-// TestHasMoreWithoutProgress: has_more on a page that brings nothing new
-// would be read again forever; it is a protocol error of §7.5 instead.
-func TestHasMoreWithoutProgress(t *testing.T) {
-	for name, page := range map[string]func(w http.ResponseWriter, cursor string){
-		"no events": func(w http.ResponseWriter, cursor string) {
+// TestHasMoreNothingNew: a page with has_more that brings nothing new is
+// read again at once, as §7.5 says ("When has_more is true, the Personal
+// Agent reads again right away"), within the wait and the call's limits:
+// the events that follow are read, and a Company that never stops saying
+// has_more ends the call at the limit with more waiting, not with an error.
+// The old code called such a page a protocol error.
+func TestHasMoreNothingNew(t *testing.T) {
+	for name, page := range map[string]func(w http.ResponseWriter, cursor string, n int){
+		"no events": func(w http.ResponseWriter, cursor string, n int) {
 			writePage(w, nil, cursor, true)
 		},
-		"the same event again": func(w http.ResponseWriter, cursor string) {
+		"the same event again": func(w http.ResponseWriter, cursor string, n int) {
 			writePage(w, []string{companyEvent("evt_x1", "Again")}, "evt_x1", true)
 		},
-		"two events in turn": func(w http.ResponseWriter, cursor string) {
+		"two events in turn": func(w http.ResponseWriter, cursor string, n int) {
 			next := map[string]string{"evt_x1": "evt_x2"}[cursor]
 			if next == "" {
 				next = "evt_x1"
 			}
 			writePage(w, []string{companyEvent(next, "Round")}, next, true)
 		},
+		"empty pages, then the news": func(w http.ResponseWriter, cursor string, n int) {
+			if n < 3 {
+				writePage(w, nil, cursor, true)
+				return
+			}
+			writePage(w, []string{companyEvent("evt_news", "At last")}, "evt_news", false)
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			co := newCompany(t, nil, nil)
-			tr := co.tracker(t)
+			const pages = 5
+			tr := co.trackerWith(t, &TrackerOptions{MaxPages: pages})
 			u := started(t, tr, "Hello")
 			before := len(eventReads(co, u.ConversationID))
-			misbehave(co, func(w http.ResponseWriter, r *http.Request, cursor string) { page(w, cursor) })
+			var mu sync.Mutex
+			n := 0
+			misbehave(co, func(w http.ResponseWriter, r *http.Request, cursor string) {
+				mu.Lock()
+				n++
+				k := n
+				mu.Unlock()
+				page(w, cursor, k)
+			})
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // ends the old endless loop
 			defer cancel()
-			for _, o := range []*ReadOptions{nil, {Wait: 3 * time.Second, Stream: true}} {
-				_, err := tr.Read(ctx, u.ConversationID, o)
-				var pe *ProtocolError
-				if !errors.As(err, &pe) || pe.Section != "7.5" {
-					t.Errorf("read %+v: %v, want a protocol error of §7.5", o, err)
+			endless := name != "empty pages, then the news"
+			for i, o := range []*ReadOptions{{Wait: 3 * time.Second}, {Wait: 3 * time.Second, Stream: true}} {
+				r, err := tr.Read(ctx, u.ConversationID, o)
+				switch {
+				case err != nil:
+					t.Fatalf("read %+v: %v", o, err)
+				case !endless && i == 0 && (r.More || !slices.Equal(companyTexts(r.Events), []string{"At last"})):
+					t.Errorf("the news after empty pages: %q, more %v", companyTexts(r.Events), r.More)
+				case endless && !r.More:
+					t.Errorf("read %+v: a Company that never stops saying has_more: more waiting not said", o)
 				}
 			}
-			if n := len(eventReads(co, u.ConversationID)) - before; n > 8 {
-				t.Errorf("%d reads for two calls", n)
+			if n := len(eventReads(co, u.ConversationID)) - before; n > 2*pages {
+				t.Errorf("%d reads for two calls of at most %d requests", n, pages)
 			}
 		})
+	}
+}
+
+// TestEndlessHasMore: a Company that answers has_more forever with new
+// events (20,431 requests in 5 s against the old code, every event kept)
+// is read up to the call's limits, even with no wait: at most MaxPages
+// requests and MaxEvents events, the cursor saved after the last event
+// handled, and the next call goes on from there.
+func TestEndlessHasMore(t *testing.T) {
+	co := newCompany(t, nil, nil)
+	tr := co.trackerWith(t, &TrackerOptions{MaxPages: 4, MaxEvents: 10})
+	u := started(t, tr, "Hello")
+	before := len(eventReads(co, u.ConversationID))
+	var mu sync.Mutex
+	var cursors []string
+	misbehave(co, func(w http.ResponseWriter, r *http.Request, cursor string) {
+		mu.Lock()
+		k := len(cursors)
+		cursors = append(cursors, cursor)
+		mu.Unlock()
+		a, b := fmt.Sprintf("evt_e%da", k), fmt.Sprintf("evt_e%db", k)
+		writePage(w, []string{companyEvent(a, "More"), companyEvent(b, "And more")}, b, true)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // ends the old endless loop
+	defer cancel()
+	r, err := tr.Read(ctx, u.ConversationID, nil) // wait_seconds 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := len(eventReads(co, u.ConversationID)) - before
+	if !r.More || reads != 4 || len(r.Events) != 8 {
+		t.Fatalf("one call: %d reads, %d events, more %v; want 4 reads (MaxPages), 8 events, more", reads, len(r.Events), r.More)
+	}
+	rec, _ := co.st.Conversation(ctx, co.ac.Issuer, u.ConversationID)
+	if rec.Cursor != "evt_e3b" {
+		t.Errorf("saved cursor %q, want evt_e3b", rec.Cursor)
+	}
+	r, err = tr.Read(ctx, u.ConversationID, &ReadOptions{Wait: 2 * time.Second, Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.More || len(r.Events) != 8 || cursors[4] != "evt_e3b" {
+		t.Errorf("the next call: %d events, more %v, from cursor %q; want 8, more, from evt_e3b", len(r.Events), r.More, cursors[4])
+	}
+}
+
+// TestEventsLimitInAPage: a page with more events than a call may handle
+// is handled up to the limit; the cursor is saved after the last event
+// handled (§7.5: "Each event's id is also a cursor"), and the next call
+// reads the rest from there.
+func TestEventsLimitInAPage(t *testing.T) {
+	co := newCompany(t, nil, nil)
+	tr := co.trackerWith(t, &TrackerOptions{MaxEvents: 3})
+	u := started(t, tr, "Hello")
+	var evs []string
+	for i := range 5 {
+		evs = append(evs, companyEvent(fmt.Sprintf("evt_p%d", i), fmt.Sprintf("Part %d", i)))
+	}
+	misbehave(co, func(w http.ResponseWriter, r *http.Request, cursor string) {
+		switch cursor {
+		case "evt_p2":
+			writePage(w, evs[3:], "evt_p4", false)
+		case "evt_p4":
+			writePage(w, nil, "evt_p4", false)
+		default:
+			writePage(w, evs, "evt_p4", false)
+		}
+	})
+	ctx := context.Background()
+	r, err := tr.Read(ctx, u.ConversationID, nil)
+	if err != nil || !r.More || !slices.Equal(companyTexts(r.Events), []string{"Part 0", "Part 1", "Part 2"}) {
+		t.Fatalf("first call: %+v, %v", r, err)
+	}
+	r, err = tr.Read(ctx, u.ConversationID, nil)
+	if err != nil || r.More || !slices.Equal(companyTexts(r.Events), []string{"Part 3", "Part 4"}) {
+		t.Fatalf("second call: %+v, %v", r, err)
+	}
+}
+
+// TestDeltaFlood: a stream of text-delta pieces, each of a new message
+// (a heap of 505 MiB in 8 s against the old code, through the progress
+// notifications it caused), shows pieces of at most MaxPartialMessages
+// messages, MaxPieces pieces of each and none of a message ID that is not
+// one; what it keeps does not grow with the flood.
+func TestDeltaFlood(t *testing.T) {
+	co := newCompany(t, nil, nil)
+	tr := co.trackerWith(t, &TrackerOptions{MaxPartialMessages: 3, MaxPieces: 2})
+	u := started(t, tr, "Hello")
+	misbehave(co, func(w http.ResponseWriter, r *http.Request, cursor string) {
+		if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			writePage(w, nil, cursor, false)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 2000 {
+			fmt.Fprintf(w, "event: text-delta\ndata: {\"message_id\":\"msg_f%d\",\"text\":\"piece \"}\n\n", i)
+			fmt.Fprintf(w, "event: text-delta\ndata: {\"message_id\":\"msg_same\",\"text\":\"again \"}\n\n")
+		}
+		fmt.Fprintf(w, "event: text-delta\ndata: {\"message_id\":\"not an id!\",\"text\":\"x\"}\n\n")
+		io.WriteString(w, "id: evt_d1\ndata: "+companyEvent("evt_d1", "Whole at last")+"\n\n")
+	})
+	var shown []string
+	r, err := tr.Read(context.Background(), u.ConversationID, &ReadOptions{Wait: 3 * time.Second, Stream: true,
+		Progress: func(p Progress) {
+			if p.Delta != nil {
+				shown = append(shown, p.Delta.MessageID)
+			}
+		}})
+	if err != nil || !slices.Equal(companyTexts(r.Events), []string{"Whole at last"}) {
+		t.Fatalf("%+v, %v", r, err)
+	}
+	// msg_f0, msg_same (twice), msg_f1: three messages, two pieces each at most.
+	if want := []string{"msg_f0", "msg_same", "msg_f1", "msg_same"}; !slices.Equal(shown, want) {
+		t.Errorf("pieces shown of %q, want %q", shown, want)
 	}
 }
 

@@ -82,14 +82,26 @@ func (co *company) client(t *testing.T) *Client {
 	return c
 }
 
-// tracker is a Tracker of the User's conversations through a new Client.
+// tracker is a Tracker of the User's conversations through a new Client:
+// in a test, another Tracker on the same store is another process.
 func (co *company) tracker(t *testing.T) *Tracker {
 	t.Helper()
-	tr, err := NewTracker(co.client(t), co.st, Owner{Issuer: co.ac.Issuer, UserID: co.userID, Domain: co.srv.Domain()})
+	return co.trackerWith(t, nil)
+}
+
+// trackerWith is tracker with options.
+func (co *company) trackerWith(t *testing.T, opts *TrackerOptions) *Tracker {
+	t.Helper()
+	tr, err := NewTracker(co.client(t), co.st, co.owner(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tr
+}
+
+// owner is the User whose conversations the Trackers follow.
+func (co *company) owner() Owner {
+	return Owner{Issuer: co.ac.Issuer, UserID: co.userID, Domain: co.srv.Domain()}
 }
 
 func fastBackOff() backoff.BackOff {

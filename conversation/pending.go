@@ -1,9 +1,11 @@
-// This file keeps messages not yet known to be delivered, so that sending
-// the same content again, even after a restart, reuses the message's ID
-// and the Company records it once (Poppy 0.1 §7.3: "To retry a message, it
-// sends it again with the same ID"). A pending message is stored, encrypted
-// like every secret (it holds the User's words), before its first attempt,
-// and removed once the Company has answered it.
+// This file keeps messages not yet known to be delivered, so that none is
+// lost to a crash and none arrives twice or late (Poppy 0.1 §7.3: "To
+// retry a message, it sends it again with the same ID"). A pending message
+// is stored, encrypted like every secret (it holds the User's words),
+// before its first attempt, and removed once the Company has answered it.
+// The next call of a Tracker of the same Company and User sends it again
+// with its ID while it is young, and otherwise reports it not sent and
+// forgets it: a "yes, pay" must not arrive days late.
 
 package conversation
 
@@ -14,7 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
+	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
@@ -25,6 +27,48 @@ type pendingRecord struct {
 	ConversationID string      `json:"conversation_id,omitempty"` // "" for a start
 	ParentID       string      `json:"parent_id,omitempty"`       // a Direct Conversation's parent
 	Message        messageWire `json:"message"`
+	// Created is when the message was first sent; zero in records of
+	// older versions, which are never sent again.
+	Created time.Time `json:"created,omitzero"`
+}
+
+// Outcomes of a pending message (Resent.Outcome).
+const (
+	// ResentDelivered: sent again with its ID, and the Company answered
+	// (it records a message once, §7.3).
+	ResentDelivered = "delivered"
+	// ResentExpired: older than TrackerOptions.PendingMaxAge, it was not
+	// sent again and never will be; it may or may not have arrived.
+	ResentExpired = "expired"
+	// ResentRefused: the Company refused it (message_id_conflict, a closed
+	// conversation, ...): it is not sent again.
+	ResentRefused = "refused"
+	// ResentUnconfirmed: sent again, still without an answer; the next
+	// call tries again while it is young.
+	ResentUnconfirmed = "unconfirmed"
+)
+
+// Resent is what a call did with a message an earlier call or process left
+// pending: a message not known to be delivered when it stopped.
+type Resent struct {
+	MessageID string
+	// ConversationID is its conversation: for a start delivered now, the
+	// new one; "" for a start not delivered.
+	ConversationID string
+	// ParentID is the parent of a Direct Conversation it starts.
+	ParentID string
+	// Text is the message's text, to say which one it was.
+	Text string
+	// Outcome is one of the Resent constants.
+	Outcome string
+	// Err is why a refused or unconfirmed message was not delivered.
+	Err error
+}
+
+// pendingPrefix is the store's prefix of the pending messages of the
+// Tracker's Company and User.
+func (t *Tracker) pendingPrefix() string {
+	return fmt.Sprintf("conversation/pending/%s/%s/", t.owner.Issuer, t.owner.UserID)
 }
 
 // pendingName names the pending message with this content for this
@@ -38,34 +82,54 @@ func (t *Tracker) pendingName(conversationID, parentID string, m Message) string
 	m.ID = ""
 	content, _ := json.Marshal(toWire(m))
 	h := sha256.Sum256(append([]byte(target+"\x00"), content...))
-	return fmt.Sprintf("conversation/pending/%s/%s/%s", t.owner.Issuer, t.owner.UserID, hex.EncodeToString(h[:16]))
+	return t.pendingPrefix() + hex.EncodeToString(h[:16])
+}
+
+// young reports whether a pending message may still be sent again.
+func (t *Tracker) young(rec *pendingRecord) bool {
+	return !rec.Created.IsZero() && t.now().Sub(rec.Created) < t.opts.PendingMaxAge
 }
 
 // claimID gives m its ID: the ID of the pending message with the same
 // content for the same target when there is one, else a new one; and
-// stores m as pending before it is sent.
+// stores m as pending before it is sent. resendPending has run first, so a
+// pending message found here is young.
 func (t *Tracker) claimID(ctx context.Context, conversationID, parentID string, m *Message) (string, error) {
 	name := t.pendingName(conversationID, parentID, *m)
-	if m.ID == "" {
-		raw, err := t.st.Secret(ctx, name)
-		var rec pendingRecord
-		switch {
-		case err == nil && json.Unmarshal(raw, &rec) == nil && validID(rec.ID):
-			m.ID = rec.ID
-		case err != nil && !errors.Is(err, store.ErrNotFound):
-			return "", err
-		default:
+	rec, err := t.pending(ctx, name)
+	switch {
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return "", err
+	case err == nil && m.ID == "" && t.young(rec):
+		m.ID = rec.ID
+	default:
+		rec = &pendingRecord{Created: t.now()}
+		if m.ID == "" {
 			m.ID = NewMessageID()
 		}
 	}
-	rec, err := json.Marshal(pendingRecord{ID: m.ID, ConversationID: conversationID, ParentID: parentID, Message: toWire(*m)})
+	rec.ID, rec.ConversationID, rec.ParentID, rec.Message = m.ID, conversationID, parentID, toWire(*m)
+	raw, err := json.Marshal(rec)
 	if err != nil {
 		return "", err
 	}
-	if err := t.st.PutSecret(ctx, name, rec); err != nil {
+	if err := t.st.PutSecret(ctx, name, raw); err != nil {
 		return "", err
 	}
 	return name, nil
+}
+
+// pending reads the pending message stored under name.
+func (t *Tracker) pending(ctx context.Context, name string) (*pendingRecord, error) {
+	raw, err := t.st.Secret(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	var rec pendingRecord
+	if err := json.Unmarshal(raw, &rec); err != nil || !validID(rec.ID) {
+		return nil, store.ErrNotFound // unreadable: as good as gone
+	}
+	return &rec, nil
 }
 
 // settle removes a pending message once the Company has answered it: with
@@ -73,66 +137,124 @@ func (t *Tracker) claimID(ctx context.Context, conversationID, parentID string, 
 // network failure, a 5xx, a cancelled wait or a malformed answer it stays,
 // for the message may have been recorded.
 func (t *Tracker) settle(ctx context.Context, name string, err error) {
-	var ce *Error
-	if err == nil || isAuthFinal(err) && !isRateLimit(err) || errors.As(err, &ce) && ce.Status < 500 {
-		// Best effort: a pending message left behind only reuses its ID.
+	if final(err) {
+		// Best effort: a pending message left behind is sent again while
+		// young, with its ID, which the Company recognizes.
 		_ = t.st.DeleteSecret(context.WithoutCancel(ctx), name)
 	}
 }
 
+// final reports whether the answer to a message is one that sending it
+// again cannot change: success, a refusal of the Company, a token error.
+func final(err error) bool {
+	var ce *Error
+	return err == nil || isAuthFinal(err) && !isRateLimit(err) || errors.As(err, &ce) && ce.Status < 500
+}
+
+// resendPending sends again, with their IDs, the pending messages of the
+// Tracker's Company and User that earlier calls left, oldest name first,
+// except skip (the message this call is about to send itself, which keeps
+// its ID through claimID). One too old is forgotten and reported expired,
+// never sent. Poppy 0.1 §7.3: "If the Company has already accepted a
+// message with that ID and the same content, it returns the original
+// response and doesn't add the message again."
+func (t *Tracker) resendPending(ctx context.Context, skip string) ([]Resent, error) {
+	names, err := t.st.SecretNames(ctx, t.pendingPrefix())
+	if err != nil {
+		return nil, err
+	}
+	var out []Resent
+	for _, name := range names {
+		r, ok, err := t.resendOne(ctx, name, skip)
+		if err != nil {
+			return out, err
+		}
+		if ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// resendOne deals with the pending message name, and reports whether
+// there was one to deal with.
+func (t *Tracker) resendOne(ctx context.Context, name, skip string) (Resent, bool, error) {
+	defer t.locks.lock("pending\x00" + name)()
+	rec, err := t.pending(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		_ = t.st.DeleteSecret(context.WithoutCancel(ctx), name) // another call sent it, or it is unreadable
+		return Resent{}, false, nil
+	}
+	if err != nil {
+		return Resent{}, false, err
+	}
+	young := t.young(rec)
+	if name == skip && young {
+		return Resent{}, false, nil
+	}
+	m := rec.Message.message()
+	r := Resent{MessageID: rec.ID, ConversationID: rec.ConversationID, ParentID: rec.ParentID, Text: m.Text}
+	if !young {
+		r.Outcome = ResentExpired
+		return r, true, t.st.DeleteSecret(context.WithoutCancel(ctx), name)
+	}
+	r.ConversationID, err = t.resend(ctx, rec, m)
+	t.settle(ctx, name, err)
+	switch {
+	case err == nil:
+		r.Outcome = ResentDelivered
+	case final(err):
+		r.Outcome, r.Err = ResentRefused, err
+	default:
+		r.Outcome, r.Err = ResentUnconfirmed, err
+	}
+	return r, true, nil
+}
+
+// resend sends a pending message again as it was, without a read, and
+// returns its conversation.
+func (t *Tracker) resend(ctx context.Context, rec *pendingRecord, m Message) (string, error) {
+	if rec.ConversationID != "" {
+		if err := t.markSent(ctx, rec.ConversationID, m.ID); err != nil {
+			return rec.ConversationID, err
+		}
+		_, err := t.c.Send(ctx, rec.ConversationID, m, nil)
+		return rec.ConversationID, err
+	}
+	p, err := t.c.Start(ctx, m, rec.ParentID, nil)
+	if err != nil {
+		return "", err
+	}
+	if err := t.create(ctx, p.ConversationID, rec.ParentID, p.State); err != nil {
+		return p.ConversationID, err
+	}
+	return p.ConversationID, t.markSent(ctx, p.ConversationID, m.ID)
+}
+
 // UndeliveredError reports a message that could not be confirmed
-// delivered: the Company may or may not have recorded it. Sending the same
-// content to the same conversation again, even after a restart, reuses its
-// ID, so the Company records it at most once.
+// delivered: the Company may or may not have recorded it. The next call of
+// a Tracker of the same Company and User, even after a restart, sends it
+// again with its ID while it is young, so the Company records it at most
+// once; sending the same content to the same conversation meanwhile reuses
+// its ID too.
 type UndeliveredError struct {
 	MessageID string
 	Err       error
 }
 
 func (e *UndeliveredError) Error() string {
-	return fmt.Sprintf("conversation: message %s not confirmed delivered (sending the same content again is safe): %v", e.MessageID, e.Err)
+	return fmt.Sprintf("conversation: message %s not confirmed delivered (it is sent again with its ID on the next call): %v", e.MessageID, e.Err)
 }
 
 func (e *UndeliveredError) Unwrap() error { return e.Err }
 
-// keyedMutex serializes the handling of each conversation's events in this
-// process: checking events seen, saving the cursor and state. It is safe
-// for concurrent use.
-type keyedMutex struct {
-	// mu guards m.
-	mu sync.Mutex
-	m  map[string]*keyedEntry
+// ResentError is the error of a call that first dealt with pending
+// messages: Resent says what became of them, Err what went wrong after.
+type ResentError struct {
+	Resent []Resent
+	Err    error
 }
 
-type keyedEntry struct {
-	mu   sync.Mutex
-	refs int // guarded by keyedMutex.mu
-}
+func (e *ResentError) Error() string { return e.Err.Error() }
 
-// handling is shared by every Tracker, for Trackers come and go with
-// Sessions while conversations stay.
-var handling keyedMutex
-
-// lock locks key and returns its unlock.
-func (k *keyedMutex) lock(key string) func() {
-	k.mu.Lock()
-	if k.m == nil {
-		k.m = map[string]*keyedEntry{}
-	}
-	e := k.m[key]
-	if e == nil {
-		e = &keyedEntry{}
-		k.m[key] = e
-	}
-	e.refs++
-	k.mu.Unlock()
-	e.mu.Lock()
-	return func() {
-		e.mu.Unlock()
-		k.mu.Lock()
-		if e.refs--; e.refs == 0 {
-			delete(k.m, key)
-		}
-		k.mu.Unlock()
-	}
-}
+func (e *ResentError) Unwrap() error { return e.Err }

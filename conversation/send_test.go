@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
-
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 	"github.com/poppy-mcp/poppy-mcp/store"
@@ -103,52 +101,6 @@ func TestMessageIDConflict(t *testing.T) {
 	}
 	if !strings.Contains(rt.violations(), "message") {
 		t.Errorf("poppytest saw no violation: %q", rt.violations())
-	}
-}
-
-// TestPendingAfterRestart: a message whose answer was lost and not retried
-// (the process stopped) is pending; sent again with the same content by
-// another Tracker on the same store, it keeps its ID and the Company has
-// it once.
-func TestPendingAfterRestart(t *testing.T) {
-	co := newCompany(t, nil, nil)
-	ctx := context.Background()
-	u, err := co.tracker(t).Start(ctx, textMsg("Hello"), "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	noRetry, err := New(co.sess.Client(), co.endpoint(), &Options{NewBackOff: func() backoff.BackOff { return &backoff.StopBackOff{} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dying, _ := NewTracker(noRetry, co.st, Owner{Issuer: co.ac.Issuer, UserID: co.userID, Domain: co.srv.Domain()})
-	co.srv.DropConnectionAfterAccept(1)
-	_, err = dying.Send(ctx, u.ConversationID, textMsg("Please check order 1042"), nil)
-	var ue *UndeliveredError
-	if !errors.As(err, &ue) {
-		t.Fatalf("err = %v, want *UndeliveredError", err)
-	}
-	other, err := co.tracker(t).Send(ctx, u.ConversationID, textMsg("Something else"), nil)
-	if err != nil || other.MessageID == ue.MessageID {
-		t.Fatalf("other content: %v, ID %s", err, other.MessageID)
-	}
-	again, err := co.tracker(t).Send(ctx, u.ConversationID, textMsg("Please check order 1042"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if again.MessageID != ue.MessageID {
-		t.Errorf("resent with ID %s, want the pending %s", again.MessageID, ue.MessageID)
-	}
-	var texts []string
-	for _, m := range co.srv.Messages(u.ConversationID) {
-		texts = append(texts, m.Text)
-	}
-	if strings.Join(texts, "|") != "Hello|Please check order 1042|Something else" {
-		t.Errorf("the Company recorded %q", texts)
-	}
-	fresh, err := co.tracker(t).Send(ctx, u.ConversationID, textMsg("Please check order 1042"), nil)
-	if err != nil || fresh.MessageID == ue.MessageID {
-		t.Errorf("a delivered message's ID was reused: %v, %s", err, fresh.MessageID)
 	}
 }
 
@@ -256,7 +208,7 @@ func TestOtherOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st2.Close()
-	other, _ := NewTracker(c, st2, Owner{Issuer: co.ac.Issuer, UserID: "usr_someone_else", Domain: co.srv.Domain()})
+	other, _ := NewTracker(c, st2, Owner{Issuer: co.ac.Issuer, UserID: "usr_someone_else", Domain: co.srv.Domain()}, nil)
 	if _, err = other.Read(ctx, u.ConversationID, nil); !errors.Is(err, ErrConversationNotFound) {
 		t.Errorf("read as another User: %v", err)
 	}

@@ -14,9 +14,6 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
-// timeNow is the clock of waits; tests may replace it.
-var timeNow = time.Now
-
 // Owner is whose conversations a Tracker follows, and where (Poppy 0.1
 // §7.2: "A conversation belongs to the Personal Agent's client_id and the
 // User ID that started it").
@@ -26,26 +23,102 @@ type Owner struct {
 	Domain string // the domain conversations are started at
 }
 
+// TrackerOptions configure NewTracker. A nil *TrackerOptions is the same as
+// a zero TrackerOptions.
+type TrackerOptions struct {
+	// Now is the clock of waits and of pending messages' ages. Zero:
+	// time.Now.
+	Now func() time.Time
+
+	// The limits of one call, so that a Company cannot keep it running or
+	// make it hold more and more: one that answers has_more forever, or
+	// streams events or pieces of messages without end.
+
+	// MaxPages is the most requests for events one call makes: pages of
+	// JSON and stream connections. Zero: 20.
+	MaxPages int
+	// MaxEvents is the most events one call handles, each a row in the
+	// store and at most one event returned. Zero: 500.
+	MaxEvents int
+	// MaxPartialMessages is how many messages being written one stream
+	// shows pieces of at once (§7.6 text-delta). Zero: 8.
+	MaxPartialMessages int
+	// MaxPieces and MaxPieceBytes bound what is shown of each such
+	// message. Zero: 64 pieces, 16 KiB.
+	MaxPieces, MaxPieceBytes int
+
+	// PendingMaxAge is how long a message not known to be delivered (the
+	// process stopped, the network failed) is sent again by the next call:
+	// past it, the message is reported not sent and forgotten, so that an
+	// answer such as "yes, pay" never arrives late. Zero: 10 minutes.
+	PendingMaxAge time.Duration
+}
+
+// withDefaults fills the zero fields of o.
+func (o TrackerOptions) withDefaults() TrackerOptions {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.MaxPages, 20)
+	def(&o.MaxEvents, 500)
+	def(&o.MaxPartialMessages, 8)
+	def(&o.MaxPieces, 64)
+	def(&o.MaxPieceBytes, 16<<10)
+	if o.PendingMaxAge <= 0 {
+		o.PendingMaxAge = 10 * time.Minute
+	}
+	return o
+}
+
 // Tracker follows one User's conversations at one Company. It keeps each
 // conversation's cursor, state and handled events in the store, keyed by
 // issuer and conversation ID, and each message not yet known to be
 // delivered, so that another Tracker, in this process or after a restart,
-// continues where it left off. It is safe for concurrent use; Trackers of
-// the same conversations may be used at once.
+// continues where it left off. It is safe for concurrent use. Calls on one
+// conversation are serialized where they record what they handled, among
+// the Trackers that share locks: a Tracker and those WithClient made from
+// it. Keep one Tracker per Company and User for the life of the process,
+// and make one WithClient for each Session.
 type Tracker struct {
 	c     *Client
 	st    *store.Store
 	owner Owner
+	opts  TrackerOptions
+	// locks serializes the handling of each conversation's events; shared
+	// with the Trackers WithClient makes.
+	locks *keyedMutex
 }
 
 // NewTracker returns a Tracker of owner's conversations through c, keeping
 // its state in st.
-func NewTracker(c *Client, st *store.Store, owner Owner) (*Tracker, error) {
+func NewTracker(c *Client, st *store.Store, owner Owner, opts *TrackerOptions) (*Tracker, error) {
 	if c == nil || st == nil || owner.Issuer == "" || owner.UserID == "" {
 		return nil, errors.New("conversation: NewTracker needs a Client, a store, an issuer and a User ID")
 	}
-	return &Tracker{c: c, st: st, owner: owner}, nil
+	t := &Tracker{c: c, st: st, owner: owner, locks: &keyedMutex{}}
+	if opts != nil {
+		t.opts = *opts
+	}
+	t.opts = t.opts.withDefaults()
+	return t, nil
 }
+
+// WithClient returns a Tracker of the same conversations, sharing t's
+// locks and options, that sends through c: the client of another Session
+// (Poppy 0.1 §7.11: "A conversation isn't tied to one Session Token or
+// Session").
+func (t *Tracker) WithClient(c *Client) *Tracker {
+	u := *t
+	u.c = c
+	return &u
+}
+
+func (t *Tracker) now() time.Time { return t.opts.Now() }
 
 // ReadOptions say how long to follow a conversation and how.
 type ReadOptions struct {
@@ -83,14 +156,23 @@ type Update struct {
 	State
 	// Events are the new events, oldest first, each returned once across
 	// every Tracker of the store. Events of unknown types are left out
-	// (§7.5), as are the Personal Agent's own messages it sent.
+	// (§7.5), as are the messages this agent sent, known by their IDs:
+	// every message event here is the Company's, whatever role or sender
+	// it claims.
 	Events []Event
 	// HistoryMissing says the Company no longer had the events after the
 	// saved cursor: reading restarted from the beginning of what it keeps,
 	// and part of the conversation may be missing (§7.5).
 	HistoryMissing bool
+	// More says the call stopped at one of its limits (TrackerOptions)
+	// with events still waiting at the Company: what was read is here, the
+	// cursor is saved after it, and the next call goes on.
+	More bool
 	// MessageID is the ID of the message sent, for Start and Send.
 	MessageID string
+	// Resent is what the call did first with the messages earlier calls
+	// or processes left pending: sent again with their IDs, or given up.
+	Resent []Resent
 }
 
 // settled reports whether a wait is over: the conversation is closed, or
@@ -116,11 +198,18 @@ func (u *Update) settled() bool {
 // empty: the Tracker gives it one, the same one as a pending message with
 // the same content.
 func (t *Tracker) Start(ctx context.Context, m Message, parentID string, o *ReadOptions) (*Update, error) {
-	o = orDefault(o)
-	deadline := timeNow().Add(o.Wait)
 	if err := precheck(m); err != nil {
 		return nil, err
 	}
+	resent, err := t.resendPending(ctx, t.pendingName("", parentID, m))
+	if err != nil {
+		return nil, err
+	}
+	return withResent(resent)(t.start(ctx, m, parentID, orDefault(o)))
+}
+
+func (t *Tracker) start(ctx context.Context, m Message, parentID string, o *ReadOptions) (*Update, error) {
+	deadline := t.now().Add(o.Wait)
 	name, err := t.claimID(ctx, "", parentID, &m)
 	if err != nil {
 		return nil, err
@@ -143,17 +232,27 @@ func (t *Tracker) Start(ctx context.Context, m Message, parentID string, o *Read
 // empty, as for Start. A conversation the store does not know is adopted,
 // read from its beginning, if the Company accepts the message.
 func (t *Tracker) Send(ctx context.Context, conversationID string, m Message, o *ReadOptions) (*Update, error) {
-	o = orDefault(o)
-	deadline := timeNow().Add(o.Wait)
 	if err := precheck(m); err != nil {
 		return nil, err
 	}
+	resent, err := t.resendPending(ctx, t.pendingName(conversationID, "", m))
+	if err != nil {
+		return nil, err
+	}
+	return withResent(resent)(t.send(ctx, conversationID, m, orDefault(o)))
+}
+
+func (t *Tracker) send(ctx context.Context, conversationID string, m Message, o *ReadOptions) (*Update, error) {
+	deadline := t.now().Add(o.Wait)
 	rec, adopted, err := t.load(ctx, conversationID)
 	if err != nil {
 		return nil, err
 	}
 	name, err := t.claimID(ctx, conversationID, "", &m)
 	if err != nil {
+		return nil, err
+	}
+	if err := t.markSent(ctx, conversationID, m.ID); err != nil {
 		return nil, err
 	}
 	cursor, expired := rec.Cursor, false
@@ -178,38 +277,47 @@ func (t *Tracker) Send(ctx context.Context, conversationID string, m Message, o 
 func (t *Tracker) afterPost(ctx context.Context, upd *Update, msgID string, p *Page, cursor string,
 	deadline time.Time, o *ReadOptions) (*Update, error) {
 	id := upd.ConversationID
-	// Marked under a name no event ID can have (":" is not in the ID
-	// alphabet), so the message's own event is recognized and not returned.
-	if err := t.st.MarkSeen(context.WithoutCancel(ctx), t.owner.Issuer, id, sentMark(msgID)); err != nil {
+	// A new conversation's ID is known only now, before any of its events
+	// is read.
+	if err := t.markSent(ctx, id, msgID); err != nil {
 		return nil, err
 	}
-	must, hasMore := o.Wait > 0, false
+	r := t.reader(id, cursor, deadline, o, upd)
+	r.first = o.Wait > 0
 	if p.Read {
-		var err error
-		if cursor, err = t.handle(ctx, id, p.Events, p.Cursor, &p.State, upd); err != nil {
+		r.pages++ // the POST was a read (§7.3 "Replies in the response")
+		if _, err := r.page(ctx, p); err != nil {
 			return nil, err
 		}
-		must, hasMore = false, p.HasMore
+		r.first = false
 	} else if c, err := t.savedCursor(ctx, id); err == nil && !upd.HistoryMissing {
-		cursor = c
+		r.cursor = c
 	}
-	err := t.follow(ctx, id, cursor, must, hasMore, deadline, o, upd)
-	return upd, err
+	return upd, r.follow(ctx)
 }
 
 // Read reads a conversation's new events, following it for up to o.Wait.
 // A conversation the store does not know is adopted and read from its
 // beginning, if the Company lets this User read it.
 func (t *Tracker) Read(ctx context.Context, conversationID string, o *ReadOptions) (*Update, error) {
-	o = orDefault(o)
-	deadline := timeNow().Add(o.Wait)
+	resent, err := t.resendPending(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	return withResent(resent)(t.read(ctx, conversationID, orDefault(o)))
+}
+
+func (t *Tracker) read(ctx context.Context, conversationID string, o *ReadOptions) (*Update, error) {
+	deadline := t.now().Add(o.Wait)
 	rec, adopted, err := t.load(ctx, conversationID)
 	if err != nil {
 		return nil, err
 	}
 	upd := &Update{ConversationID: conversationID, ParentID: rec.ParentID,
 		State: State{Status: rec.Status, Responder: rec.Responder}}
-	if err := t.follow(ctx, conversationID, rec.Cursor, true, false, deadline, o, upd); err != nil {
+	r := t.reader(conversationID, rec.Cursor, deadline, o, upd)
+	r.first = true
+	if err := r.follow(ctx); err != nil {
 		return upd, t.failed(ctx, conversationID, adopted, "", err)
 	}
 	return upd, nil
@@ -217,6 +325,14 @@ func (t *Tracker) Read(ctx context.Context, conversationID string, o *ReadOption
 
 // Handoff asks for a person at the Company (Poppy 0.1 §7.9).
 func (t *Tracker) Handoff(ctx context.Context, conversationID string) (*Update, error) {
+	resent, err := t.resendPending(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	return withResent(resent)(t.handoff(ctx, conversationID))
+}
+
+func (t *Tracker) handoff(ctx context.Context, conversationID string) (*Update, error) {
 	rec, adopted, err := t.load(ctx, conversationID)
 	if err != nil {
 		return nil, err
@@ -233,6 +349,14 @@ func (t *Tracker) Handoff(ctx context.Context, conversationID string) (*Update, 
 // its open Direct Conversation." One the Company had closed already is
 // reported closed.
 func (t *Tracker) Close(ctx context.Context, conversationID string) (*Update, error) {
+	resent, err := t.resendPending(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	return withResent(resent)(t.close(ctx, conversationID))
+}
+
+func (t *Tracker) close(ctx context.Context, conversationID string) (*Update, error) {
 	rec, adopted, err := t.load(ctx, conversationID)
 	if err != nil {
 		return nil, err
@@ -249,6 +373,21 @@ func (t *Tracker) Close(ctx context.Context, conversationID string) (*Update, er
 		return nil, err
 	}
 	return upd, t.closeChildren(ctx, conversationID)
+}
+
+// withResent returns a function that adds resent to a call's outcome: to
+// its Update, or to its error as a *ResentError, so that what became of
+// pending messages is said whether the call succeeded or not.
+func withResent(resent []Resent) func(*Update, error) (*Update, error) {
+	return func(upd *Update, err error) (*Update, error) {
+		if err != nil && len(resent) > 0 {
+			err = &ResentError{Resent: resent, Err: err}
+		}
+		if upd != nil {
+			upd.Resent = resent
+		}
+		return upd, err
+	}
 }
 
 func orDefault(o *ReadOptions) *ReadOptions {

@@ -29,12 +29,13 @@ const (
 	ResponderHuman = "human"   // a person at the Company
 )
 
-// Senders and roles of messages (Poppy 0.1 §7.7, §7.8).
+// Senders and roles of messages (Poppy 0.1 §7.7, §7.8). The spec defines
+// no role for the Personal Agent's own messages: they are known by the
+// message IDs it sent, never by role.
 const (
 	SenderAgent = "agent"   // written by an AI: the Personal Agent, or the Company Agent
 	SenderHuman = "human"   // the User's own words, or a person at the Company
-	RoleAgent   = "agent"   // a message of the Personal Agent
-	RoleCompany = "company" // a message of the Company
+	RoleCompany = "company" // a message of the Company (§7.7: "The role stays company")
 )
 
 // Message is a message of the Personal Agent (Poppy 0.1 §7.4). It must have
@@ -95,6 +96,36 @@ func (c Context) MarshalJSON() ([]byte, error) {
 		put("user_available", *c.UserAvailable)
 	}
 	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads a context as MarshalJSON writes it, so that a
+// message kept pending is sent again as it was.
+func (c *Context) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*c = Context{}
+	for k, v := range m {
+		var err error
+		switch k {
+		case "locale":
+			err = json.Unmarshal(v, &c.Locale)
+		case "time_zone":
+			err = json.Unmarshal(v, &c.TimeZone)
+		case "user_available":
+			err = json.Unmarshal(v, &c.UserAvailable)
+		default:
+			if c.Other == nil {
+				c.Other = map[string]json.RawMessage{}
+			}
+			c.Other[k] = v
+		}
+		if err != nil {
+			return fmt.Errorf("conversation: context field %s: %w", k, err)
+		}
+	}
+	return nil
 }
 
 var (
@@ -187,13 +218,13 @@ func (e *Event) Known() bool {
 	return false
 }
 
-// ReceivedMessage is a message as events carry it: the Company's messages,
-// and the Personal Agent's own. Text and Data are the sender's words:
-// third-party content when Role is company.
+// ReceivedMessage is a message as an event carries it. The Tracker returns
+// only messages this agent did not send: the Company's, whose Text and
+// Data are third-party content whatever Role and Sender say.
 type ReceivedMessage struct {
 	ID      string
-	Role    string // RoleAgent or RoleCompany
-	Sender  string // SenderAgent or SenderHuman
+	Role    string // as the Company wrote it; RoleCompany for its own
+	Sender  string // as the Company wrote it: SenderAgent or SenderHuman
 	Text    string
 	Data    json.RawMessage // nil when absent
 	Context json.RawMessage // nil when absent; only the Personal Agent sends one

@@ -20,6 +20,11 @@ type messageWire struct {
 	Context *Context        `json:"context,omitempty"`
 }
 
+// message is the Message a wire form was made from.
+func (w messageWire) message() Message {
+	return Message{ID: w.ID, Sender: w.Sender, Text: w.Text, Data: w.Data, Context: w.Context}
+}
+
 func toWire(m Message) messageWire {
 	w := messageWire{ID: m.ID, Sender: m.Sender, Text: m.Text, Data: m.Data}
 	if !m.Context.Empty() {

@@ -33,6 +33,12 @@ type fixture struct {
 
 func newFixture(t testing.TB, copts *poppytest.Options, opts *mcpproxy.Options) *fixture {
 	t.Helper()
+	return newFixtureWith(t, copts, opts, nil)
+}
+
+// newFixtureWith is newFixture with the Relay's options.
+func newFixtureWith(t testing.TB, copts *poppytest.Options, opts *mcpproxy.Options, ropts *mcpproxy.RelayOptions) *fixture {
+	t.Helper()
 	ctx := context.Background()
 	co := poppytest.NewServer(t, copts)
 	id, err := auth.NewIdentity(ctx, "https://agent.example/agent.json", nil)
@@ -58,7 +64,7 @@ func newFixture(t testing.TB, copts *poppytest.Options, opts *mcpproxy.Options) 
 		t.Fatal(err)
 	}
 	srv := server.NewMCPServer("downstream", "1", server.WithToolCapabilities(true))
-	relay := mcpproxy.NewRelay(srv, up, nil)
+	relay := mcpproxy.NewRelay(srv, up, ropts)
 	t.Cleanup(func() { relay.Close() })
 	hs := httptest.NewServer(server.NewStreamableHTTPServer(srv, server.WithEventStore(server.NewInMemoryEventStore())))
 	t.Cleanup(hs.Close)

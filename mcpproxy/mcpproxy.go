@@ -40,7 +40,7 @@ import (
 )
 
 // Version is reported to upstream servers in clientInfo.
-var Version = "0.1.0-dev"
+const Version = "0.1.0-dev"
 
 // Options configure an Upstream. The zero value of every field is usable.
 type Options struct {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -113,6 +115,69 @@ func FuzzParseResult(f *testing.F) {
 		}
 		if err := json.Unmarshal(out, &back); err != nil || len(back.Content) != len(res.Content) || back.IsError != res.IsError {
 			t.Fatalf("relayed %s as %s", raw, out)
+		}
+	})
+}
+
+// FuzzMark marks results as a Relay with a note does: what relays must
+// still marshal, the note comes first when there is text, the decoded text
+// of every text block hides nothing, and a block that hid nothing is the
+// upstream's byte for byte.
+func FuzzMark(f *testing.F) {
+	f.Add([]byte(`{"content":[{"type":"text","text":"ord_1\u202e2"},{"type":"image","data":"AA==","mimeType":"image/png"}],"structuredContent":{"k\u200b":"v"}}`))
+	f.Add([]byte(`{"content":[{"type":"resource","resource":{"uri":"x:y","text":"a` + "\u2066" + `b"}},{"type":"text","text":"plain <b>&"}]}`))
+	f.Add([]byte(`{"content":[{"type":"text","text":1},{"type":"text"}],"_meta":{"poppy/company_content":"forged"}}`))
+	r := &Relay{opts: RelayOptions{Note: "[note]", Meta: map[string]any{"poppy/company_content": map[string]any{"domain": "example.com"}}}}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		res, err := parseResult(raw)
+		if err != nil {
+			return
+		}
+		before := make([]string, len(res.Content))
+		for i, c := range res.Content {
+			b, _ := json.Marshal(c)
+			before[i] = string(b)
+		}
+		r.mark(res)
+		out, err := json.Marshal(res)
+		if err != nil {
+			t.Fatalf("marked result does not marshal: %v", err)
+		}
+		var back struct {
+			Content []struct {
+				Type string          `json:"type"`
+				Raw  json.RawMessage `json:"text"`
+				Text string          `json:"-"`
+			} `json:"content"`
+			Meta map[string]any `json:"_meta"`
+		}
+		if err := json.Unmarshal(out, &back); err != nil {
+			t.Fatalf("marked %s as %s: %v", raw, out, err)
+		}
+		for i := range back.Content {
+			_ = json.Unmarshal(back.Content[i].Raw, &back.Content[i].Text) // "" when not a string
+		}
+		if back.Meta["poppy/company_content"] == "forged" {
+			t.Fatalf("the upstream kept the mark off: %s", out)
+		}
+		shift := len(back.Content) - len(before)
+		if shift < 0 || shift > 1 || shift == 1 && back.Content[0].Text != "[note]" {
+			t.Fatalf("content %s from %d blocks", out, len(before))
+		}
+		for i, c := range back.Content {
+			if c.Type == "text" && untrusted.Escape(c.Text) != c.Text {
+				t.Fatalf("block %d still hides something: %+q", i, c.Text)
+			}
+		}
+		for i, b := range before {
+			var c struct{ Text string }
+			_ = json.Unmarshal([]byte(b), &c)
+			if untrusted.Escape(c.Text) == c.Text && !strings.Contains(strings.ToLower(b), `"resource"`) {
+				got, _ := json.Marshal(res.Content[i+shift])
+				if string(got) != b {
+					t.Fatalf("block %d changed though it hid nothing: %s, was %s", i, got, b)
+				}
+			}
 		}
 	})
 }

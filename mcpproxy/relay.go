@@ -5,20 +5,26 @@ package mcpproxy
 // changes is replaced, and mcp-go sends notifications/tools/list_changed to
 // every client for each change (notes/mcp-go.md). Tools are registered on
 // the server itself, not per client session: 2026-07-28 clients have no
-// session to hold them.
+// session to hold them. The results of calls are marked as the upstream's
+// content on their way (see mark).
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"math"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 // RelayOptions configure a Relay. The zero value of every field is usable.
@@ -30,6 +36,14 @@ type RelayOptions struct {
 	// JSON-RPC error, a sign-in error of the HTTP client) into the result
 	// the client reads. Nil: an isError result with the error's text.
 	Failure func(ctx context.Context, t Tool, err error) *mcp.CallToolResult
+	// Meta is added to every result's _meta, replacing the upstream's
+	// fields of the same names, and Note is added as a first text block to
+	// every result with text: so a client sees whose content the result
+	// is, while the upstream's own blocks stay as they were. Zero: nothing
+	// added. Whatever Meta and Note, hidden characters of the upstream's
+	// text are shown as escapes (package untrusted).
+	Meta map[string]any
+	Note string
 	// SyncTimeout bounds a sync started by the upstream's list_changed.
 	// Zero: 30 s.
 	SyncTimeout time.Duration
@@ -177,6 +191,7 @@ func (r *Relay) handler(t Tool) server.ToolHandlerFunc {
 		if err != nil {
 			return r.failure(ctx, t, err), nil
 		}
+		r.mark(res)
 		return res, nil
 	}
 }
@@ -223,4 +238,115 @@ func (r *Relay) failure(ctx context.Context, t Tool, err error) *mcp.CallToolRes
 		return r.opts.Failure(ctx, t, err)
 	}
 	return mcp.NewToolResultError(err.Error())
+}
+
+// A relayed result is marked as the upstream's content: whatever the
+// upstream's text hides is shown, and the client sees whose words follow,
+// while every content block the upstream sent that hides nothing stays as
+// it was, byte for byte.
+
+// mark escapes what the result's text hides, then adds the Relay's Meta
+// and Note.
+func (r *Relay) mark(res *mcp.CallToolResult) {
+	hasText := false
+	for i, c := range res.Content {
+		rc, ok := c.(rawContent)
+		if !ok {
+			continue
+		}
+		raw, text := escapeBlock(rc.raw)
+		res.Content[i] = rawContent{raw: raw}
+		hasText = hasText || text
+	}
+	if len(res.RawStructuredContent) > 0 {
+		res.RawStructuredContent = untrusted.EscapeValues(res.RawStructuredContent) // unchanged when it hides nothing
+		res.StructuredContent = res.RawStructuredContent
+	}
+	if len(r.opts.Meta) > 0 {
+		if res.Meta == nil {
+			res.Meta = &mcp.Meta{}
+		}
+		if res.Meta.AdditionalFields == nil {
+			res.Meta.AdditionalFields = map[string]any{}
+		}
+		maps.Copy(res.Meta.AdditionalFields, r.opts.Meta) // ours win: the upstream cannot take the mark off
+	}
+	if r.opts.Note != "" && hasText {
+		res.Content = append([]mcp.Content{mcp.NewTextContent(r.opts.Note)}, res.Content...)
+	}
+}
+
+// escapeBlock returns a content block with the hidden characters of its
+// text (a text block's, or an embedded resource's) shown as escapes (the
+// block unchanged when it hides nothing), and whether it has text. Names
+// are matched without case, as Go's JSON decoder (and so a Go client)
+// matches them.
+func escapeBlock(raw json.RawMessage) (json.RawMessage, bool) {
+	var block map[string]json.RawMessage
+	if json.Unmarshal(raw, &block) != nil {
+		return raw, false
+	}
+	has, changed := false, false
+	for _, k := range fields(block, "type") {
+		var typ string
+		_ = json.Unmarshal(block[k], &typ)
+		switch strings.ToLower(typ) {
+		case "text":
+			h, c := escapeFields(block, "text")
+			has, changed = has || h, changed || c
+		case "resource":
+			for _, rk := range fields(block, "resource") {
+				var res map[string]json.RawMessage
+				if json.Unmarshal(block[rk], &res) != nil {
+					continue
+				}
+				h, c := escapeFields(res, "text")
+				if c {
+					block[rk] = encode(res)
+				}
+				has, changed = has || h, changed || c
+			}
+		}
+	}
+	if !changed {
+		return raw, has
+	}
+	return encode(block), true
+}
+
+// fields returns the keys of m that are name, whatever their case.
+func fields(m map[string]json.RawMessage, name string) []string {
+	var out []string
+	for k := range m {
+		if strings.EqualFold(k, name) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// escapeFields escapes the string fields named name (whatever their case)
+// of m in place, and reports whether m has such a field and whether one
+// changed.
+func escapeFields(m map[string]json.RawMessage, name string) (has, changed bool) {
+	for _, k := range fields(m, name) {
+		var s string
+		if json.Unmarshal(m[k], &s) != nil {
+			continue
+		}
+		has = true
+		if esc := untrusted.Escape(s); esc != s {
+			m[k], changed = encode(esc), true
+		}
+	}
+	return has, changed
+}
+
+// encode writes v as JSON, leaving <, > and & as they are.
+func encode(v any) json.RawMessage {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // a map of raw messages, or a string: always encodes
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }

@@ -138,7 +138,7 @@ func relayTool(raw json.RawMessage) (Tool, error) {
 	if isObject(w.OutputSchema) {
 		def.RawOutputSchema = w.OutputSchema
 	}
-	def.Title, def.Meta, def.Icons = w.Title, w.Meta, w.Icons
+	def.Title, def.Meta, def.Icons = untrusted.Text(w.Title, maxTitle), w.Meta, w.Icons
 	def.Annotations = annotationsOf(w)
 	if err := mcp.ValidateParamHeaderAnnotations(&def); err != nil {
 		return Tool{}, fmt.Errorf("tool %q: %w", untrusted.Text(w.Name, 80), err)
@@ -168,8 +168,13 @@ func annotationsOf(w toolWire) mcp.ToolAnnotation {
 	if a.Title == "" {
 		a.Title = w.Name
 	}
+	// A title is the Company's words a client shows: nothing hidden in it.
+	a.Title = untrusted.Text(a.Title, maxTitle)
 	return a
 }
+
+// maxTitle is the budget of a relayed tool's title, in bytes.
+const maxTitle = 200
 
 // isObject reports whether raw is a JSON object.
 func isObject(raw json.RawMessage) bool {

@@ -30,7 +30,7 @@ const (
 // Message is one message of a conversation (Poppy 0.1 §7.4).
 type Message struct {
 	ID      string
-	Role    string          // "agent" for the Personal Agent's, "company" for the Company's
+	Role    string          // "company" for the Company's; Options.AgentRole for the Personal Agent's
 	Sender  string          // "agent" or "human" (§7.8)
 	Text    string          // "" when absent
 	Data    json.RawMessage // nil when absent
@@ -89,14 +89,15 @@ type sentMessage struct {
 // convState is every conversation of the Server and the test's fault knobs.
 type convState struct {
 	// mu guards every field below and every convRecord.
-	mu         sync.Mutex
-	convs      map[string]*convRecord
-	order      []string                // conversation IDs, in order of creation
-	sent       map[string]*sentMessage // client_id, User ID and message ID -> first acceptance
-	failPosts  int                     // FailNextPost
-	dropPosts  int                     // DropConnectionAfterAccept
-	dropStream int                     // DropStreamAfter; -1: none
-	stopped    bool                    // the Server is closed: Company Agent turns still due do nothing
+	mu          sync.Mutex
+	convs       map[string]*convRecord
+	order       []string                // conversation IDs, in order of creation
+	sent        map[string]*sentMessage // client_id, User ID and message ID -> first acceptance
+	failPosts   int                     // FailNextPost
+	dropPosts   int                     // DropConnectionAfterAccept
+	dropStream  int                     // DropStreamAfter; -1: none
+	floodDeltas int                     // FloodDeltas
+	stopped     bool                    // the Server is closed: Company Agent turns still due do nothing
 }
 
 // installConversations sets up the shop and the conversation API.
@@ -310,7 +311,7 @@ func (s *Server) retried(c *Caller, messageID, fp string, q readQuery) (accepted
 // acceptMessage adds a message of the Personal Agent to cv and lets the
 // Company Agent answer it. The caller holds st.mu.
 func (s *Server) acceptMessage(cv *convRecord, c *Caller, m Message) {
-	m.Role, m.Time = "agent", s.timeNow()
+	m.Role, m.Time = s.agentRole(), s.timeNow()
 	cv.messages = append(cv.messages, m)
 	for k, v := range m.Context {
 		cv.Context[k] = v // Poppy 0.1 §7.4: "fields it leaves out keep their previous values"
@@ -331,6 +332,11 @@ func (s *Server) acceptMessage(cv *convRecord, c *Caller, m Message) {
 	if first && cv.Status == StatusIdle {
 		s.addEvent(cv, Event{Type: "state", Status: cv.Status, Responder: cv.Responder})
 	}
+}
+
+// agentRole is the role of the Personal Agent's messages (Options.AgentRole).
+func (s *Server) agentRole() string {
+	return orDefault(s.opts.AgentRole, "personal_agent")
 }
 
 // answerPost writes the answer to a POST that accepted a message: the

@@ -30,7 +30,14 @@ type convAgent struct {
 // with a signed-out Session.
 func newConvCompany(t *testing.T, opts *poppytest.Options) (*poppytest.Server, *recordingT, *convAgent) {
 	t.Helper()
-	s, rt, a, c := newTestCompany(t, opts)
+	o := poppytest.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.ReplayEvents == 0 {
+		o.ReplayEvents = -1 // these hand-made reads check pages exactly; the replay tests ask for replays
+	}
+	s, rt, a, c := newTestCompany(t, &o)
 	ca := &convAgent{rawAgent: a, clock: c}
 	ca.newSession()
 	return s, rt, ca

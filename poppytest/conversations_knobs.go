@@ -3,7 +3,8 @@ package poppytest
 // This file holds the test's side of conversations: what the Company holds
 // (Conversations, Messages, Events), the Company's own actions (a Person
 // who joins, closing, asking for the User) and the fault knobs
-// (FailNextPost, DropConnectionAfterAccept, ExpireCursors, DropStreamAfter).
+// (FailNextPost, DropConnectionAfterAccept, ExpireCursors, DropStreamAfter,
+// FloodDeltas).
 
 import (
 	"fmt"
@@ -266,4 +267,14 @@ func (s *Server) DropStreamAfter(n int) {
 	s.conv.mu.Lock()
 	defer s.conv.mu.Unlock()
 	s.conv.dropStream = n
+}
+
+// FloodDeltas makes the next event stream opened send n text-delta pieces
+// first (Poppy 0.1 §7.6), each of a new message that never comes whole: a
+// hostile Company trying to make the agent keep or show pieces without
+// bound. The stream then goes on as usual.
+func (s *Server) FloodDeltas(n int) {
+	s.conv.mu.Lock()
+	defer s.conv.mu.Unlock()
+	s.conv.floodDeltas = n
 }

@@ -241,8 +241,13 @@ func (s *Server) readEmptyObject(r *http.Request, section string) *convError {
 		return e
 	}
 	var v map[string]json.RawMessage
-	if err := json.Unmarshal(body, &v); err != nil || v == nil {
+	switch err := json.Unmarshal(body, &v); {
+	case err != nil || v == nil:
 		return convBug(section, "invalid_request", "body %.40q is not a JSON object", body)
+	case len(v) > 0:
+		// The spec defines no field for these requests: an agent that sends
+		// one expects something the Company will not do.
+		return convBug(section, "invalid_request", "body %.40q is not the empty JSON object {}", body)
 	}
 	return nil
 }

@@ -8,8 +8,10 @@ package poppytest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -125,7 +127,9 @@ func (s *Server) readEvents(ctx context.Context, id string, c *Caller, q readQue
 		var body *readResponse
 		var changed chan struct{}
 		e := s.withConv(id, c, func(cv *convRecord) *convError {
+			s.endlessPage(cv)
 			evs, more, ok := cv.after(q.cursor, s.pageSize())
+			more = more || s.opts.EndlessHasMore
 			if !ok {
 				// Poppy 0.1 §7.5: "A cursor for events it no longer has returns cursor_expired."
 				return newConvError("cursor_expired", "cursor %q names no event the Company holds", q.cursor)
@@ -135,6 +139,9 @@ func (s *Server) readEvents(ctx context.Context, id string, c *Caller, q readQue
 				ready = cv.Status != StatusWorking
 			}
 			if ready || more || timedOut || cv.Status == StatusClosed {
+				if len(evs) > 0 {
+					evs = append(cv.replay(q.cursor, s.replayCount()), evs...)
+				}
 				body = s.readBody(cv, evs, more, q.cursor)
 			}
 			changed = cv.changed
@@ -198,6 +205,41 @@ func (cv *convRecord) after(cursor string, limit int) ([]Event, bool, bool) {
 		evs = evs[:limit]
 	}
 	return evs, more, true
+}
+
+// endlessPage adds a page's worth of news for Options.EndlessHasMore. The
+// caller holds st.mu.
+func (s *Server) endlessPage(cv *convRecord) {
+	if !s.opts.EndlessHasMore || cv.Status == StatusClosed {
+		return
+	}
+	m := Message{ID: "msg_" + randomString(9), Role: "company", Sender: ResponderAgent,
+		Text: fmt.Sprintf("There is more to read (event %d).", len(cv.events)+1), Time: s.timeNow()}
+	s.addEvent(cv, Event{Type: "message", Message: &m})
+}
+
+// replayCount is how many events reads return again (Options.ReplayEvents).
+func (s *Server) replayCount() int {
+	if s.opts.ReplayEvents == 0 {
+		return 1
+	}
+	return max(s.opts.ReplayEvents, 0)
+}
+
+// replay returns a copy of up to n events up to and including the event
+// cursor, to return again (Poppy 0.1 §7.5: "A read after a reconnect can
+// return events again"). A read from the beginning replays nothing. The
+// caller holds st.mu.
+func (cv *convRecord) replay(cursor string, n int) []Event {
+	if cursor == "" || n <= 0 {
+		return nil
+	}
+	for i := range cv.events {
+		if cv.events[i].ID == cursor {
+			return slices.Clone(cv.events[max(i+1-n, 0) : i+1])
+		}
+	}
+	return nil
 }
 
 // checkCursor checks the cursor of a POST that asks for the reply. The

@@ -32,7 +32,7 @@ func TestConversationStartAndReply(t *testing.T) {
 		t.Fatalf("event types %v, want %v", types, want)
 	}
 	echo := evs[0]["message"].(map[string]any)
-	if echo["id"] != "msg_Yq3v8LrT0aWc5NkE" || echo["role"] != "agent" || echo["sender"] != "agent" || echo["context"] == nil {
+	if echo["id"] != "msg_Yq3v8LrT0aWc5NkE" || echo["role"] != "personal_agent" || echo["sender"] != "agent" || echo["context"] == nil {
 		t.Errorf("the agent's message as an event: %v", echo)
 	}
 	if evs[1]["status"] != "working" || evs[1]["responder"] != "agent" || evs[3]["status"] != "idle" {
@@ -45,7 +45,7 @@ func TestConversationStartAndReply(t *testing.T) {
 	if last.str("cursor") != evs[3]["id"] {
 		t.Errorf("cursor %q, want the last event %q", last.str("cursor"), evs[3]["id"])
 	}
-	if msgs := s.Messages(id); len(msgs) != 1 || msgs[0].ID != "msg_Yq3v8LrT0aWc5NkE" || msgs[0].Role != "agent" {
+	if msgs := s.Messages(id); len(msgs) != 1 || msgs[0].ID != "msg_Yq3v8LrT0aWc5NkE" || msgs[0].Role != "personal_agent" {
 		t.Errorf("Messages = %+v", msgs)
 	}
 	cv, ok := s.Conversation(id)
@@ -322,7 +322,7 @@ func TestHandoffAndPerson(t *testing.T) {
 		m := e["message"].(map[string]any)
 		senders = append(senders, m["role"].(string)+"/"+m["sender"].(string))
 	}
-	want := []string{"agent/agent", "company/agent", "agent/agent", "agent/human", "company/human", "company/human"}
+	want := []string{"personal_agent/agent", "company/agent", "personal_agent/agent", "personal_agent/human", "company/human", "company/human"}
 	if !cmp.Equal(senders, want) {
 		t.Errorf("messages %v, want %v", senders, want)
 	}

@@ -107,6 +107,24 @@ type Options struct {
 	// "The Company MAY close a stream at any time"). Zero: a stream lasts
 	// until the client leaves, the conversation closes or the Server closes.
 	StreamLifetime time.Duration
+	// ReplayEvents is how many events up to a read's cursor (or a stream's
+	// Last-Event-ID) the Company returns again before the new ones, as §7.5
+	// allows ("A read after a reconnect can return events again, so it
+	// skips event IDs it has already handled"): an agent that does not skip
+	// them handles them twice. Events are replayed only beside new ones, so
+	// a held read still waits. Zero: 1. Negative: none.
+	ReplayEvents int
+	// EndlessHasMore makes the Company hostile: every read of events adds
+	// a Company message to the conversation first and answers has_more
+	// true, forever (§7.5: "When has_more is true, the Personal Agent
+	// reads again right away"), so an agent that follows has_more without a
+	// limit never stops. Zero: has_more only when a page is full.
+	EndlessHasMore bool
+	// AgentRole is the role the Company gives the Personal Agent's own
+	// messages in events. The spec defines only "company" (§7.5, §7.7), so
+	// an agent must recognize its own messages by the IDs it sent. Zero:
+	// "personal_agent".
+	AgentRole string
 
 	// Sign-in (Poppy 0.1 §4.4-4.9): accounts, Account Tokens, sign-out.
 

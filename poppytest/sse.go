@@ -23,6 +23,10 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	if !ok {
 		return
 	}
+	replay := s.streamReplay(id, c, cursor)
+	if s.flood(w) != nil {
+		return
+	}
 	rc := http.NewResponseController(w)
 	var lifetime <-chan time.Time
 	if s.opts.StreamLifetime > 0 {
@@ -35,6 +39,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		evs, closed, changed, held := s.streamBatch(id, c, cursor)
 		if !held {
 			return // the cursor expired under the stream: end it, and the reconnect gets cursor_expired
+		}
+		if len(evs) > 0 {
+			evs, replay = append(replay, evs...), nil // returned again beside the first new ones (ReplayEvents)
 		}
 		for _, ev := range evs {
 			if sent == drop {
@@ -100,6 +107,31 @@ func (s *Server) streamBatch(id string, c *Caller, cursor string) ([]Event, bool
 		return nil
 	})
 	return evs, closed, changed, held
+}
+
+// flood writes the pieces FloodDeltas asked for, each of a new message.
+func (s *Server) flood(w http.ResponseWriter) error {
+	s.conv.mu.Lock()
+	n := s.conv.floodDeltas
+	s.conv.floodDeltas = 0
+	s.conv.mu.Unlock()
+	for i := range n {
+		if err := writeTextDelta(w, fmt.Sprintf("msg_flood%d", i), "piece "); err != nil {
+			return err
+		}
+	}
+	return http.NewResponseController(w).Flush()
+}
+
+// streamReplay returns the events a stream from cursor sends again before
+// its first new ones (Options.ReplayEvents).
+func (s *Server) streamReplay(id string, c *Caller, cursor string) []Event {
+	var evs []Event
+	_ = s.withConv(id, c, func(cv *convRecord) *convError {
+		evs = cv.replay(cursor, s.replayCount())
+		return nil
+	})
+	return evs
 }
 
 // dropStream breaks the stream before ev, after the first piece of its text

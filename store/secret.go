@@ -128,6 +128,21 @@ func (s *Store) Secret(ctx context.Context, name string) ([]byte, error) {
 	return s.open(sealed, secretAAD(name), fmt.Sprintf("secret %q", name))
 }
 
+// SecretNames returns the names of the secrets that begin with prefix, in
+// order, so that a kind of secret kept under one prefix (the messages not
+// yet known delivered, say) can be found again after a restart.
+func (s *Store) SecretNames(ctx context.Context, prefix string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT name FROM secrets
+		WHERE substr(name, 1, length(?)) = ? ORDER BY name`, prefix, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("store: secret names: %w", err)
+	}
+	return collect(rows, func(row interface{ Scan(...any) error }) (string, error) {
+		var name string
+		return name, row.Scan(&name)
+	}, "secret names")
+}
+
 // DeleteSecret removes the secret stored under name. Deleting a missing
 // secret is not an error.
 func (s *Store) DeleteSecret(ctx context.Context, name string) error {

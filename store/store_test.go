@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -96,6 +97,25 @@ func TestSecretRoundTrip(t *testing.T) {
 	}
 	if err := s.PutSecret(ctx, "", []byte("x")); err == nil {
 		t.Error("PutSecret with an empty name succeeded")
+	}
+}
+
+// TestSecretNames: names are listed by prefix, taken literally (no
+// wildcard in it matches more).
+func TestSecretNames(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir(), nil)
+	for _, name := range []string{"pending/a_1/x", "pending/a_1/y", "pending/aX1/z", "other"} {
+		if err := s.PutSecret(ctx, name, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.SecretNames(ctx, "pending/a_1/")
+	if err != nil || !slices.Equal(got, []string{"pending/a_1/x", "pending/a_1/y"}) {
+		t.Errorf("SecretNames = %q, %v", got, err)
+	}
+	if got, err := s.SecretNames(ctx, "none/"); err != nil || len(got) != 0 {
+		t.Errorf("SecretNames of no secret = %q, %v", got, err)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 	"github.com/poppy-mcp/poppy-mcp/openapi2tools"
 )
 
@@ -40,17 +41,19 @@ func LoadAPITools(ctx context.Context, data []byte, docURL, domain string) (*ope
 	}
 	out := make([]mcp.Tool, len(cat.Tools))
 	for i := range cat.Tools {
-		out[i] = operationTool(&cat.Tools[i])
+		out[i] = operationTool(&cat.Tools[i], domain)
 	}
 	return cat, out, nil
 }
 
-// operationTool is an operation as an MCP tool, its schema byte for byte
-// and every annotation as openapi2tools derived it.
-func operationTool(t *openapi2tools.Tool) mcp.Tool {
-	m := mcp.NewToolWithRawSchema(t.Name, t.Description, t.InputSchema)
+// operationTool is an operation of the Company at domain as an MCP tool:
+// its schema byte for byte, every annotation as openapi2tools derived it,
+// and its description and title, which the Company wrote, marked as its
+// words the way relayed MCP tools' are, with nothing hidden.
+func operationTool(t *openapi2tools.Tool, domain string) mcp.Tool {
+	m := mcp.NewToolWithRawSchema(t.Name, companyDescription(domain, "API operation", t.Description), t.InputSchema)
 	m.Annotations = mcp.ToolAnnotation{
-		Title:           t.Annotations.Title,
+		Title:           untrusted.Text(t.Annotations.Title, 200),
 		ReadOnlyHint:    t.Annotations.ReadOnlyHint,
 		DestructiveHint: t.Annotations.DestructiveHint,
 		IdempotentHint:  t.Annotations.IdempotentHint,
@@ -170,7 +173,7 @@ func (s *Server) wantedTools(co *discovery.Company, apis []*companyAPI) (map[str
 	for _, a := range apis {
 		for i := range a.cat.Tools {
 			t := &a.cat.Tools[i]
-			m := operationTool(t)
+			m := operationTool(t, co.Domain)
 			def, _ := json.Marshal(m)
 			want[t.Name] = wantedTool{server.ServerTool{Tool: m, Handler: s.operationHandler(co.Domain, t.Name)}, string(def)}
 		}

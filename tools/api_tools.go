@@ -21,6 +21,7 @@ import (
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 	"github.com/poppy-mcp/poppy-mcp/openapi2tools"
 )
 
@@ -155,7 +156,8 @@ func (s *Server) listAPIOperations(ctx context.Context, req mcp.CallToolRequest)
 		out.APIs = append(out.APIs, info)
 		out.Total += len(a.cat.Tools)
 		for _, t := range a.cat.Search(query, limit) {
-			op := operationSummary{Operation: strings.TrimPrefix(t.Name, prefix), Method: t.Method, Path: t.Path, Summary: t.Summary}
+			op := operationSummary{Operation: strings.TrimPrefix(t.Name, prefix), Method: t.Method, Path: untrusted.Text(t.Path, 500),
+				Summary: untrusted.Text(t.Summary, 300)}
 			if exposed[t.Name] {
 				op.Tool = t.Name
 			}
@@ -243,8 +245,8 @@ func (s *Server) describeAPIOperation(ctx context.Context, req mcp.CallToolReque
 		return unknownOperation(co, name), nil
 	}
 	op := strings.TrimPrefix(t.Name, companyPrefix(co))
-	d := operationDescription{Domain: co.Domain, Operation: op, Method: t.Method, Path: t.Path,
-		Description: t.Description, InputSchema: t.InputSchema, CompanyText: apiTextNote,
+	d := operationDescription{Domain: co.Domain, Operation: op, Method: t.Method, Path: untrusted.Text(t.Path, 500),
+		Description: untrusted.Display(t.Description, 0), InputSchema: t.InputSchema, CompanyText: apiTextNote,
 		ReadOnly: t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint,
 		Next:     fmt.Sprintf("Call call_api with domain %s, operation %s and arguments that follow input_schema.", co.Domain, op)}
 	if s.exposedTools(companyPrefix(co))[t.Name] {
@@ -252,7 +254,7 @@ func (s *Server) describeAPIOperation(ctx context.Context, req mcp.CallToolReque
 		d.Next += " Or call the tool " + t.Name + " with the same arguments."
 	}
 	return result(d, "%s %s (%s). %s\nArguments (JSON schema): %s\n%s",
-		t.Method, t.Path, apiTextNote, t.Description, t.InputSchema, d.Next), nil
+		t.Method, d.Path, apiTextNote, d.Description, t.InputSchema, d.Next), nil
 }
 
 func (s *Server) callAPI(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -326,9 +328,11 @@ func (s *Server) callOperation(ctx context.Context, domain, name string, args ma
 	if err != nil {
 		return s.callFailure(co, t, op, err)
 	}
-	out := callResult{Domain: co.Domain, Operation: op, Status: res.Status, ContentType: res.ContentType,
-		Body: res.Body, Truncated: res.Truncated, Note: res.Note, CompanyText: apiTextNote}
-	r := result(out, "%s answered HTTP %d %s (%s):\n%s%s", op, res.Status, http.StatusText(res.Status), apiTextNote, res.Body, noteText(res.Note))
+	// The model may send values of the body back (IDs): hidden characters
+	// are shown as escapes, never removed.
+	out := callResult{Domain: co.Domain, Operation: op, Status: res.Status, ContentType: untrusted.Text(res.ContentType, 200),
+		Body: untrusted.Escape(res.Body), Truncated: res.Truncated, Note: res.Note, CompanyText: apiTextNote}
+	r := result(out, "%s answered HTTP %d %s (%s):\n%s%s", op, res.Status, http.StatusText(res.Status), apiTextNote, out.Body, noteText(res.Note))
 	// An HTTP error is the Company's answer the model should read and act on.
 	r.IsError = res.Status >= 400
 	return r

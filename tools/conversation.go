@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -182,6 +183,29 @@ func convContext(c map[string]any) (*conversation.Context, error) {
 	return out, nil
 }
 
+// convTrackers holds one conversation Tracker per Company and User for the
+// Server's life, so that calls on one conversation share its locks
+// whichever Session they use. It is safe for concurrent use.
+type convTrackers struct {
+	// mu guards byOwner.
+	mu      sync.Mutex
+	byOwner map[conversation.Owner]*conversation.Tracker
+}
+
+// tracker returns the Tracker of owner's conversations, sending through c.
+func (ts *convTrackers) tracker(c *conversation.Client, st *store.Store, owner conversation.Owner) (*conversation.Tracker, error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if tr := ts.byOwner[owner]; tr != nil {
+		return tr.WithClient(c), nil
+	}
+	tr, err := conversation.NewTracker(c, st, owner, nil)
+	if err == nil {
+		ts.byOwner[owner] = tr
+	}
+	return tr, err
+}
+
 // convTarget is a Company's conversations as the tools reach them.
 type convTarget struct {
 	rt      *runtime
@@ -211,7 +235,7 @@ func (s *Server) convFor(ctx context.Context, domain string) (*convTarget, *mcp.
 	c, err := conversation.New(sess.Client(), endpoint, nil)
 	var tr *conversation.Tracker
 	if err == nil {
-		tr, err = conversation.NewTracker(c, s.deps.Store, conversation.Owner{Issuer: rt.issuer, UserID: sess.UserID(), Domain: co.Domain})
+		tr, err = s.convs.tracker(c, s.deps.Store, conversation.Owner{Issuer: rt.issuer, UserID: sess.UserID(), Domain: co.Domain})
 	}
 	if err != nil {
 		return nil, failure(map[string]string{"error": "conversation_failed", "domain": co.Domain}, "%v.", err)

@@ -18,20 +18,23 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/conversation"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 // convOut is the structured content of a conversation tool's result. It
 // never holds a token, a cursor or a message ID.
 type convOut struct {
-	Domain         string     `json:"domain"`
-	ConversationID string     `json:"conversation_id"`
-	ParentID       string     `json:"parent_conversation_id,omitempty"`
-	Status         string     `json:"status"`
-	Responder      string     `json:"responder"`
-	Events         []eventOut `json:"events"`
-	HistoryMissing bool       `json:"history_missing"`
-	CompanyText    string     `json:"company_text,omitempty"`
-	Next           string     `json:"next"`
+	Domain         string      `json:"domain"`
+	ConversationID string      `json:"conversation_id"`
+	ParentID       string      `json:"parent_conversation_id,omitempty"`
+	Status         string      `json:"status"`
+	Responder      string      `json:"responder"`
+	Events         []eventOut  `json:"events"`
+	HistoryMissing bool        `json:"history_missing"`
+	MoreWaiting    bool        `json:"more_waiting,omitempty"`
+	Resent         []resentOut `json:"resent,omitempty"`
+	CompanyText    string      `json:"company_text,omitempty"`
+	Next           string      `json:"next"`
 }
 
 // eventOut is one event as the model reads it (TOOLS.md).
@@ -66,7 +69,7 @@ func (s *Server) convResult(ctx context.Context, t *convTarget, upd *conversatio
 		answered = s.convAnswerAuthorization(ctx, t, upd, opts)
 	}
 	out := &convOut{Domain: t.domain, ConversationID: upd.ConversationID, ParentID: upd.ParentID,
-		Status: upd.Status, Responder: upd.Responder, HistoryMissing: upd.HistoryMissing, Events: []eventOut{}}
+		Status: untrusted.Text(upd.Status, 40), Responder: untrusted.Text(upd.Responder, 40), HistoryMissing: upd.HistoryMissing, MoreWaiting: upd.More, Events: []eventOut{}}
 	prev := conversation.State{Status: conversation.StatusIdle, Responder: conversation.ResponderAgent}
 	for _, e := range upd.Events {
 		if e.Type == conversation.EventState {
@@ -85,6 +88,7 @@ func (s *Server) convResult(ctx context.Context, t *convTarget, upd *conversatio
 			out.CompanyText = convCompanyNote
 		}
 	}
+	out.Resent = convResent(upd.Resent)
 	out.Next = convNext(out)
 	return result(out, "%s", out.text())
 }
@@ -98,12 +102,19 @@ func (s *Server) convEvent(t *convTarget, upd *conversation.Update, e conversati
 	switch e.Type {
 	case conversation.EventMessage:
 		m := e.Message
-		out.Text, out.Data = m.Text, m.Data
-		out.From, out.ThirdParty = convFrom(m), m.Role != conversation.RoleAgent
+		// Company words: nothing hidden in the text; data, whose values the
+		// model may send back, with hidden characters shown as escapes.
+		out.Text = untrusted.Display(m.Text, 0)
+		if m.Data != nil {
+			out.Data = untrusted.EscapeValues(m.Data)
+		}
+		// The Tracker returns no message poppy-mcp sent: every one here is
+		// the Company's, whatever role or sender it claims.
+		out.From, out.ThirdParty = convFrom(m), true
 	case conversation.EventState:
-		out.Status, out.Responder = e.Status, e.Responder
+		out.Status, out.Responder = untrusted.Text(e.Status, 40), untrusted.Text(e.Responder, 40)
 	case conversation.EventAuthorization:
-		out.Error, out.Scopes = e.Error, convScopes(e.Scope)
+		out.Error, out.Scopes = untrusted.Text(e.Error, 64), convScopes(untrusted.Text(e.Scope, 300))
 		if answered {
 			out.Next = "poppy-mcp signed the Session in with the Account Token it holds and continued the conversation: nothing to do."
 			break
@@ -115,7 +126,7 @@ func (s *Server) convEvent(t *convTarget, upd *conversation.Update, e conversati
 			out.Next = fmt.Sprintf("The Company needs account access (%s) that no sign-in type it offers grants: tell the user.", strings.Join(out.Scopes, " "))
 		}
 	case conversation.EventUserRequested:
-		out.Reason, out.ThirdParty = e.Reason, true
+		out.Reason, out.ThirdParty = untrusted.Display(e.Reason, 0), true
 		out.Next = fmt.Sprintf("The Company asks to talk with the user: ask the user. If they agree, call start_direct_conversation "+
 			"with conversation_id %s and their first message; if not, say so with send_message.", upd.ConversationID)
 	case conversation.EventDirectOpened:
@@ -127,16 +138,12 @@ func (s *Server) convEvent(t *convTarget, upd *conversation.Update, e conversati
 	return out
 }
 
-// convFrom says who wrote a message (TOOLS.md: company_agent,
-// company_person, agent, user).
+// convFrom says who at the Company wrote a message: company_person or
+// company_agent by its sender (Poppy 0.1 §7.7). agent and user are never
+// said of a message poppy-mcp did not send, so a Company cannot make its
+// words pass as the user's.
 func convFrom(m *conversation.ReceivedMessage) string {
-	human := m.Sender == conversation.SenderHuman
-	switch {
-	case m.Role == conversation.RoleAgent && human:
-		return "user"
-	case m.Role == conversation.RoleAgent:
-		return "agent"
-	case human:
+	if m.Sender == conversation.SenderHuman {
 		return "company_person"
 	}
 	return "company_agent"
@@ -148,6 +155,10 @@ func convNext(o *convOut) string {
 	if o.HistoryMissing {
 		// Poppy 0.1 §7.5: the Personal Agent "SHOULD tell the User that part of the conversation is missing."
 		next = append(next, "Part of this conversation is missing (the Company no longer keeps it): tell the user.")
+	}
+	if o.MoreWaiting {
+		next = append(next, fmt.Sprintf("More events are waiting at the Company than one call reads: call read_events with "+
+			"conversation_id %s to read on.", o.ConversationID))
 	}
 	for _, e := range o.Events {
 		if e.Next != "" && (e.Type == conversation.EventAuthorization || e.Type == conversation.EventUserRequested) {
@@ -179,6 +190,9 @@ func (o *convOut) text() string {
 	fmt.Fprintf(&b, "Conversation %s with %s: status %s, responder %s.", o.ConversationID, o.Domain, o.Status, o.Responder)
 	if o.ParentID != "" {
 		fmt.Fprintf(&b, " (Direct Conversation of %s.)", o.ParentID)
+	}
+	for _, r := range o.Resent {
+		b.WriteString("\n- " + r.Note)
 	}
 	for _, e := range o.Events {
 		b.WriteString("\n- ")
@@ -231,8 +245,9 @@ func (s *Server) convFailure(t *convTarget, id string, err error) *mcp.CallToolR
 	switch {
 	case errors.As(err, &ue):
 		code = "not_confirmed"
-		msg = "The Company did not confirm the message (the network or the Company failed). Call send_message again with the same content: " +
-			"poppy-mcp resends it with the same message ID, so the Company records it at most once."
+		msg = "The Company did not confirm the message (the network or the Company failed). poppy-mcp sends it again with the same " +
+			"message ID on the next conversation call with this Company, for up to 10 minutes, so the Company records it at most once: " +
+			"call read_events later, or send_message with the same content now. Do not reword it, or it would be a second message."
 	case errors.As(err, &wait):
 		code, msg = "rate_limited", fmt.Sprintf("The Company limits requests: wait %s, then call the tool again.", wait.Wait.Round(time.Second))
 	case errors.As(err, &pe):
@@ -245,6 +260,18 @@ func (s *Server) convFailure(t *convTarget, id string, err error) *mcp.CallToolR
 	}
 	out["error"] = code
 	s.log.Info("conversation request failed", "domain", t.domain, "code", code, "err", err)
+	var re *conversation.ResentError
+	if errors.As(err, &re) {
+		resent := convResent(re.Resent)
+		for _, r := range resent {
+			msg += "\n- " + r.Note
+		}
+		with := map[string]any{"resent": resent}
+		for k, v := range out {
+			with[k] = v
+		}
+		return failure(with, "%s: %s", code, msg)
+	}
 	return failure(out, "%s: %s", code, msg)
 }
 
@@ -321,4 +348,53 @@ func (s *Server) listConversations(ctx context.Context, req mcp.CallToolRequest)
 		next = "Start one with send_message and the Company's domain."
 	}
 	return result(map[string]any{"conversations": list, "next": next}, "%d conversations.%s\nNext: %s", len(list), b.String(), next), nil
+}
+
+// resentOut is what became of a message an earlier call or process left
+// not confirmed delivered. Text is poppy-mcp's own message, not the
+// Company's.
+type resentOut struct {
+	ConversationID string `json:"conversation_id,omitempty"`
+	Text           string `json:"text,omitempty"`
+	Outcome        string `json:"outcome"` // delivered, expired, refused, unconfirmed
+	Note           string `json:"note"`
+}
+
+// convResent phrases what became of pending messages.
+func convResent(resent []conversation.Resent) []resentOut {
+	var out []resentOut
+	for _, r := range resent {
+		o := resentOut{ConversationID: r.ConversationID, Text: untrusted.Text(r.Text, 200), Outcome: r.Outcome}
+		which := fmt.Sprintf("A message poppy-mcp could not confirm delivered earlier (%q", o.Text)
+		if r.ConversationID != "" {
+			which += ", conversation " + r.ConversationID
+		}
+		which += ")"
+		switch r.Outcome {
+		case conversation.ResentDelivered:
+			o.Note = which + " was sent again with its original ID and is delivered now."
+		case conversation.ResentExpired:
+			o.Note = which + " is older than 10 minutes: poppy-mcp did not send it again and never will; it may or may not " +
+				"have reached the Company. Tell the user, and send it again only if they still want it."
+		case conversation.ResentRefused:
+			o.Note = which + fmt.Sprintf(" was refused by the Company when sent again (%s): it is not sent again. Tell the user.", convErrCode(r.Err))
+		default:
+			o.Note = which + " was sent again and is still not confirmed; poppy-mcp tries again on the next call, for up to 10 minutes."
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// convErrCode is the Company's error code in err, or a short description.
+func convErrCode(err error) string {
+	var ce *conversation.Error
+	if errors.As(err, &ce) && ce.Code != "" {
+		return ce.Code
+	}
+	var ae *auth.Error
+	if errors.As(err, &ae) {
+		return ae.Code
+	}
+	return "no usable answer"
 }

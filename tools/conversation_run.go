@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -162,80 +161,4 @@ func (s *Server) convAnswerAuthorization(ctx context.Context, t *convTarget, upd
 	upd.Events = append(upd.Events, more.Events...)
 	upd.State, upd.HistoryMissing = more.State, upd.HistoryMissing || more.HistoryMissing
 	return upd.Events[i].ID
-}
-
-// convReadOptions are the Tracker's options for a tool call: its wait, a
-// stream when it waits, and MCP progress notifications while it waits when
-// the client asked for them. stop ends the notifications.
-func (s *Server) convReadOptions(ctx context.Context, req mcp.CallToolRequest, def time.Duration) (*conversation.ReadOptions, func()) {
-	wait := convWait(req, def)
-	opts := &conversation.ReadOptions{Wait: wait, Stream: wait > 0}
-	var token mcp.ProgressToken
-	if req.Params.Meta != nil {
-		token = req.Params.Meta.ProgressToken
-	}
-	if token == nil || wait == 0 {
-		return opts, func() {}
-	}
-	p := &convProgress{s: s, ctx: ctx, token: token, done: make(chan struct{})}
-	opts.Progress = p.report
-	go p.tick()
-	return opts, sync.OnceFunc(func() { close(p.done) })
-}
-
-// convProgress sends MCP progress notifications for one tool call. It is
-// safe for concurrent use.
-type convProgress struct {
-	s     *Server
-	ctx   context.Context
-	token mcp.ProgressToken
-	done  chan struct{}
-
-	// mu guards n, the last progress value sent (it must increase).
-	mu sync.Mutex
-	n  int
-}
-
-// tick says every few seconds that poppy-mcp is still waiting.
-func (p *convProgress) tick() {
-	t := time.NewTicker(3 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.done:
-			return
-		case <-p.ctx.Done():
-			return
-		case <-t.C:
-			p.send("Waiting for the Company")
-		}
-	}
-}
-
-// report turns the Tracker's news into a notification. Pieces of a message
-// being written ride on them, marked as Company content: for showing only.
-func (p *convProgress) report(pr conversation.Progress) {
-	switch {
-	case pr.Delta != nil:
-		p.send("The Company is writing (third-party content, partial): " + pr.Delta.Text)
-	case pr.State != nil:
-		p.send("Conversation status " + pr.State.Status + ", responder " + pr.State.Responder)
-	case pr.Interrupted:
-		p.send("The stream broke: the partial message shown is void and will come whole")
-	}
-}
-
-func (p *convProgress) send(msg string) {
-	p.mu.Lock()
-	p.n++
-	n := p.n
-	p.mu.Unlock()
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.s.mcp.SendNotificationToClient(p.ctx, "notifications/progress", map[string]any{
-		"progressToken": p.token, "progress": n, "message": msg,
-	})
 }

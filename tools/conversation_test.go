@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/conversation"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
@@ -187,24 +190,12 @@ func TestConversationStream(t *testing.T) {
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := newHarness(t, &poppytest.Options{AgentDelay: 300 * time.Millisecond})
-			var mu sync.Mutex
-			var notes []string
-			cs := h.connectWith(t, rev, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
-				mu.Lock()
-				notes = append(notes, r.Params.Message)
-				mu.Unlock()
-			}})
+			progress := &progressLog{}
+			cs := h.connectWith(t, rev, &sdk.ClientOptions{ProgressNotificationHandler: progress.add})
 			first := send(t, cs, map[string]any{"text": "Hello", "wait_seconds": 0})
 			id := first["conversation_id"].(string)
 			h.company.DropStreamAfter(2)
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			params := &sdk.CallToolParams{Name: "read_events", Arguments: map[string]any{"conversation_id": id, "wait_seconds": 10}}
-			params.SetProgressToken("read-1")
-			res, err := cs.CallTool(ctx, params)
-			if err != nil || res.IsError {
-				t.Fatalf("read_events: %v %v", err, res)
-			}
+			res := readWithProgress(t, cs, id, 10)
 			_, again := call(t, cs, "read_events", map[string]any{"conversation_id": id, "wait_seconds": 0})
 			if n := len(events(again)); n != 0 {
 				t.Errorf("%d events came again", n)
@@ -213,8 +204,7 @@ func TestConversationStream(t *testing.T) {
 			if strings.Count(text, "company_agent (third-party content)") != 1 {
 				t.Errorf("the reply is not there exactly once:\n%s", text)
 			}
-			mu.Lock()
-			defer mu.Unlock()
+			notes := progress.all()
 			joined := strings.Join(notes, "\n")
 			if !strings.Contains(joined, "The Company is writing (third-party content, partial)") || !strings.Contains(joined, "stream broke") {
 				t.Errorf("progress notifications: %q", notes)
@@ -276,4 +266,101 @@ func TestNoCompanyAgent(t *testing.T) {
 	if !res.IsError || got["error"] != "no_company_agent" {
 		t.Errorf("got %v", got)
 	}
+}
+
+// TestConversationPendingAfterRestart: a message a poppy-mcp process could
+// not deliver before it stopped is sent again, with its original ID, by the
+// next conversation call of a new poppy-mcp on the same store, and the
+// result says so; the Company has it exactly once. On the old code it was
+// sent only if the same text was sent again.
+func TestConversationPendingAfterRestart(t *testing.T) {
+	h := newHarness(t, nil)
+	first := send(t, h.connect(t, revisions[0]), map[string]any{"text": "Hello"})
+	id := first["conversation_id"].(string)
+	path := "/poppy/conversations/" + id + "/messages"
+	h.company.RateLimit("api."+domain, path, 1, time.Second)
+	stopping := h.tracker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond) // cannot wait the second out
+	defer cancel()
+	if _, err := stopping.Send(ctx, id, conversation.Message{Sender: conversation.SenderAgent, Text: "Yes, the medium one"}, nil); err == nil {
+		t.Fatal("the limited send succeeded")
+	}
+	time.Sleep(1100 * time.Millisecond) // the Company's hold passes; the process is gone
+	_, cs := h.another(t, revisions[1])
+	res, got := call(t, cs, "read_events", map[string]any{"conversation_id": id, "wait_seconds": 0})
+	resent, _ := got["resent"].([]any)
+	text := res.Content[0].(*sdk.TextContent).Text
+	if res.IsError || len(resent) != 1 || resent[0].(map[string]any)["outcome"] != "delivered" || !strings.Contains(text, "sent again with its original ID") {
+		t.Fatalf("after the restart: %v\n%s", got, text)
+	}
+	for range 2 {
+		if msgs := h.company.Messages(id); len(msgs) != 2 || msgs[1].Text != "Yes, the medium one" {
+			t.Fatalf("the Company has %+v, want the message exactly once", msgs)
+		}
+		if _, again := call(t, cs, "read_events", map[string]any{"conversation_id": id, "wait_seconds": 0}); again["resent"] != nil {
+			t.Errorf("sent again twice: %v", again)
+		}
+	}
+}
+
+// tracker is a conversation Tracker of the harness's User at the Company,
+// on the harness's store, with a Session of its own and a Client that
+// never retries: another poppy-mcp process, about to stop.
+func (h *harness) tracker(t *testing.T) *conversation.Tracker {
+	t.Helper()
+	ctx := context.Background()
+	issuer := h.company.Issuer()
+	userID, err := h.store.UserID(ctx, issuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := h.agent.StartSession(ctx, auth.Company{Issuer: issuer, Domain: domain,
+		TokenEndpoint: h.company.URL("auth."+domain, "/oauth/token")}, userID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := conversation.New(sess.Client(), h.company.URL("api."+domain, "/poppy/conversations"),
+		&conversation.Options{NewBackOff: func() backoff.BackOff { return &backoff.StopBackOff{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := conversation.NewTracker(c, h.store, conversation.Owner{Issuer: issuer, UserID: userID, Domain: domain}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// progressLog collects the messages of the progress notifications a
+// client receives. It is safe for concurrent use.
+type progressLog struct {
+	mu    sync.Mutex
+	notes []string
+}
+
+func (p *progressLog) add(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.notes = append(p.notes, r.Params.Message)
+}
+
+func (p *progressLog) all() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.notes)
+}
+
+// readWithProgress calls read_events on a conversation, waiting up to
+// wait seconds, with a progress token; it fails on an error result.
+func readWithProgress(t *testing.T, cs *sdk.ClientSession, id string, wait int) *sdk.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	params := &sdk.CallToolParams{Name: "read_events", Arguments: map[string]any{"conversation_id": id, "wait_seconds": wait}}
+	params.SetProgressToken("read-" + id)
+	res, err := cs.CallTool(ctx, params)
+	if err != nil || res.IsError {
+		t.Fatalf("read_events: %v %v", err, res)
+	}
+	return res
 }

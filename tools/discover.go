@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 func init() {
@@ -102,16 +103,20 @@ func summarize(co *discovery.Company) *companySummary {
 		return sum
 	}
 	if doc.Organization != nil {
-		sum.Organization = &orgSummary{doc.Organization.Name, doc.Organization.Domain}
+		// Company words the model reads: nothing hidden in them.
+		sum.Organization = &orgSummary{untrusted.Text(doc.Organization.Name, 200), untrusted.Text(doc.Organization.Domain, 255)}
 	}
 	if doc.Auth != nil {
 		sum.SignIn = signInTypes(doc.Auth)
-		sum.CustomScopes = doc.Auth.CustomScopes
+		sum.CustomScopes = map[string]string{}
+		for scope, desc := range doc.Auth.CustomScopes {
+			sum.CustomScopes[untrusted.Text(scope, 100)] = untrusted.Display(desc, 500)
+		}
 	}
 	sum.CompanyAgent = doc.Agent != nil && slices.ContainsFunc(doc.Agent.Protocols, func(p discovery.Protocol) bool { return p.Type == "poppy" })
 	for _, a := range doc.APIs {
 		if a.Type == "openapi" || a.Type == "mcp" {
-			sum.APIs = append(sum.APIs, apiSummary{Type: a.Type, Description: a.Description, URL: a.URL})
+			sum.APIs = append(sum.APIs, apiSummary{Type: a.Type, Description: untrusted.Display(a.Description, 1000), URL: a.URL})
 		}
 	}
 	sum.WebsiteJoin = doc.Web != nil && doc.Web.BrowserSessionEndpoint != ""
@@ -137,7 +142,7 @@ func signInTypes(a *discovery.Auth) []signInSummary {
 	if a.Mediated != nil {
 		m := signInSummary{Type: "mediated", Scopes: a.Mediated.Scopes}
 		for _, f := range a.Mediated.Fields {
-			m.Fields = append(m.Fields, fieldSummary{f.Name, f.Label, f.Secret})
+			m.Fields = append(m.Fields, fieldSummary{f.Name, untrusted.Text(f.Label, 200), f.Secret})
 		}
 		out = append(out, m)
 	}

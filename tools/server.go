@@ -18,6 +18,7 @@ import (
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/browser"
+	"github.com/poppy-mcp/poppy-mcp/conversation"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 	"github.com/poppy-mcp/poppy-mcp/store"
@@ -85,12 +86,14 @@ type Server struct {
 	companies map[string]*discovery.Company // by normalized domain; guarded by mu
 	runtimes  map[string]*runtime           // by issuer; guarded by mu
 
-	apiState *apiState // OpenAPI catalogs and per-operation tools (api*.go); set once by its toolset; has its own lock
+	apiState *apiState     // OpenAPI catalogs and per-operation tools (api*.go); set once by its toolset; has its own lock
+	convs    *convTrackers // the conversation Trackers (conversation.go); set once by New; has its own lock
 }
 
 // New builds the MCP server with every tool registered.
 func New(deps Deps) *Server {
-	s := &Server{deps: deps, companies: map[string]*discovery.Company{}, runtimes: map[string]*runtime{}}
+	s := &Server{deps: deps, companies: map[string]*discovery.Company{}, runtimes: map[string]*runtime{},
+		convs: &convTrackers{byOwner: map[conversation.Owner]*conversation.Tracker{}}}
 	base := slog.Handler(slog.DiscardHandler)
 	if deps.Logger != nil {
 		base = deps.Logger.Handler()
