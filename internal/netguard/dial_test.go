@@ -1,0 +1,197 @@
+package netguard_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
+)
+
+// listener is a local TCP listener that counts the connections it accepts.
+type listener struct {
+	net.Listener
+	accepted atomic.Int64
+}
+
+func listen(t *testing.T) *listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &listener{Listener: ln}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			l.accepted.Add(1)
+			c.Close()
+		}
+	}()
+	return l
+}
+
+// closedPort is a loopback port nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestDialRefusesLocal: an IP literal or a name that resolves to loopback
+// is refused before any connection is made, with one message whether the
+// port is open or closed; the open port's listener sees nothing.
+func TestDialRefusesLocal(t *testing.T) {
+	open := listen(t)
+	_, port, _ := net.SplitHostPort(open.Addr().String())
+	g := netguard.New(nil)
+	ctx := context.Background()
+	msgs := map[string]string{}
+	for _, addr := range []string{open.Addr().String(), closedPort(t), "localhost:" + port, "[::1]:" + port,
+		"[::ffff:127.0.0.1]:" + port, "0.0.0.0:" + port} {
+		c, err := g.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			c.Close()
+			t.Fatalf("%s: connected", addr)
+		}
+		var ge *netguard.Error
+		if !errors.Is(err, netguard.ErrNotPublic) || !errors.As(err, &ge) || ge.Addr != addr {
+			t.Fatalf("%s: %v, want ErrNotPublic", addr, err)
+		}
+		msgs[strings.ReplaceAll(err.Error(), addr, "ADDR")] = addr
+	}
+	if len(msgs) != 1 {
+		t.Errorf("the refusals differ: %v", msgs)
+	}
+	if n := open.accepted.Load(); n != 0 {
+		t.Errorf("the listener accepted %d connections", n)
+	}
+}
+
+// TestDialMappedAndAllowed: a name mapped by Resolve reaches its address,
+// and so does an allowed address; nothing else does.
+func TestDialMappedAndAllowed(t *testing.T) {
+	mappedTo, allowed := listen(t), listen(t)
+	g := netguard.New(&netguard.Options{
+		Resolve: func(hp string) (string, bool) {
+			if hp == "company.test:443" {
+				return mappedTo.Addr().String(), true
+			}
+			return "", false
+		},
+		Allow: []netip.AddrPort{netip.MustParseAddrPort(allowed.Addr().String())},
+	})
+	ctx := context.Background()
+	for _, addr := range []string{"Company.test:443", allowed.Addr().String()} {
+		c, err := g.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			t.Fatalf("%s: %v", addr, err)
+		}
+		c.Close()
+	}
+	if _, err := g.DialContext(ctx, "tcp", "company.test:444"); !errors.Is(err, netguard.ErrConnect) && !errors.Is(err, netguard.ErrNotPublic) {
+		t.Errorf("an unmapped port of a mapped name: %v", err)
+	}
+	if _, err := g.DialContext(ctx, "tcp", mappedTo.Addr().String()); !errors.Is(err, netguard.ErrNotPublic) {
+		t.Errorf("the mapped address itself, as a literal: %v", err)
+	}
+}
+
+// TestDialFailureIsGeneric: a connection that fails says only that it
+// failed, not how (here a mapped name whose port is closed).
+func TestDialFailureIsGeneric(t *testing.T) {
+	closed := closedPort(t)
+	g := netguard.New(&netguard.Options{Resolve: func(string) (string, bool) { return closed, true }})
+	_, err := g.DialContext(context.Background(), "tcp", "company.test:443")
+	if !errors.Is(err, netguard.ErrConnect) || err.Error() != "netguard: company.test:443: could not connect" {
+		t.Fatalf("err = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := g.DialContext(ctx, "tcp", "company.test:443"); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled dial: %v, want the context's error", err)
+	}
+}
+
+// connectProxy is an HTTP proxy that records the CONNECT requests it gets
+// and refuses them all.
+type connectProxy struct {
+	mu      sync.Mutex
+	targets []string
+}
+
+func (p *connectProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	p.targets = append(p.targets, r.Method+" "+r.Host)
+	p.mu.Unlock()
+	http.Error(w, "no", http.StatusBadGateway)
+}
+
+func (p *connectProxy) seen() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.targets...)
+}
+
+// TestProxyChecksTarget: with a proxy (HTTPS_PROXY), the target is resolved
+// and checked before the proxy is asked; the proxy, itself on loopback, is
+// reached for a target whose every address is public.
+func TestProxyChecksTarget(t *testing.T) {
+	p := &connectProxy{}
+	ps := httptest.NewServer(p)
+	t.Cleanup(ps.Close)
+	pu, _ := url.Parse(ps.URL)
+	g := netguard.New(&netguard.Options{
+		Proxy: http.ProxyURL(pu),
+		LookupNetIP: func(_ context.Context, _, host string) ([]netip.Addr, error) {
+			switch host {
+			case "rebind.test": // one public answer beside a private one
+				return []netip.Addr{netip.MustParseAddr("93.184.215.14"), netip.MustParseAddr("10.0.0.1")}, nil
+			case "public.test":
+				return []netip.Addr{netip.MustParseAddr("93.184.215.14")}, nil
+			}
+			return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+		},
+	})
+	hc := &http.Client{Transport: g.Transport()}
+	for _, u := range []string{"https://169.254.169.254/latest/meta-data/", "https://127.0.0.1:6443/", "https://rebind.test/",
+		"https://[::1]/", "https://missing.test/"} {
+		resp, err := hc.Get(u)
+		if err == nil {
+			resp.Body.Close()
+			t.Fatalf("%s: answered %d", u, resp.StatusCode)
+		}
+		if !errors.Is(err, netguard.ErrNotPublic) && !errors.Is(err, netguard.ErrConnect) {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+	if got := p.seen(); len(got) != 0 {
+		t.Fatalf("the proxy was asked for %v", got)
+	}
+	resp, err := hc.Get("https://public.test/")
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if got := p.seen(); len(got) != 1 || got[0] != "CONNECT public.test:443" {
+		t.Errorf("the proxy saw %v, want one CONNECT public.test:443", got)
+	}
+}
