@@ -8,33 +8,60 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/retryafter"
 )
 
 // Options configure a Client. The zero value is usable.
 type Options struct {
-	// MaxBodyBytes caps each document. Zero means 1 MiB.
+	// MaxBodyBytes caps each discovery document; FetchDocument's callers
+	// set their own cap. Zero means 1 MiB.
 	MaxBodyBytes int64
+	// Timeout bounds each document fetch, its body included: a Company
+	// cannot hold one open by sending slowly. Zero means 30 s.
+	Timeout time.Duration
+	// Holds keeps the Retry-After of every 429 per endpoint (Poppy 0.1
+	// §4.3). Give auth the same one, so a hold set by a document fetch or
+	// by a Session request is honoured by both. Zero: the Client's own.
+	Holds *retryafter.Holds
 }
 
-// Client discovers Companies. It is safe for concurrent use.
+// Client discovers Companies and fetches their public documents. It is safe
+// for concurrent use.
 type Client struct {
 	http    *http.Client
 	maxBody int64
+	timeout time.Duration
+	holds   *retryafter.Holds
+	now     func() time.Time
 }
 
 // New returns a Client that fetches through hc, which should cache (see package
 // cache). A nil hc uses http.DefaultClient. Redirects are always limited to
-// HTTPS, whatever hc's own policy.
+// HTTPS, whatever hc's own policy, and hc's Timeout is replaced by
+// Options.Timeout.
 func New(hc *http.Client, opts *Options) *Client {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	c := *hc
-	c.CheckRedirect = checkRedirect
-	d := &Client{http: &c, maxBody: 1 << 20}
-	if opts != nil && opts.MaxBodyBytes > 0 {
-		d.maxBody = opts.MaxBodyBytes
+	var o Options
+	if opts != nil {
+		o = *opts
 	}
+	d := &Client{maxBody: o.MaxBodyBytes, timeout: o.Timeout, holds: o.Holds, now: time.Now}
+	if d.maxBody <= 0 {
+		d.maxBody = 1 << 20
+	}
+	if d.timeout <= 0 {
+		d.timeout = 30 * time.Second
+	}
+	if d.holds == nil {
+		d.holds = &retryafter.Holds{}
+	}
+	c := *hc
+	c.CheckRedirect, c.Timeout = d.checkRedirect, 0
+	d.http = &c
 	return d
 }
 
@@ -98,7 +125,7 @@ func (c *Client) Discover(ctx context.Context, domain string, refresh bool) (*Co
 
 // document fetches and parses poppy.json.
 func (c *Client) document(ctx context.Context, co *Company, u string, refresh bool) (*Document, error) {
-	got, fs, err := c.fetch(ctx, u, "3", refresh)
+	got, fs, err := c.fetchJSON(ctx, u, "3", refresh)
 	co.Findings = append(co.Findings, fs...)
 	if err != nil || got == nil {
 		return nil, err
@@ -114,7 +141,7 @@ func (c *Client) metadata(ctx context.Context, co *Company, refresh bool) error 
 	if err != nil {
 		return err
 	}
-	got, fs, err := c.fetch(ctx, u, "3.2", refresh)
+	got, fs, err := c.fetchJSON(ctx, u, "3.2", refresh)
 	co.Findings = append(co.Findings, fs...)
 	if err != nil || got == nil {
 		return err
@@ -148,11 +175,11 @@ func (c *Client) resources(ctx context.Context, co *Company, refresh bool) error
 			continue // already reported by CheckDocument
 		}
 		if n++; n > maxMCPAPIs {
-			co.Findings = append(co.Findings, Finding{Warning, "6",
-				fmt.Sprintf("only the first %d MCP APIs are checked: %s is not usable", maxMCPAPIs, api.URL)})
+			co.Findings = append(co.Findings, Finding{Severity: Warning, Section: "6",
+				Message: fmt.Sprintf("only the first %d MCP APIs are checked: %s is not usable", maxMCPAPIs, api.URL)})
 			continue
 		}
-		got, fs, err := c.fetch(ctx, u, "6", refresh)
+		got, fs, err := c.fetchJSON(ctx, u, "6", refresh)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -160,6 +187,7 @@ func (c *Client) resources(ctx context.Context, co *Company, refresh bool) error
 			co.Findings = append(co.Findings, unusableMCP(api.URL, fs, err)...)
 			continue
 		}
+		co.Findings = append(co.Findings, fs...) // warnings: a document read despite its Content-Type
 		md, fs := ParseResourceMetadata(got.body)
 		co.Findings = append(co.Findings, fs...)
 		if md != nil {

@@ -62,13 +62,3 @@ func (e *RefusedError) Error() string {
 	}
 	return fmt.Sprintf("discovery: %s is not usable: %s", e.Domain, strings.Join(msgs, "; "))
 }
-
-// FetchError means a document could not be fetched at all (DNS, TLS, timeout,
-// connection refused): nothing about the Company could be checked.
-type FetchError struct {
-	URL string
-	Err error
-}
-
-func (e *FetchError) Error() string { return fmt.Sprintf("discovery: fetching %s: %v", e.URL, e.Err) }
-func (e *FetchError) Unwrap() error { return e.Err }

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -49,10 +48,6 @@ type Deps struct {
 	// browse_page joins it to the Session and reads pages. Nil: no
 	// browse_page tool; open_website serves the agent's own browser.
 	Browser *browser.Browser
-	// Documents fetches public documents other than discovery's (OpenAPI
-	// documents): give it the client, and so the HTTP cache, Discovery uses.
-	// Nil: OpenAPI documents are not fetched, and the API tools say so.
-	Documents *http.Client
 	// MaxAPITools is the most operations a Company's OpenAPI APIs may have
 	// together for each to become a tool of its own once a Session exists;
 	// with more, list_api_operations and call_api reach them. Zero means 30;

@@ -109,6 +109,24 @@ func TestCheckErrors(t *testing.T) {
 	}
 }
 
+// TestCheckRefusesLocalAddress: a domain that is an IP literal on loopback
+// (here poppytest's own listener, which serves a valid certificate for
+// 127.0.0.1) is refused at dial time: nothing reaches it, and the error
+// says only that the address is not public. The same Company is reached
+// under a name mapped with --resolve, the explicit escape hatch.
+func TestCheckRefusesLocalAddress(t *testing.T) {
+	srv := poppytest.NewServer(t, nil)
+	env, _ := companyArgs(t, srv)
+	out, errOut, code := runBinary(t, env, "check", "--json", srv.Addr())
+	var rep checkReport
+	if code != 2 || json.Unmarshal([]byte(out), &rep) != nil || !strings.Contains(rep.Error, "refused: the address is not public") {
+		t.Fatalf("exit %d, stdout %s, stderr %s", code, out, errOut)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("the local listener got %d requests", n)
+	}
+}
+
 func TestCheckCouldNotCheck(t *testing.T) {
 	srv := poppytest.NewServer(t, nil)
 	env, _ := companyArgs(t, srv)

@@ -16,6 +16,8 @@ import (
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
+	"github.com/poppy-mcp/poppy-mcp/internal/retryafter"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 	"github.com/poppy-mcp/poppy-mcp/store"
 	"github.com/poppy-mcp/poppy-mcp/tools"
@@ -117,12 +119,12 @@ func newApp(ctx context.Context, c *common, demo bool, logger *slog.Logger) (a *
 			a.close()
 		}
 	}()
-	var base http.RoundTripper = c.transport()
+	guard := c.guardOptions()
 	if demo {
 		if a.demo, err = startDemoCompany(logger); err != nil {
 			return nil, err
 		}
-		base = a.demo.srv.Transport()
+		guard = a.demo.guardOptions()
 		if c.stateDir == "" { // the demo Company forgets everything on exit: so does the demo agent
 			dir, err := os.MkdirTemp("", "poppy-mcp-demo-")
 			if err != nil {
@@ -132,6 +134,8 @@ func newApp(ctx context.Context, c *common, demo bool, logger *slog.Logger) (a *
 			a.cleanup = append(a.cleanup, func() { os.RemoveAll(dir) })
 		}
 	}
+	// One base transport for every Company connection, through the network guard.
+	base := netguard.New(guard).Transport()
 	if a.store, _, err = c.openStore(ctx); err != nil {
 		return nil, err
 	}
@@ -142,18 +146,19 @@ func newApp(ctx context.Context, c *common, demo bool, logger *slog.Logger) (a *
 	if a.pages, err = pages.New(pagesOpts); err != nil {
 		return nil, err
 	}
-	agent, err := a.newAgent(ctx, c, base, logger)
+	holds := &retryafter.Holds{} // Poppy 0.1 §4.3: a 429 on any endpoint holds it for every request
+	agent, err := a.newAgent(ctx, c, base, holds, logger)
 	if err != nil {
 		return nil, err
 	}
 	docs := documentClient(base) // one HTTP cache for every public document
 	deps := tools.Deps{
-		Discovery: discovery.New(docs, nil), Documents: docs,
-		Agent: agent, Store: a.store, Pages: a.pages, Logger: logger,
+		Discovery: discovery.New(docs, &discovery.Options{Holds: holds}),
+		Agent:     agent, Store: a.store, Pages: a.pages, Logger: logger,
 		PublicURL: c.publicURL,
 	}
 	if c.browser != "" {
-		if deps.Browser, err = a.startBrowser(c.browser, c); err != nil {
+		if deps.Browser, err = a.startBrowser(c.browser, guard); err != nil {
 			return nil, fmt.Errorf("--browser: %w", err)
 		}
 		a.cleanup = append(a.cleanup, func() { deps.Browser.Close() })
@@ -165,7 +170,7 @@ func newApp(ctx context.Context, c *common, demo bool, logger *slog.Logger) (a *
 // newAgent loads the agent's identity: the demo's own (published by the demo
 // Company at agent.example), or the one `poppy-mcp init` made for --client-id.
 // Without one, poppy-mcp still discovers and checks Companies.
-func (a *app) newAgent(ctx context.Context, c *common, base http.RoundTripper, logger *slog.Logger) (*auth.Agent, error) {
+func (a *app) newAgent(ctx context.Context, c *common, base http.RoundTripper, holds *retryafter.Holds, logger *slog.Logger) (*auth.Agent, error) {
 	clientID, mustExist := c.clientID, true
 	if a.demo != nil {
 		clientID, mustExist = "https://"+a.demo.srv.AgentHost()+"/agent.json", false
@@ -194,8 +199,9 @@ func (a *app) newAgent(ctx context.Context, c *common, base http.RoundTripper, l
 		}
 		a.demo.srv.SetAgentDocuments(agentJSON, jwks)
 	}
-	// No client timeout: conversations long-poll and stream; each call is bounded by its ctx.
-	return auth.New(id, &auth.Options{HTTPClient: &http.Client{Transport: base}, Store: a.store}), nil
+	// No client timeout: conversations long-poll and stream; each call is bounded by its ctx,
+	// and each phase (dial, TLS, response headers) by the base transport.
+	return auth.New(id, &auth.Options{HTTPClient: &http.Client{Transport: base}, Store: a.store, Holds: holds}), nil
 }
 
 func (a *app) close() {
