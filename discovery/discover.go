@@ -78,14 +78,15 @@ type Company struct {
 	Findings  []Finding                    `json:"findings"`
 }
 
-// OK reports whether the Company is usable: no finding is an error.
-func (c *Company) OK() bool { return !hasErrors(c.Findings) }
+// OK reports whether the Company is usable: no finding blocks use. A
+// Company may be usable with error findings about what the agent skips.
+func (c *Company) OK() bool { return !blocking(c.Findings) }
 
-// Err returns a *RefusedError listing the error findings, or nil.
+// Err returns a *RefusedError listing the findings that block use, or nil.
 func (c *Company) Err() error {
 	var errs []Finding
 	for _, f := range c.Findings {
-		if f.Severity == Error {
+		if f.BlocksUse {
 			errs = append(errs, f)
 		}
 	}
@@ -162,7 +163,8 @@ const maxMCPAPIs = 16
 // maxMCPAPIs. One that cannot be fetched (DNS, TLS, 5xx, 429, a 4xx, a page
 // that is not JSON) makes that MCP API unusable, with a warning, and leaves
 // the rest of the Company usable: an agent relays an MCP API only with its
-// metadata. Metadata fetched that breaks §6 is an error, as any rule broken.
+// metadata. Metadata that breaks §6 is an error finding, but it too makes
+// only that MCP API unusable; Resources holds only metadata that passed.
 // The error is the context's, when it ends.
 func (c *Client) resources(ctx context.Context, co *Company, refresh bool) error {
 	n := 0
@@ -189,14 +191,18 @@ func (c *Client) resources(ctx context.Context, co *Company, refresh bool) error
 		}
 		co.Findings = append(co.Findings, fs...) // warnings: a document read despite its Content-Type
 		md, fs := ParseResourceMetadata(got.body)
-		co.Findings = append(co.Findings, fs...)
 		if md != nil {
-			if co.Resources == nil {
-				co.Resources = map[string]*ResourceMetadata{}
-			}
-			co.Resources[api.URL] = md
-			co.Findings = append(co.Findings, CheckResourceMetadata(md, api, co.Document.Auth.Issuer)...)
+			fs = CheckResourceMetadata(md, api, co.Document.Auth.Issuer)
 		}
+		if len(fs) > 0 {
+			// The Company's error, but only this MCP API is skipped: the rest is usable.
+			co.Findings = append(co.Findings, skipped(fs, "the MCP API "+api.URL+" is not usable")...)
+			continue
+		}
+		if co.Resources == nil {
+			co.Resources = map[string]*ResourceMetadata{}
+		}
+		co.Resources[api.URL] = md
 	}
 	return nil
 }

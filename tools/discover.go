@@ -21,7 +21,7 @@ func init() {
 func (s *Server) discoverCompanyTool() tool {
 	return tool{newTool("discover_company",
 		"Read a Company's Poppy discovery documents: its sign-in types and scopes, Company Agent, APIs and website "+
-			"support, with validation findings. Call this first for a domain. A Company with error findings cannot be used.",
+			"support, with validation findings. Call this first for a domain. A Company whose findings block use cannot be used.",
 		`{"type":"object","properties":{`+
 			`"domain":{"type":"string","description":"The Company's domain as the user would type it, e.g. example.com"},`+
 			`"refresh":{"type":"boolean","description":"Revalidate cached documents with the Company"}},`+

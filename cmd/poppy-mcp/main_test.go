@@ -109,6 +109,25 @@ func TestCheckErrors(t *testing.T) {
 	}
 }
 
+// TestCheckSkippedErrors: a misnamed extension is the Company's error, so
+// check reports it and exits 1, but poppy-mcp ignores extensions it does
+// not support (Poppy 0.1 §3.3), so the Company stays usable.
+func TestCheckSkippedErrors(t *testing.T) {
+	srv := poppytest.NewServer(t, &poppytest.Options{PoppyJSON: func(d map[string]any) {
+		d["extensions"] = map[string]any{"gift-wrap": map[string]any{"version": "1"}}
+	}})
+	env, args := companyArgs(t, srv)
+	out, _, code := runBinary(t, env, append([]string{"check", "example.com"}, args...)...)
+	if code != 1 || !strings.Contains(out, "does not block use") || !strings.Contains(out, "usable (the errors are in parts poppy-mcp skips)") {
+		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+	out, _, code = runBinary(t, env, append(append([]string{"check", "--json"}, args...), "example.com")...)
+	var rep checkReport
+	if code != 1 || json.Unmarshal([]byte(out), &rep) != nil || rep.OK || !rep.Usable || rep.Findings[0].BlocksUse {
+		t.Errorf("json exit %d: %s", code, out)
+	}
+}
+
 // TestCheckRefusesLocalAddress: a domain that is an IP literal on loopback
 // (here poppytest's own listener, which serves a valid certificate for
 // 127.0.0.1) is refused at dial time: nothing reaches it, and the error
