@@ -11,6 +11,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
 // hostileNetworkCases are the hostile-Company cases of this group (see
@@ -143,12 +145,14 @@ func hostileNetworkCases() []hostileCase {
 		{
 			// poppy-mcp's own Chromium follows a Company page's redirect to a
 			// local service: its connections go through the same guard, so
-			// the service sees nothing.
+			// the service sees nothing. (A Company without a website join, so
+			// the browser goes straight to the page.)
 			name: "browse_page redirected to a local service",
+			opts: &poppytest.Options{PoppyJSON: func(doc map[string]any) { delete(doc, "web") }},
 			run: func(t *testing.T, h *harness, cs *sdk.ClientSession) {
-				inside := newLocalService(t, false)
+				inside := newLocalService(t, true)
 				h.company.HandleFunc("example.com", "GET /leave", func(w http.ResponseWriter, r *http.Request) {
-					http.Redirect(w, r, "http://"+inside.addr()+"/latest/meta-data/", http.StatusFound)
+					http.Redirect(w, r, "https://"+inside.addr()+"/latest/meta-data/", http.StatusFound)
 				})
 				hb := withBrowser(t, h)
 				res, got := call(t, hb.connect(t, revisions[len(revisions)-1]), "browse_page", map[string]any{"domain": "example.com", "url": "/leave"})

@@ -203,7 +203,9 @@ func TestOpenWebsiteInChromium(t *testing.T) {
 // withBrowser is h's poppy-mcp again, driving a headless Chromium of its
 // own as serve does: every connection it makes goes through the network
 // guard (poppytest's names mapped, poppy-mcp's local pages allowed), and it
-// trusts poppytest's CA.
+// trusts poppytest's CA. Its flags map poppytest's names too, which the
+// proxy makes moot: without Dial, the same pages still load, so a test can
+// tell what the guard stops.
 func withBrowser(t *testing.T, h *harness) *harness {
 	t.Helper()
 	guard := companyGuard(h.company)
@@ -212,10 +214,7 @@ func withBrowser(t *testing.T, h *harness) *harness {
 		t.Fatal(err)
 	}
 	guard.Allow = []netip.AddrPort{netip.MustParseAddrPort(pagesURL.Host)}
-	b, err := browser.New(chromiumPath(t), &browser.Options{
-		Flags: map[string]any{"ignore-certificate-errors-spki-list": spkiHash(t, h.company.CAPEM())},
-		Dial:  netguard.New(guard).DialContext,
-	})
+	b, err := browser.New(chromiumPath(t), &browser.Options{Flags: chromiumFlags(t, h), Dial: netguard.New(guard).DialContext})
 	if err != nil {
 		t.Fatal(err)
 	}
