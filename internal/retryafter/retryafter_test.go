@@ -73,3 +73,18 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParse: whatever a Company sends as Retry-After, the hold is between
+// zero and Max, and a plain number of seconds is taken as it is.
+func FuzzParse(f *testing.F) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, s := range []string{"5", "", "-1", "99999999999999999999", "Fri, 02 Jan 2026 03:05:05 GMT", "1e3", " 7 ", "0x10"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		d := Parse(v, now)
+		if d < 0 || d > Max {
+			t.Fatalf("Parse(%q) = %v", v, d)
+		}
+	})
+}
