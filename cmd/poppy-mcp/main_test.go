@@ -14,6 +14,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/browser"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
@@ -131,8 +132,8 @@ func TestCheckSkippedErrors(t *testing.T) {
 // TestCheckRefusesLocalAddress: a domain that is an IP literal on loopback
 // (here poppytest's own listener, which serves a valid certificate for
 // 127.0.0.1) is refused at dial time: nothing reaches it, and the error
-// says only that the address is not public. The same Company is reached
-// under a name mapped with --resolve, the explicit escape hatch.
+// says only that the address is not public. (TestCheckClean reaches the
+// same listener under names mapped with --resolve, the explicit escape hatch.)
 func TestCheckRefusesLocalAddress(t *testing.T) {
 	srv := poppytest.NewServer(t, nil)
 	env, _ := companyArgs(t, srv)
@@ -188,6 +189,38 @@ func TestServeStdio(t *testing.T) {
 				t.Errorf("text = %q", text)
 			}
 		})
+	}
+}
+
+// TestServeDemoBrowser: with --browser, serve's Chromium reaches the demo
+// Company through the network guard's proxy, with the demo's names mapped
+// and poppy-mcp's own join page allowed, and lands on the page in the
+// Session. (tools' hostile rows show that the same proxy refuses the rest.)
+func TestServeDemoBrowser(t *testing.T) {
+	path, err := browser.Find()
+	if err != nil {
+		if os.Getenv("POPPY_REQUIRE_CHROMIUM") == "1" {
+			t.Fatalf("%v, and POPPY_REQUIRE_CHROMIUM=1", err)
+		}
+		t.Skipf("%v: skipping", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.Command(binary, "serve", "--demo", "--browser", path, "--state-dir", t.TempDir())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-test", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\nstderr: %s", err, stderr.String())
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "browse_page", Arguments: map[string]any{"domain": demoDomain, "url": "/orders"}})
+	if err != nil || res.IsError {
+		t.Fatalf("browse_page: %v %+v\nstderr: %s", err, res, stderr.String())
+	}
+	if text := res.Content[0].(*sdk.TextContent).Text; !strings.Contains(text, "https://"+demoDomain+"/orders") {
+		t.Errorf("browse_page: %q", text)
 	}
 }
 
