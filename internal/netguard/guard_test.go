@@ -3,6 +3,7 @@ package netguard_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 )
@@ -193,5 +195,47 @@ func TestProxyChecksTarget(t *testing.T) {
 	}
 	if got := p.seen(); len(got) != 1 || got[0] != "CONNECT public.test:443" {
 		t.Errorf("the proxy saw %v, want one CONNECT public.test:443", got)
+	}
+}
+
+// TestTransportPhases: a server that never sends its headers is cut by the
+// response-header timeout, while a response whose headers came and whose
+// body takes longer than that (a long-poll, a stream) is not: there is no
+// whole-request timeout.
+func TestTransportPhases(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/silent", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	mux.HandleFunc("/stream", func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		for i := range 4 {
+			fmt.Fprintf(w, "event %d\n", i)
+			rc.Flush()
+			select {
+			case <-time.After(150 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	g := netguard.New(&netguard.Options{
+		Resolve:               func(string) (string, bool) { return addr, true },
+		ResponseHeaderTimeout: 200 * time.Millisecond,
+	})
+	hc := &http.Client{Transport: g.Transport()}
+	if resp, err := hc.Get("http://company.test/silent"); err == nil {
+		resp.Body.Close()
+		t.Fatal("a server that sends no headers held the request")
+	}
+	resp, err := hc.Get("http://company.test/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || strings.Count(string(body), "event") != 4 {
+		t.Errorf("the stream was cut: %q %v", body, err)
 	}
 }
