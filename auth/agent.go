@@ -236,16 +236,7 @@ func (l *limits) retryAfter(endpoint string) error {
 	return &RetryAfterError{Wait: max(l.remaining(endpoint), defaultRetryAfter), Endpoint: endpoint}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func sleepCtx(ctx context.Context, d time.Duration) error { return retryafter.Sleep(ctx, d) }
 
 // endpointOf is the rate-limit key of a URL: origin and path.
 func endpointOf(u *url.URL) string { return retryafter.Endpoint(u) }

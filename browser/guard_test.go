@@ -15,43 +15,25 @@ import (
 
 	"github.com/poppy-mcp/poppy-mcp/browser"
 	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
+	"github.com/poppy-mcp/poppy-mcp/internal/nettest"
 )
 
-// victim is a local TCP service that counts every connection it accepts:
+// newVictim is a local service that counts every connection it accepts:
 // what a hostile page would like the browser to reach (an admin port, a
 // metadata service).
-type victim struct {
-	net.Listener
-	accepted atomic.Int64
-}
-
-func newVictim(t *testing.T) *victim {
+func newVictim(t *testing.T) *nettest.Service {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := &victim{Listener: ln}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			v.accepted.Add(1)
-			fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 22\r\nConnection: close\r\n\r\n<title>Inside</title>!")
-			c.Close()
-		}
-	}()
-	return v
+	return nettest.NewService(t, false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<title>Inside</title>!")
+	}))
 }
 
 // hostileSite is a website on loopback whose pages send the browser to the
 // victim: a redirect, a subresource and a script's fetch.
-func hostileSite(t *testing.T, v *victim) *httptest.Server {
+func hostileSite(t *testing.T, v *nettest.Service) *httptest.Server {
 	t.Helper()
-	inside := "http://" + v.Addr().String()
+	inside := "http://" + v.Addr()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /redirect", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, inside+"/latest/meta-data/", http.StatusFound)
@@ -96,10 +78,10 @@ func TestOpenGuarded(t *testing.T) {
 	if p, err := guarded.Open(ctx, site.URL+"/redirect", false); err == nil && strings.Contains(p.Text, "!") {
 		t.Errorf("the redirect landed inside: %+v", p)
 	}
-	if p, err := guarded.Open(ctx, "http://"+v.Addr().String()+"/", false); err == nil && p.Title == "Inside" {
+	if p, err := guarded.Open(ctx, "http://"+v.Addr()+"/", false); err == nil && p.Title == "Inside" {
 		t.Errorf("a loopback URL opened directly: %+v", p)
 	}
-	if n := v.accepted.Load(); n != 0 {
+	if n := v.Connections(); n != 0 {
 		t.Fatalf("the guarded browser connected to the local service %d times", n)
 	}
 	open, err := browser.New(path, nil)
@@ -110,7 +92,7 @@ func TestOpenGuarded(t *testing.T) {
 	if _, err := open.Open(ctx, site.URL+"/redirect", false); err != nil {
 		t.Fatal(err)
 	}
-	if v.accepted.Load() == 0 {
+	if v.Connections() == 0 {
 		t.Error("without Dial the redirect did not reach the local service either: this test proves nothing")
 	}
 }
@@ -148,7 +130,7 @@ func TestProxyForwards(t *testing.T) {
 			t.Errorf("%s: %q", u, body)
 		}
 	}
-	resp, err := hc.Get("http://" + v.Addr().String() + "/")
+	resp, err := hc.Get("http://" + v.Addr() + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,10 +139,10 @@ func TestProxyForwards(t *testing.T) {
 	if resp.StatusCode != http.StatusBadGateway || strings.Contains(string(body), "connection refused") {
 		t.Errorf("a refused target: %d %q", resp.StatusCode, body)
 	}
-	if _, err := hc.Get("https://" + v.Addr().String() + "/"); err == nil {
+	if _, err := hc.Get("https://" + v.Addr() + "/"); err == nil {
 		t.Error("a refused CONNECT succeeded")
 	}
-	if n := v.accepted.Load(); n != 0 || dialled.Load() < 4 {
+	if n := v.Connections(); n != 0 || dialled.Load() < 4 {
 		t.Errorf("victim accepted %d, dial called %d times", n, dialled.Load())
 	}
 }

@@ -199,14 +199,7 @@ func (c *Client) waitHold(ctx context.Context, req *http.Request) error {
 	if dl, ok := ctx.Deadline(); ok && c.now().Add(d).After(dl) {
 		return c.heldErr(req.URL.String(), req.URL.String())
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return retryafter.Sleep(ctx, d)
 }
 
 // heldErr is the error of a document whose endpoint (at held) a 429 holds.

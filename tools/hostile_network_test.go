@@ -2,16 +2,14 @@ package tools_test
 
 import (
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/nettest"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
@@ -20,7 +18,7 @@ import (
 // network, sends slowly, redirects through plain http or rate limits its
 // documents.
 func hostileNetworkCases() []hostileCase {
-	var plain *localService // the http hop of the redirect case
+	var plain *nettest.Service // the http hop of the redirect case
 	return []hostileCase{
 		{
 			// A servers entry on loopback, where a real TLS service listens:
@@ -30,11 +28,11 @@ func hostileNetworkCases() []hostileCase {
 			name: "private-address servers entry",
 			run: func(t *testing.T, h *harness, cs *sdk.ClientSession) {
 				inside := newLocalService(t, true)
-				text := callWithServer(t, h, cs, "https://"+inside.addr())
+				text := callWithServer(t, h, cs, "https://"+inside.Addr())
 				if !strings.Contains(text, "refused: the address is not public") || strings.Contains(text, "connection refused") {
 					t.Errorf("call_api: %s", text)
 				}
-				if n := inside.connections(); n != 0 {
+				if n := inside.Connections(); n != 0 {
 					t.Errorf("the local service was reached %d times", n)
 				}
 			},
@@ -56,7 +54,7 @@ func hostileNetworkCases() []hostileCase {
 			name: "http redirect of the OpenAPI document",
 			harness: func(t *testing.T) *harnessOptions {
 				plain = newLocalService(t, false)
-				return &harnessOptions{Resolve: plain.resolveAs("plain.example.net:80")}
+				return &harnessOptions{Resolve: resolveAs(plain, "plain.example.net:80")}
 			},
 			setup: func(t *testing.T, h *harness) {
 				h.company.SetDocument("api.example.com", "/openapi.json", http.StatusFound,
@@ -68,7 +66,7 @@ func hostileNetworkCases() []hostileCase {
 				if len(apis) != 1 || !strings.Contains(fmt.Sprint(apis[0]), "redirected to a URL that is not HTTPS (http://plain.example.net/openapi.json)") {
 					t.Errorf("list_api_operations: %v", got)
 				}
-				if n := plain.connections(); n != 0 {
+				if n := plain.Connections(); n != 0 {
 					t.Errorf("the plain http hop was asked %d times", n)
 				}
 			},
@@ -152,14 +150,14 @@ func hostileNetworkCases() []hostileCase {
 			run: func(t *testing.T, h *harness, cs *sdk.ClientSession) {
 				inside := newLocalService(t, true)
 				h.company.HandleFunc("example.com", "GET /leave", func(w http.ResponseWriter, r *http.Request) {
-					http.Redirect(w, r, "https://"+inside.addr()+"/latest/meta-data/", http.StatusFound)
+					http.Redirect(w, r, "https://"+inside.Addr()+"/latest/meta-data/", http.StatusFound)
 				})
 				hb := withBrowser(t, h)
 				res, got := call(t, hb.connect(t, revisions[len(revisions)-1]), "browse_page", map[string]any{"domain": "example.com", "url": "/leave"})
 				if !res.IsError {
 					t.Errorf("browse_page: %v", got)
 				}
-				if n := inside.connections(); n != 0 {
+				if n := inside.Connections(); n != 0 {
 					t.Errorf("the browser reached the local service %d times", n)
 				}
 			},
@@ -191,38 +189,15 @@ func textOf(res *sdk.CallToolResult) string {
 	return b.String()
 }
 
-// localService is an HTTP service on loopback (TLS or plain) that counts
-// the connections it accepts: what a hostile Company would like poppy-mcp
-// to reach.
-type localService struct {
-	srv   *httptest.Server
-	conns atomic.Int64
-}
-
-func newLocalService(t *testing.T, tls bool) *localService {
+// newLocalService is a service on loopback (TLS or plain) that counts the
+// connections it accepts: what a hostile Company would like poppy-mcp to
+// reach. Asked anything, it redirects to the Company's OpenAPI document.
+func newLocalService(t *testing.T, tls bool) *nettest.Service {
 	t.Helper()
-	l := &localService{}
-	l.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "https://api.example.com/openapi.json", http.StatusFound)
-	}))
-	l.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			l.conns.Add(1)
-		}
-	}
-	if tls {
-		l.srv.StartTLS()
-	} else {
-		l.srv.Start()
-	}
-	t.Cleanup(l.srv.Close)
-	return l
+	return nettest.NewService(t, tls, http.RedirectHandler("https://api.example.com/openapi.json", http.StatusFound))
 }
-
-func (l *localService) addr() string       { return l.srv.Listener.Addr().String() }
-func (l *localService) connections() int64 { return l.conns.Load() }
 
 // resolveAs maps name ("host:port") to the service, as --resolve would.
-func (l *localService) resolveAs(name string) func(string) (string, bool) {
-	return func(hp string) (string, bool) { return l.addr(), hp == name }
+func resolveAs(s *nettest.Service, name string) func(string) (string, bool) {
+	return func(hp string) (string, bool) { return s.Addr(), hp == name }
 }

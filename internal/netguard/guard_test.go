@@ -12,39 +12,12 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
+	"github.com/poppy-mcp/poppy-mcp/internal/nettest"
 )
-
-// listener is a local TCP listener that counts the connections it accepts.
-type listener struct {
-	net.Listener
-	accepted atomic.Int64
-}
-
-func listen(t *testing.T) *listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &listener{Listener: ln}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			l.accepted.Add(1)
-			c.Close()
-		}
-	}()
-	return l
-}
 
 // closedPort is a loopback port nothing listens on.
 func closedPort(t *testing.T) string {
@@ -62,12 +35,12 @@ func closedPort(t *testing.T) string {
 // is refused before any connection is made, with one message whether the
 // port is open or closed; the open port's listener sees nothing.
 func TestDialRefusesLocal(t *testing.T) {
-	open := listen(t)
-	_, port, _ := net.SplitHostPort(open.Addr().String())
+	open := nettest.NewService(t, false, http.NotFoundHandler())
+	_, port, _ := net.SplitHostPort(open.Addr())
 	g := netguard.New(nil)
 	ctx := context.Background()
 	msgs := map[string]string{}
-	for _, addr := range []string{open.Addr().String(), closedPort(t), "localhost:" + port, "[::1]:" + port,
+	for _, addr := range []string{open.Addr(), closedPort(t), "localhost:" + port, "[::1]:" + port,
 		"[::ffff:127.0.0.1]:" + port, "0.0.0.0:" + port} {
 		c, err := g.DialContext(ctx, "tcp", addr)
 		if err == nil {
@@ -83,7 +56,7 @@ func TestDialRefusesLocal(t *testing.T) {
 	if len(msgs) != 1 {
 		t.Errorf("the refusals differ: %v", msgs)
 	}
-	if n := open.accepted.Load(); n != 0 {
+	if n := open.Connections(); n != 0 {
 		t.Errorf("the listener accepted %d connections", n)
 	}
 }
@@ -91,18 +64,18 @@ func TestDialRefusesLocal(t *testing.T) {
 // TestDialMappedAndAllowed: a name mapped by Resolve reaches its address,
 // and so does an allowed address; nothing else does.
 func TestDialMappedAndAllowed(t *testing.T) {
-	mappedTo, allowed := listen(t), listen(t)
+	mappedTo, allowed := nettest.NewService(t, false, http.NotFoundHandler()), nettest.NewService(t, false, http.NotFoundHandler())
 	g := netguard.New(&netguard.Options{
 		Resolve: func(hp string) (string, bool) {
 			if hp == "company.test:443" {
-				return mappedTo.Addr().String(), true
+				return mappedTo.Addr(), true
 			}
 			return "", false
 		},
-		Allow: []netip.AddrPort{netip.MustParseAddrPort(allowed.Addr().String())},
+		Allow: []netip.AddrPort{netip.MustParseAddrPort(allowed.Addr())},
 	})
 	ctx := context.Background()
-	for _, addr := range []string{"Company.test:443", allowed.Addr().String()} {
+	for _, addr := range []string{"Company.test:443", allowed.Addr()} {
 		c, err := g.DialContext(ctx, "tcp", addr)
 		if err != nil {
 			t.Fatalf("%s: %v", addr, err)
@@ -112,7 +85,7 @@ func TestDialMappedAndAllowed(t *testing.T) {
 	if _, err := g.DialContext(ctx, "tcp", "company.test:444"); !errors.Is(err, netguard.ErrConnect) && !errors.Is(err, netguard.ErrNotPublic) {
 		t.Errorf("an unmapped port of a mapped name: %v", err)
 	}
-	if _, err := g.DialContext(ctx, "tcp", mappedTo.Addr().String()); !errors.Is(err, netguard.ErrNotPublic) {
+	if _, err := g.DialContext(ctx, "tcp", mappedTo.Addr()); !errors.Is(err, netguard.ErrNotPublic) {
 		t.Errorf("the mapped address itself, as a literal: %v", err)
 	}
 }

@@ -11,6 +11,7 @@
 package retryafter
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -93,6 +94,19 @@ func (h *Holds) Observe(resp *http.Response, now time.Time) bool {
 	}
 	h.Hold(Endpoint(resp.Request.URL), now.Add(Parse(resp.Header.Get("Retry-After"), now)))
 	return true
+}
+
+// Sleep waits d, or until ctx is done, whichever comes first; it returns
+// ctx's error when ctx ended the wait.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Parse reads a Retry-After value (RFC 9110 §10.2.3): delay-seconds or an
