@@ -247,15 +247,21 @@ func (g *Guard) Transport() *http.Transport {
 	}
 }
 
-// proxy asks Options.Proxy for the request's proxy. With one, the proxy
-// resolves and connects, so the target is checked here first: its name
-// must resolve to public addresses only. The proxy itself is then trusted.
+// proxy asks Options.Proxy for the request's proxy. A mapped name is
+// reached directly, at the address it is mapped to: it never goes to a
+// proxy. With a proxy, the proxy resolves and connects, so the target is
+// checked here first: its name must resolve to public addresses only. The
+// proxy itself is then trusted.
 func (g *Guard) proxy(r *http.Request) (*url.URL, error) {
+	target := canonicalAddr(r.URL)
+	if _, ok := g.mapped(target); ok {
+		return nil, nil
+	}
 	u, err := g.opts.Proxy(r)
 	if err != nil || u == nil {
 		return u, err
 	}
-	if err := g.CheckHost(r.Context(), canonicalAddr(r.URL)); err != nil {
+	if err := g.CheckHost(r.Context(), target); err != nil {
 		return nil, err
 	}
 	g.mu.Lock()

@@ -128,14 +128,17 @@ func (p *connectProxy) seen() []string {
 
 // TestProxyChecksTarget: with a proxy (HTTPS_PROXY), the target is resolved
 // and checked before the proxy is asked; the proxy, itself on loopback, is
-// reached for a target whose every address is public.
+// reached for a target whose every address is public; a mapped name is not
+// proxied at all.
 func TestProxyChecksTarget(t *testing.T) {
 	p := &connectProxy{}
 	ps := httptest.NewServer(p)
 	t.Cleanup(ps.Close)
 	pu, _ := url.Parse(ps.URL)
+	company := nettest.NewService(t, false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "direct") }))
 	g := netguard.New(&netguard.Options{
-		Proxy: http.ProxyURL(pu),
+		Proxy:   http.ProxyURL(pu),
+		Resolve: func(hp string) (string, bool) { return company.Addr(), hp == "mapped.test:80" },
 		LookupNetIP: func(_ context.Context, _, host string) ([]netip.Addr, error) {
 			switch host {
 			case "rebind.test": // one public answer beside a private one
@@ -168,6 +171,16 @@ func TestProxyChecksTarget(t *testing.T) {
 	}
 	if got := p.seen(); len(got) != 1 || got[0] != "CONNECT public.test:443" {
 		t.Errorf("the proxy saw %v, want one CONNECT public.test:443", got)
+	}
+	// A name mapped as --resolve maps it goes straight to its address.
+	resp, err = hc.Get("http://mapped.test/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "direct" || len(p.seen()) != 1 {
+		t.Errorf("a mapped name: %q, the proxy saw %v", body, p.seen())
 	}
 }
 
