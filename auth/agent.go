@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/retryafter"
 )
 
 // Company is what auth needs to know about a Company. The tools layer fills
@@ -64,6 +66,10 @@ type Options struct {
 	// MaxWait is the longest a request without a deadline waits for a
 	// rate limit; past it, it fails with *RetryAfterError. Zero: 60 s.
 	MaxWait time.Duration
+	// Holds keeps the Retry-After of every 429, per endpoint. Give the
+	// same Holds to discovery, so a hold set by a document fetch or by a
+	// Session request is honoured by both. Zero: the Agent's own.
+	Holds *retryafter.Holds
 	// RenewTimeout bounds one Session renewal, which runs on behalf of every
 	// request waiting for it. Zero: 30 s.
 	RenewTimeout time.Duration
@@ -115,7 +121,10 @@ func New(id *Identity, opts *Options) *Agent {
 	if a.renewTimeout <= 0 {
 		a.renewTimeout = 30 * time.Second
 	}
-	a.limits = &limits{now: a.nowFunc, sleep: sleepCtx, maxWait: opts.MaxWait}
+	a.limits = &limits{now: a.nowFunc, sleep: sleepCtx, maxWait: opts.MaxWait, holds: opts.Holds}
+	if a.limits.holds == nil {
+		a.limits.holds = &retryafter.Holds{}
+	}
 	if a.limits.maxWait <= 0 {
 		a.limits.maxWait = 60 * time.Second
 	}
@@ -182,44 +191,22 @@ func (a *Agent) loadOrCreateKey(ctx context.Context, name string) (*Key, error) 
 	return k, nil
 }
 
-// limits remembers, per endpoint, until when nothing may be sent there.
-// It is safe for concurrent use.
+// limits applies the holds of 429 answers (Poppy 0.1 §4.3): it waits
+// for them or fails with *RetryAfterError. It is safe for concurrent use.
 type limits struct {
 	now     func() time.Time
 	sleep   func(ctx context.Context, d time.Duration) error
 	maxWait time.Duration
-
-	// mu guards until.
-	mu    sync.Mutex
-	until map[string]time.Time
+	holds   *retryafter.Holds // shared with whatever else talks to Companies
 }
 
 // set records a 429's Retry-After for an endpoint; a later time wins.
 func (l *limits) set(endpoint string, d time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.until == nil {
-		l.until = map[string]time.Time{}
-	}
-	t := l.now().Add(d)
-	if t.After(l.until[endpoint]) {
-		l.until[endpoint] = t
-	}
+	l.holds.Hold(endpoint, l.now().Add(d))
 }
 
 func (l *limits) remaining(endpoint string) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	t, ok := l.until[endpoint]
-	if !ok {
-		return 0
-	}
-	d := t.Sub(l.now())
-	if d <= 0 {
-		delete(l.until, endpoint)
-		return 0
-	}
-	return d
+	return l.holds.Remaining(endpoint, l.now())
 }
 
 // wait blocks until the endpoint may be used, or fails at once with
@@ -262,25 +249,10 @@ func (l *limits) retryAfter(endpoint string) error {
 	return &RetryAfterError{Wait: max(l.remaining(endpoint), defaultRetryAfter), Endpoint: endpoint}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func sleepCtx(ctx context.Context, d time.Duration) error { return retryafter.Sleep(ctx, d) }
 
 // endpointOf is the rate-limit key of a URL: origin and path.
-func endpointOf(u *url.URL) string {
-	p := u.EscapedPath()
-	if p == "" {
-		p = "/"
-	}
-	return origin(u) + p
-}
+func endpointOf(u *url.URL) string { return retryafter.Endpoint(u) }
 
 func endpointKey(raw string) (string, error) {
 	u, err := url.Parse(raw)

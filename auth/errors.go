@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/retryafter"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
@@ -138,22 +138,11 @@ func (e *RetryAfterError) Error() string {
 }
 
 // defaultRetryAfter is used for a 429 without a usable Retry-After.
-const defaultRetryAfter = time.Second
+const defaultRetryAfter = retryafter.Default
 
 // maxRetryAfter caps a Retry-After, so a hostile value cannot block forever.
-const maxRetryAfter = 24 * time.Hour
+const maxRetryAfter = retryafter.Max
 
 // parseRetryAfter reads Retry-After (RFC 9110 §10.2.3): delay-seconds or an
 // HTTP-date.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	var d time.Duration
-	if n, err := strconv.ParseUint(v, 10, 63); err == nil {
-		d = time.Duration(min(n, uint64(maxRetryAfter/time.Second))) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(now)
-	} else {
-		return defaultRetryAfter
-	}
-	return min(max(d, 0), maxRetryAfter)
-}
+func parseRetryAfter(v string, now time.Time) time.Duration { return retryafter.Parse(v, now) }

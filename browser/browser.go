@@ -34,6 +34,13 @@ type Options struct {
 	MaxText int
 	// Width and Height are the window size, for screenshots. Zero: 1280 by 900.
 	Width, Height int
+	// Dial, when set, opens every connection Chromium makes: Chromium is
+	// told to use an in-process proxy on 127.0.0.1 that connects through
+	// Dial, loopback included (--proxy-server, --proxy-bypass-list=<-loopback>),
+	// with QUIC off and WebRTC kept from sending UDP outside the proxy. So a
+	// page, a redirect or a script reaches only what Dial allows, and name
+	// mappings are Dial's to make. Nil: Chromium connects by itself.
+	Dial DialFunc
 }
 
 // Page is what Open found.
@@ -61,6 +68,7 @@ type Browser struct {
 	ctx     context.Context // the browser's tab; nil until started
 	cancel  context.CancelFunc
 	profile string // the user data dir, removed at Close
+	proxy   *proxy // with Options.Dial, while the browser runs
 	closed  bool
 }
 
@@ -124,17 +132,41 @@ func (b *Browser) startLocked() error {
 	for name, v := range b.opts.Flags {
 		flags = append(flags, chromedp.Flag(name, v))
 	}
+	var px *proxy
+	if b.opts.Dial != nil {
+		if px, err = startProxy(b.opts.Dial); err != nil {
+			os.RemoveAll(profile)
+			return fmt.Errorf("browser: proxy: %w", err)
+		}
+		flags = append(flags, proxyFlags(px.url())...)
+	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), flags...)
 	ctx, cancelTab := chromedp.NewContext(actx)
 	if err := chromedp.Do(ctx); err != nil { // the first run starts the browser for the life of ctx
 		cancelTab()
 		cancelAlloc()
+		if px != nil {
+			px.close()
+		}
 		os.RemoveAll(profile)
 		return fmt.Errorf("browser: starting %s: %w", b.path, err)
 	}
-	b.ctx, b.profile = ctx, profile
+	b.ctx, b.profile, b.proxy = ctx, profile, px
 	b.cancel = func() { cancelTab(); cancelAlloc() }
 	return nil
+}
+
+// proxyFlags send every connection through the proxy at proxyURL. They come
+// after Options.Flags, so they win over a flag of the same name there.
+func proxyFlags(proxyURL string) []chromedp.ExecAllocatorOption {
+	return []chromedp.ExecAllocatorOption{
+		chromedp.ProxyServer(proxyURL),
+		// Chromium bypasses a proxy for loopback unless told not to.
+		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
+		// QUIC and WebRTC's UDP would not go through an HTTP proxy.
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
+	}
 }
 
 // Open loads url in the browser's tab, waits for the page to load, and
@@ -249,5 +281,9 @@ func (b *Browser) stopLocked() error {
 	_ = chromedp.Cancel(b.ctx) // closes the browser gracefully
 	b.cancel()
 	b.ctx = nil
+	if b.proxy != nil {
+		b.proxy.close()
+		b.proxy = nil
+	}
 	return os.RemoveAll(b.profile)
 }

@@ -8,33 +8,60 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/retryafter"
 )
 
 // Options configure a Client. The zero value is usable.
 type Options struct {
-	// MaxBodyBytes caps each document. Zero means 1 MiB.
+	// MaxBodyBytes caps each discovery document; FetchDocument's callers
+	// set their own cap. Zero means 1 MiB.
 	MaxBodyBytes int64
+	// Timeout bounds each document fetch, its body included: a Company
+	// cannot hold one open by sending slowly. Zero means 30 s.
+	Timeout time.Duration
+	// Holds keeps the Retry-After of every 429 per endpoint (Poppy 0.1
+	// §4.3). Give auth the same one, so a hold set by a document fetch or
+	// by a Session request is honoured by both. Zero: the Client's own.
+	Holds *retryafter.Holds
 }
 
-// Client discovers Companies. It is safe for concurrent use.
+// Client discovers Companies and fetches their public documents. It is safe
+// for concurrent use.
 type Client struct {
 	http    *http.Client
 	maxBody int64
+	timeout time.Duration
+	holds   *retryafter.Holds
+	now     func() time.Time
 }
 
 // New returns a Client that fetches through hc, which should cache (see package
 // cache). A nil hc uses http.DefaultClient. Redirects are always limited to
-// HTTPS, whatever hc's own policy.
+// HTTPS, whatever hc's own policy, and hc's Timeout is replaced by
+// Options.Timeout.
 func New(hc *http.Client, opts *Options) *Client {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	c := *hc
-	c.CheckRedirect = checkRedirect
-	d := &Client{http: &c, maxBody: 1 << 20}
-	if opts != nil && opts.MaxBodyBytes > 0 {
-		d.maxBody = opts.MaxBodyBytes
+	var o Options
+	if opts != nil {
+		o = *opts
 	}
+	d := &Client{maxBody: o.MaxBodyBytes, timeout: o.Timeout, holds: o.Holds, now: time.Now}
+	if d.maxBody <= 0 {
+		d.maxBody = 1 << 20
+	}
+	if d.timeout <= 0 {
+		d.timeout = 30 * time.Second
+	}
+	if d.holds == nil {
+		d.holds = &retryafter.Holds{}
+	}
+	c := *hc
+	c.CheckRedirect, c.Timeout = d.checkRedirect, 0
+	d.http = &c
 	return d
 }
 
@@ -51,14 +78,15 @@ type Company struct {
 	Findings  []Finding                    `json:"findings"`
 }
 
-// OK reports whether the Company is usable: no finding is an error.
-func (c *Company) OK() bool { return !hasErrors(c.Findings) }
+// OK reports whether the Company is usable: no finding blocks use. A
+// Company may be usable with error findings about what the agent skips.
+func (c *Company) OK() bool { return !blocking(c.Findings) }
 
-// Err returns a *RefusedError listing the error findings, or nil.
+// Err returns a *RefusedError listing the findings that block use, or nil.
 func (c *Company) Err() error {
 	var errs []Finding
 	for _, f := range c.Findings {
-		if f.Severity == Error {
+		if f.BlocksUse {
 			errs = append(errs, f)
 		}
 	}
@@ -98,7 +126,7 @@ func (c *Client) Discover(ctx context.Context, domain string, refresh bool) (*Co
 
 // document fetches and parses poppy.json.
 func (c *Client) document(ctx context.Context, co *Company, u string, refresh bool) (*Document, error) {
-	got, fs, err := c.fetch(ctx, u, "3", refresh)
+	got, fs, err := c.fetchJSON(ctx, u, "3", refresh)
 	co.Findings = append(co.Findings, fs...)
 	if err != nil || got == nil {
 		return nil, err
@@ -114,7 +142,7 @@ func (c *Client) metadata(ctx context.Context, co *Company, refresh bool) error 
 	if err != nil {
 		return err
 	}
-	got, fs, err := c.fetch(ctx, u, "3.2", refresh)
+	got, fs, err := c.fetchJSON(ctx, u, "3.2", refresh)
 	co.Findings = append(co.Findings, fs...)
 	if err != nil || got == nil {
 		return err
@@ -135,7 +163,8 @@ const maxMCPAPIs = 16
 // maxMCPAPIs. One that cannot be fetched (DNS, TLS, 5xx, 429, a 4xx, a page
 // that is not JSON) makes that MCP API unusable, with a warning, and leaves
 // the rest of the Company usable: an agent relays an MCP API only with its
-// metadata. Metadata fetched that breaks §6 is an error, as any rule broken.
+// metadata. Metadata that breaks §6 is an error finding, but it too makes
+// only that MCP API unusable; Resources holds only metadata that passed.
 // The error is the context's, when it ends.
 func (c *Client) resources(ctx context.Context, co *Company, refresh bool) error {
 	n := 0
@@ -148,11 +177,11 @@ func (c *Client) resources(ctx context.Context, co *Company, refresh bool) error
 			continue // already reported by CheckDocument
 		}
 		if n++; n > maxMCPAPIs {
-			co.Findings = append(co.Findings, Finding{Warning, "6",
-				fmt.Sprintf("only the first %d MCP APIs are checked: %s is not usable", maxMCPAPIs, api.URL)})
+			co.Findings = append(co.Findings, Finding{Severity: Warning, Section: "6",
+				Message: fmt.Sprintf("only the first %d MCP APIs are checked: %s is not usable", maxMCPAPIs, api.URL)})
 			continue
 		}
-		got, fs, err := c.fetch(ctx, u, "6", refresh)
+		got, fs, err := c.fetchJSON(ctx, u, "6", refresh)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -160,15 +189,20 @@ func (c *Client) resources(ctx context.Context, co *Company, refresh bool) error
 			co.Findings = append(co.Findings, unusableMCP(api.URL, fs, err)...)
 			continue
 		}
+		co.Findings = append(co.Findings, fs...) // warnings: a document read despite its Content-Type
 		md, fs := ParseResourceMetadata(got.body)
-		co.Findings = append(co.Findings, fs...)
 		if md != nil {
-			if co.Resources == nil {
-				co.Resources = map[string]*ResourceMetadata{}
-			}
-			co.Resources[api.URL] = md
-			co.Findings = append(co.Findings, CheckResourceMetadata(md, api, co.Document.Auth.Issuer)...)
+			fs = CheckResourceMetadata(md, api, co.Document.Auth.Issuer)
 		}
+		if len(fs) > 0 {
+			// The Company's error, but only this MCP API is skipped: the rest is usable.
+			co.Findings = append(co.Findings, skipped(fs, "the MCP API "+api.URL+" is not usable")...)
+			continue
+		}
+		if co.Resources == nil {
+			co.Resources = map[string]*ResourceMetadata{}
+		}
+		co.Resources[api.URL] = md
 	}
 	return nil
 }

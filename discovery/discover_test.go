@@ -59,75 +59,90 @@ func TestDiscoverWWW(t *testing.T) {
 
 // Each case breaks one rule of §3, §3.1, §3.2, §3.3, §4.4 or §6 and names the
 // section and a part of the message the finding must have.
+// A case marked skipped is an error in something the agent does not use:
+// reported, but the Company stays usable (Poppy 0.1 §3.3 "MUST ignore",
+// §6 "SHOULD skip", §7.1 "skips unfamiliar types").
 var ruleCases = []struct {
 	name     string
 	opts     poppytest.Options
 	section  string
 	contains string
 	severity discovery.Severity
+	skipped  bool
 }{
-	{"no protocol_version", poppytest.Options{PoppyJSON: func(d map[string]any) { delete(d, "protocol_version") }}, "3.1", "protocol_version is missing", discovery.Error},
-	{"malformed version", poppytest.Options{PoppyJSON: func(d map[string]any) { d["protocol_version"] = "0" }}, "3.1", "not major.minor", discovery.Error},
-	{"unsupported major", poppytest.Options{PoppyJSON: func(d map[string]any) { d["protocol_version"] = "1.0" }}, "3.1", "major version 1", discovery.Error},
+	{"no protocol_version", poppytest.Options{PoppyJSON: func(d map[string]any) { delete(d, "protocol_version") }}, "3.1", "protocol_version is missing", discovery.Error, false},
+	{"malformed version", poppytest.Options{PoppyJSON: func(d map[string]any) { d["protocol_version"] = "0" }}, "3.1", "not major.minor", discovery.Error, false},
+	{"unsupported major", poppytest.Options{PoppyJSON: func(d map[string]any) { d["protocol_version"] = "1.0" }}, "3.1", "major version 1", discovery.Error, false},
 	{"newer minor is fine but name missing", poppytest.Options{PoppyJSON: func(d map[string]any) {
 		d["protocol_version"] = "0.7"
 		d["organization"].(map[string]any)["name"] = ""
-	}}, "3.1", "organization.name is missing", discovery.Error},
-	{"no organization", poppytest.Options{PoppyJSON: func(d map[string]any) { delete(d, "organization") }}, "3.1", "organization is missing", discovery.Error},
-	{"foreign domain", poppytest.Options{PoppyJSON: func(d map[string]any) { d["organization"].(map[string]any)["domain"] = "example.net" }}, "3.1", `"example.net" does not match`, discovery.Error},
-	{"auth missing", poppytest.Options{PoppyJSON: func(d map[string]any) { delete(d, "auth") }}, "3.1", "auth is missing", discovery.Error},
+	}}, "3.1", "organization.name is missing", discovery.Error, false},
+	{"no organization", poppytest.Options{PoppyJSON: func(d map[string]any) { delete(d, "organization") }}, "3.1", "organization is missing", discovery.Error, false},
+	{"foreign domain", poppytest.Options{PoppyJSON: func(d map[string]any) { d["organization"].(map[string]any)["domain"] = "example.net" }}, "3.1", `"example.net" does not match`, discovery.Error, false},
+	{"auth missing", poppytest.Options{PoppyJSON: func(d map[string]any) { delete(d, "auth") }}, "3.1", "auth is missing", discovery.Error, false},
 	{"nothing offered", poppytest.Options{PoppyJSON: func(d map[string]any) {
 		delete(d, "agent")
 		delete(d, "apis")
 		delete(d, "web")
-	}}, "3.1", "none of agent, apis or web", discovery.Error},
-	{"http issuer", poppytest.Options{PoppyJSON: func(d map[string]any) { d["auth"].(map[string]any)["issuer"] = "http://auth.example.com" }}, "3.1", "auth.issuer", discovery.Error},
+	}}, "3.1", "none of agent, apis or web", discovery.Error, false},
+	{"http issuer", poppytest.Options{PoppyJSON: func(d map[string]any) { d["auth"].(map[string]any)["issuer"] = "http://auth.example.com" }}, "3.1", "auth.issuer", discovery.Error, false},
 	{"http conversation endpoint", poppytest.Options{PoppyJSON: func(d map[string]any) {
 		d["agent"] = map[string]any{"protocols": []any{map[string]any{"type": "poppy", "endpoint": "http://api.example.com/c"}}}
-	}}, "7.1", "not an HTTPS URL", discovery.Error},
+	}}, "7.1", "not an HTTPS URL", discovery.Error, false},
 	{"unknown protocol skipped", poppytest.Options{PoppyJSON: func(d map[string]any) {
 		d["agent"] = map[string]any{"protocols": []any{map[string]any{"type": "a2a", "endpoint": "https://api.example.com/a2a"}}}
-	}}, "7.1", `type "a2a"`, discovery.Warning},
+	}}, "7.1", `type "a2a"`, discovery.Warning, false},
+	{"unknown protocol without an https endpoint skipped", poppytest.Options{PoppyJSON: func(d map[string]any) {
+		d["agent"].(map[string]any)["protocols"] = append(d["agent"].(map[string]any)["protocols"].([]any),
+			map[string]any{"type": "a2a", "endpoint": "http://api.example.com/a2a"}, map[string]any{"type": "x"})
+	}}, "7.1", `type "a2a"`, discovery.Warning, false},
+	{"empty protocols skipped", poppytest.Options{PoppyJSON: func(d map[string]any) {
+		d["agent"] = map[string]any{"protocols": []any{}}
+	}}, "7.1", "agent.protocols is empty", discovery.Error, true},
 	{"http api url", poppytest.Options{PoppyJSON: func(d map[string]any) {
 		d["apis"] = []any{map[string]any{"type": "openapi", "url": "http://api.example.com/openapi.json", "description": "x"}}
-	}}, "3.1", "apis[0].url", discovery.Error},
+	}}, "3.1", "apis[0].url", discovery.Error, false},
 	{"unknown api type skipped", poppytest.Options{PoppyJSON: func(d map[string]any) {
 		d["apis"] = []any{map[string]any{"type": "graphql", "url": "https://api.example.com/graphql", "description": "x"}}
-	}}, "6", `type "graphql"`, discovery.Warning},
+	}}, "6", `type "graphql"`, discovery.Warning, false},
 	{"http browser session endpoint", poppytest.Options{PoppyJSON: func(d map[string]any) {
 		d["web"] = map[string]any{"browser_session_endpoint": "http://example.com/poppy/browser-session"}
-	}}, "3.1", "web.browser_session_endpoint", discovery.Error},
+	}}, "3.1", "web.browser_session_endpoint", discovery.Error, false},
 	{"reserved scope", poppytest.Options{PoppyJSON: func(d map[string]any) {
 		d["auth"].(map[string]any)["device"] = map[string]any{"scopes": []any{"poppy:admin"}}
-	}}, "4.4", `"poppy:admin"`, discovery.Error},
+	}}, "4.4", `"poppy:admin"`, discovery.Error, false},
 	{"reserved custom scope", poppytest.Options{PoppyJSON: func(d map[string]any) {
 		d["auth"].(map[string]any)["custom_scopes"] = map[string]any{"addresses": "x", "poppy:all": "everything"}
-	}}, "4.4", `"poppy:all"`, discovery.Error},
+	}}, "4.4", `"poppy:all"`, discovery.Error, false},
 	{"empty scopes", poppytest.Options{PoppyJSON: func(d map[string]any) {
 		d["auth"].(map[string]any)["direct"] = map[string]any{"scopes": []any{}}
-	}}, "4.4", "auth.direct.scopes is empty", discovery.Error},
+	}}, "4.4", "auth.direct.scopes is empty", discovery.Error, false},
 	{"undescribed custom scope", poppytest.Options{PoppyJSON: func(d map[string]any) {
 		d["auth"].(map[string]any)["custom_scopes"] = map[string]any{}
-	}}, "4.4", `"addresses"`, discovery.Warning},
+	}}, "4.4", `"addresses"`, discovery.Warning, false},
 	{"mediated without endpoint", poppytest.Options{PoppyJSON: func(d map[string]any) {
 		delete(d["auth"].(map[string]any)["mediated"].(map[string]any), "endpoint")
-	}}, "4.7", "auth.mediated.endpoint is missing", discovery.Error},
+	}}, "4.7", "auth.mediated.endpoint is missing", discovery.Error, false},
 	{"extension without domain", poppytest.Options{PoppyJSON: func(d map[string]any) {
 		d["extensions"] = map[string]any{"gift-wrap": map[string]any{"version": "1"}}
-	}}, "3.3", `"gift-wrap"`, discovery.Error},
+	}}, "3.3", `"gift-wrap"`, discovery.Error, true},
 	{"extension without version", poppytest.Options{PoppyJSON: func(d map[string]any) {
 		d["extensions"] = map[string]any{"example.com/gift-wrap": map[string]any{}}
-	}}, "3.3", "has no version", discovery.Error},
-	{"wrong field type", poppytest.Options{PoppyJSON: func(d map[string]any) { d["apis"] = "all of them" }}, "3.1", `"apis"`, discovery.Error},
-	{"issuer mismatch", poppytest.Options{Metadata: func(m map[string]any) { m["issuer"] = "https://auth.example.com/" }}, "3.2", "does not exactly match", discovery.Error},
-	{"poppy_domains without the domain", poppytest.Options{Metadata: func(m map[string]any) { m["poppy_domains"] = []any{"example.co.uk"} }}, "3.2", "poppy_domains", discovery.Error},
-	{"no token endpoint", poppytest.Options{Metadata: func(m map[string]any) { delete(m, "token_endpoint") }}, "3.2", "no token_endpoint", discovery.Error},
-	{"no revocation endpoint", poppytest.Options{Metadata: func(m map[string]any) { delete(m, "revocation_endpoint") }}, "3.2", "no revocation_endpoint", discovery.Error},
-	{"direct without authorization endpoint", poppytest.Options{Metadata: func(m map[string]any) { delete(m, "authorization_endpoint") }}, "3.2", "auth.direct requires", discovery.Error},
-	{"device without device endpoint", poppytest.Options{Metadata: func(m map[string]any) { delete(m, "device_authorization_endpoint") }}, "3.2", "auth.device requires", discovery.Error},
-	{"http token endpoint", poppytest.Options{Metadata: func(m map[string]any) { m["token_endpoint"] = "http://auth.example.com/oauth/token" }}, "3.2", "token_endpoint", discovery.Error},
-	{"mcp without our issuer", poppytest.Options{ResourceMetadata: func(m map[string]any) { m["authorization_servers"] = []any{"https://auth.evil.example"} }}, "6", "authorization_servers", discovery.Error},
-	{"mcp resource mismatch", poppytest.Options{ResourceMetadata: func(m map[string]any) { m["resource"] = "https://mcp.example.com/other" }}, "6", "RFC 9728 §3.3", discovery.Error},
+	}}, "3.3", "has no version", discovery.Error, true},
+	{"extension not an object", poppytest.Options{PoppyJSON: func(d map[string]any) {
+		d["extensions"] = map[string]any{"example.com/gift-wrap": "1"}
+	}}, "3.3", "is not an object", discovery.Error, true},
+	{"wrong field type", poppytest.Options{PoppyJSON: func(d map[string]any) { d["apis"] = "all of them" }}, "3.1", `"apis"`, discovery.Error, false},
+	{"issuer mismatch", poppytest.Options{Metadata: func(m map[string]any) { m["issuer"] = "https://auth.example.com/" }}, "3.2", "does not exactly match", discovery.Error, false},
+	{"poppy_domains without the domain", poppytest.Options{Metadata: func(m map[string]any) { m["poppy_domains"] = []any{"example.co.uk"} }}, "3.2", "poppy_domains", discovery.Error, false},
+	{"no token endpoint", poppytest.Options{Metadata: func(m map[string]any) { delete(m, "token_endpoint") }}, "3.2", "no token_endpoint", discovery.Error, false},
+	{"no revocation endpoint", poppytest.Options{Metadata: func(m map[string]any) { delete(m, "revocation_endpoint") }}, "3.2", "no revocation_endpoint", discovery.Error, false},
+	{"direct without authorization endpoint", poppytest.Options{Metadata: func(m map[string]any) { delete(m, "authorization_endpoint") }}, "3.2", "auth.direct requires", discovery.Error, false},
+	{"device without device endpoint", poppytest.Options{Metadata: func(m map[string]any) { delete(m, "device_authorization_endpoint") }}, "3.2", "auth.device requires", discovery.Error, false},
+	{"http token endpoint", poppytest.Options{Metadata: func(m map[string]any) { m["token_endpoint"] = "http://auth.example.com/oauth/token" }}, "3.2", "token_endpoint", discovery.Error, false},
+	{"mcp without our issuer", poppytest.Options{ResourceMetadata: func(m map[string]any) { m["authorization_servers"] = []any{"https://auth.evil.example"} }}, "6", "authorization_servers", discovery.Error, true},
+	{"mcp resource mismatch", poppytest.Options{ResourceMetadata: func(m map[string]any) { m["resource"] = "https://mcp.example.com/other" }}, "6", "RFC 9728 §3.3", discovery.Error, true},
+	{"mcp metadata of the wrong type", poppytest.Options{ResourceMetadata: func(m map[string]any) { m["authorization_servers"] = "https://auth.example.com" }}, "6", "wrong type", discovery.Error, true},
 }
 
 func TestDiscoverRules(t *testing.T) {
@@ -136,25 +151,27 @@ func TestDiscoverRules(t *testing.T) {
 			opts := tc.opts
 			srv := poppytest.NewServer(t, &opts)
 			co := discover(t, srv, "example.com")
-			requireFinding(t, co.Findings, tc.severity, tc.section, tc.contains)
-			if tc.severity == discovery.Error && co.OK() {
-				t.Errorf("OK() = true with an error finding")
+			f := requireFinding(t, co.Findings, tc.severity, tc.section, tc.contains)
+			blocks := tc.severity == discovery.Error && !tc.skipped
+			if f.BlocksUse != blocks || co.OK() == blocks || (co.Err() == nil) == blocks {
+				t.Errorf("finding %v: BlocksUse %v, OK() %v, Err() %v; want blocking %v", f, f.BlocksUse, co.OK(), co.Err(), blocks)
 			}
-			if tc.severity == discovery.Warning && !co.OK() {
-				t.Errorf("a warning made the Company unusable: %v", co.Findings)
+			if tc.section == "6" && co.Resources["https://mcp.example.com/mcp"] != nil {
+				t.Errorf("broken resource metadata kept: %+v", co.Resources)
 			}
 		})
 	}
 }
 
-func requireFinding(t *testing.T, fs []discovery.Finding, sev discovery.Severity, section, contains string) {
+func requireFinding(t *testing.T, fs []discovery.Finding, sev discovery.Severity, section, contains string) discovery.Finding {
 	t.Helper()
 	for _, f := range fs {
 		if f.Severity == sev && f.Section == section && strings.Contains(f.Message, contains) {
-			return
+			return f
 		}
 	}
 	t.Fatalf("no %s finding §%s containing %q in %v", sev, section, contains, fs)
+	return discovery.Finding{}
 }
 
 func TestDiscoverServedDocuments(t *testing.T) {

@@ -5,11 +5,13 @@ import (
 	"strings"
 )
 
-// Severity says whether a finding makes the Company unusable.
+// Severity says how badly a finding breaks the spec: an Error breaks a
+// rule, a Warning is a risk or a departure the agent works around. Whether
+// the Company can be used is BlocksUse's to say, not the severity's.
 type Severity string
 
 const (
-	// Error findings make the Company unusable: the agent refuses it.
+	// Error findings break a rule of the spec: the Company's to fix.
 	Error Severity = "error"
 	// Warning findings are reported; the agent carries on.
 	Warning Severity = "warning"
@@ -21,38 +23,66 @@ type Finding struct {
 	Severity Severity `json:"severity"`
 	Section  string   `json:"section"`
 	Message  string   `json:"message"`
+	// BlocksUse reports that the Company cannot be used because of this
+	// finding: an error in something the agent would use. An error in what
+	// the agent skips (an extension it does not support, one MCP API whose
+	// metadata is broken) is still reported, but blocks nothing else.
+	// Poppy 0.1 §3.3: "Personal Agents and Companies MUST ignore extensions
+	// they don't support and fields they don't recognize".
+	BlocksUse bool `json:"blocks_use"`
 }
 
 func (f Finding) String() string {
+	if f.Severity == Error && !f.BlocksUse {
+		return fmt.Sprintf("%s §%s (skipped, does not block use): %s", f.Severity, f.Section, f.Message)
+	}
 	return fmt.Sprintf("%s §%s: %s", f.Severity, f.Section, f.Message)
 }
 
 // findings collects findings as the rules run.
 type findings []Finding
 
+// errorf adds an error in something the agent uses: it blocks use.
 func (fs *findings) errorf(section, format string, args ...any) {
-	*fs = append(*fs, Finding{Error, section, fmt.Sprintf(format, args...)})
+	*fs = append(*fs, Finding{Error, section, fmt.Sprintf(format, args...), true})
+}
+
+// skippedf adds an error in something the agent skips: it blocks nothing.
+func (fs *findings) skippedf(section, format string, args ...any) {
+	*fs = append(*fs, Finding{Error, section, fmt.Sprintf(format, args...), false})
 }
 
 func (fs *findings) warnf(section, format string, args ...any) {
-	*fs = append(*fs, Finding{Warning, section, fmt.Sprintf(format, args...)})
+	*fs = append(*fs, Finding{Warning, section, fmt.Sprintf(format, args...), false})
 }
 
-// hasErrors reports whether any finding is an error.
-func hasErrors(fs []Finding) bool {
+// skipped returns fs as findings about something the agent skips: none
+// blocks use, and each says what is skipped.
+func skipped(fs []Finding, what string) []Finding {
+	out := make([]Finding, len(fs))
+	for i, f := range fs {
+		f.BlocksUse = false
+		f.Message += ": " + what
+		out[i] = f
+	}
+	return out
+}
+
+// blocking reports whether any finding blocks use.
+func blocking(fs []Finding) bool {
 	for _, f := range fs {
-		if f.Severity == Error {
+		if f.BlocksUse {
 			return true
 		}
 	}
 	return false
 }
 
-// RefusedError is returned for a Company whose documents have error findings.
-// Its message lists them so a caller can show why.
+// RefusedError is returned for a Company whose documents have findings that
+// block use. Its message lists them so a caller can show why.
 type RefusedError struct {
 	Domain   string
-	Findings []Finding // the error findings only
+	Findings []Finding // the findings that block use only
 }
 
 func (e *RefusedError) Error() string {
@@ -62,13 +92,3 @@ func (e *RefusedError) Error() string {
 	}
 	return fmt.Sprintf("discovery: %s is not usable: %s", e.Domain, strings.Join(msgs, "; "))
 }
-
-// FetchError means a document could not be fetched at all (DNS, TLS, timeout,
-// connection refused): nothing about the Company could be checked.
-type FetchError struct {
-	URL string
-	Err error
-}
-
-func (e *FetchError) Error() string { return fmt.Sprintf("discovery: fetching %s: %v", e.URL, e.Err) }
-func (e *FetchError) Unwrap() error { return e.Err }

@@ -201,23 +201,26 @@ func checkScopes(fs *findings, field string, scopes []string, custom map[string]
 	}
 }
 
+// checkAgent checks the conversation protocols. Only poppy entries are
+// used, so only theirs can block use: an unfamiliar entry is skipped
+// whatever its endpoint.
 func checkAgent(fs *findings, a *Agent) {
 	if len(a.Protocols) == 0 {
-		fs.errorf("7.1", "agent.protocols is empty")
+		fs.skippedf("7.1", "agent.protocols is empty: conversations are not available")
 	}
 	supported := false
 	for i, p := range a.Protocols {
+		if p.Type != "poppy" {
+			// Poppy 0.1 §7.1: the agent "skips unfamiliar types".
+			fs.warnf("7.1", "agent.protocols[%d] has type %q, which this agent does not support: skipped", i, p.Type)
+			continue
+		}
+		supported = true
 		field := fmt.Sprintf("agent.protocols[%d].endpoint", i)
 		if p.Endpoint == "" {
 			fs.errorf("7.1", "%s is missing", field)
 		} else {
 			checkHTTPS(fs, "7.1", field, p.Endpoint)
-		}
-		if p.Type == "poppy" {
-			supported = true
-		} else {
-			// Poppy 0.1 §7.1: the agent "skips unfamiliar types".
-			fs.warnf("7.1", "agent.protocols[%d] has type %q, which this agent does not support: skipped", i, p.Type)
 		}
 	}
 	if len(a.Protocols) > 0 && !supported {
@@ -249,19 +252,24 @@ func checkAPIs(fs *findings, apis []API) {
 	}
 }
 
+// checkExtensions checks the extensions. This agent supports none, so
+// each is skipped: a broken entry is still the Company's error to fix, but
+// it blocks nothing (Poppy 0.1 §3.3: "Personal Agents and Companies MUST
+// ignore extensions they don't support").
 func checkExtensions(fs *findings, exts map[string]json.RawMessage) {
 	for name, raw := range exts {
 		if !knownExtensions[name] && !domainPrefixed(name) {
 			// Poppy 0.1 §3.3: "Anyone else MUST start an extension's name with a domain they control".
-			fs.errorf("3.3", "extension %q is neither defined with the protocol nor starts with a domain", name)
+			fs.skippedf("3.3", "extension %q is neither defined with the protocol nor starts with a domain", name)
 		}
 		var e Extension
 		if json.Unmarshal(raw, &e) != nil {
-			fs.errorf("3.3", "extension %q is not an object", name)
+			fs.skippedf("3.3", "extension %q is not an object", name)
 			continue
 		}
 		if e.Version == nil {
-			fs.errorf("3.3", "extension %q has no version", name)
+			// Poppy 0.1 §3.3: "Each entry has a version, the extension's major version."
+			fs.skippedf("3.3", "extension %q has no version", name)
 		}
 	}
 }

@@ -131,14 +131,15 @@ func (s *Server) defaultResourceMetadata() map[string]any {
 	}
 }
 
-// setJSONDocument serves v as JSON with the configured Cache-Control.
+// setJSONDocument serves v as JSON with the configured Cache-Control and
+// Content-Type.
 func (s *Server) setJSONDocument(host, path string, v any) {
 	body, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		panic("poppytest: document " + host + path + ": " + err.Error())
 	}
 	h := http.Header{}
-	h.Set("Content-Type", "application/json")
+	h.Set("Content-Type", s.opts.DocumentContentType)
 	h.Set("Cache-Control", s.opts.CacheControl)
 	s.SetDocument(host, path, http.StatusOK, h, append(body, '\n'))
 }

@@ -88,6 +88,10 @@ type Options struct {
 	// CacheControl is the Cache-Control header of the discovery documents.
 	// Zero: "max-age=300". An ETag is always set.
 	CacheControl string
+	// DocumentContentType is the Content-Type of the discovery documents
+	// and the store API's OpenAPI document, such as "text/plain" (a file
+	// host's) or "text/html". Zero: "application/json".
+	DocumentContentType string
 	// Now is the Server's clock. Zero: time.Now.
 	Now func() time.Time
 
@@ -207,6 +211,7 @@ type Server struct {
 	secretSet map[string]struct{} // the same, as a set
 	served    map[string]int      // Served counters
 	limits    map[string]*rateLimit
+	slow      map[string]time.Duration // SlowBody intervals by host+path
 
 	grants       map[string]grantFunc // grant_type -> handler; written by install only, so read without mu
 	clients      map[string]*client   // client_id -> fetched documents
@@ -254,7 +259,7 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 	t.Helper()
 	s := &Server{t: t, handlers: map[string]map[string]http.Handler{},
 		muxes: map[string]*http.ServeMux{}, docs: map[string]*document{},
-		secretSet: map[string]struct{}{}, served: map[string]int{}, limits: map[string]*rateLimit{},
+		secretSet: map[string]struct{}{}, served: map[string]int{}, limits: map[string]*rateLimit{}, slow: map[string]time.Duration{},
 		grants: map[string]grantFunc{}, clients: map[string]*client{}, jtis: map[string]time.Time{},
 		nonces: map[string]string{}, sessions: map[string]*Session{}, tokens: map[string]*token{},
 		usedSeq: map[string]uint64{}}
@@ -264,6 +269,7 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 	s.domain = strings.ToLower(orDefault(s.opts.Domain, "example.com"))
 	s.agentHost = strings.ToLower(orDefault(s.opts.AgentHost, "agent.example"))
 	s.opts.CacheControl = orDefault(s.opts.CacheControl, "max-age=300")
+	s.opts.DocumentContentType = orDefault(s.opts.DocumentContentType, "application/json")
 	s.timeNow = s.opts.Now
 	if s.timeNow == nil {
 		s.timeNow = time.Now
@@ -437,7 +443,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "poppytest: no such host "+host, http.StatusMisdirectedRequest)
 		return
 	}
-	mux.ServeHTTP(w, r)
+	mux.ServeHTTP(s.slowed(w, r, host), r)
 }
 
 // hostOnly lowercases a Host header and strips its port.

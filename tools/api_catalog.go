@@ -2,8 +2,8 @@ package tools
 
 // This file loads the catalogs of a Company's OpenAPI APIs (Poppy 0.1 §6:
 // an openapi entry's url is an OpenAPI document; calls go to its servers).
-// Documents are public: they are fetched through Deps.Documents, the HTTP
-// cache (§3: "SHOULD cache ... according to its HTTP caching headers"), and
+// Documents are public: they are fetched like discovery's, through
+// Deps.Discovery and so the HTTP cache (§3: "SHOULD cache ... according to its HTTP caching headers"), and
 // the translated catalog is kept in memory and in the store under the
 // document's URL, versioned by its ETag (else its SHA-256), so a second
 // start with an unchanged document asks with If-None-Match and reuses the
@@ -15,9 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +27,8 @@ import (
 )
 
 const (
-	// maxAPIDocument bounds an OpenAPI document (GitHub's is 13 MB).
+	// maxAPIDocument bounds an OpenAPI document (GitHub's is 13 MB);
+	// discovery's own documents keep their 1 MiB.
 	maxAPIDocument = 32 << 20
 	// apiLoadTimeout bounds fetching and translating one document.
 	apiLoadTimeout = 30 * time.Second
@@ -204,56 +203,40 @@ func (s *Server) storeCatalog(ctx context.Context, u, key string, lc *loadedCata
 	}
 }
 
-// fetchDocument GETs an OpenAPI document through the HTTP cache and returns
-// its version and body. With only a stored catalog (a new start), it asks
-// with If-None-Match, and a 304 returns the stored version and no body.
-// A document whose ETag matches the one in memory is not read.
+// fetchDocument GETs an OpenAPI document through discovery's fetcher of
+// public documents (so the HTTP cache, HTTPS-only redirects, the 429 holds
+// and a deadline of its own) and returns its version and body. With only a
+// stored catalog (a new start), it asks with If-None-Match, and a 304
+// returns the stored version and no body. A document whose ETag matches the
+// one in memory is not read.
 func (s *Server) fetchDocument(ctx context.Context, u string, mem, stored *loadedCatalog) (string, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil || req.URL.Scheme != "https" {
-		// Poppy 0.1 §3 (SPEC-NOTES): "Every URL is HTTPS." The document names the servers tokens go to.
-		return "", nil, fmt.Errorf("the document URL %q is not an HTTPS URL", u)
-	}
-	req.Header.Set("Accept", "application/json, application/yaml;q=0.9, */*;q=0.1")
-	if mem == nil && stored != nil && isETag(stored.version) {
-		// RFC 9110 §13.1.2: the Company answers 304 while the document is unchanged.
-		req.Header.Set("If-None-Match", stored.version)
-	}
-	if s.deps.Documents == nil {
-		return "", nil, errors.New("poppy-mcp was started without a client for public documents (tools.Deps.Documents), so it reads no OpenAPI document")
-	}
-	resp, err := s.deps.Documents.Do(req)
-	if err != nil {
-		return "", nil, fmt.Errorf("could not fetch the OpenAPI document %s: %w", u, err)
-	}
-	defer resp.Body.Close()
-	if resp.Request != nil && resp.Request.URL.Scheme != "https" {
-		return "", nil, fmt.Errorf("the OpenAPI document %s was redirected to a URL that is not HTTPS", u)
-	}
-	etag := resp.Header.Get("ETag")
+	r := discovery.DocumentRequest{URL: u, Accept: "application/json, application/yaml;q=0.9, */*;q=0.1", MaxBytes: maxAPIDocument}
 	switch {
-	case resp.StatusCode == http.StatusNotModified && stored != nil:
-		return stored.version, nil, nil
-	case resp.StatusCode != http.StatusOK:
-		return "", nil, fmt.Errorf("the OpenAPI document %s answered HTTP %d", u, resp.StatusCode)
-	case mem != nil && isETag(etag) && etag == mem.version:
-		return etag, nil, nil
+	case mem != nil && isETag(mem.version):
+		r.KnownETag = mem.version
+	case stored != nil && isETag(stored.version):
+		// RFC 9110 §13.1.2: the Company answers 304 while the document is unchanged.
+		r.IfNoneMatch = stored.version
 	}
-	if !documentMediaType(resp.Header.Get("Content-Type")) {
-		return "", nil, fmt.Errorf("the OpenAPI document %s is %q, not JSON or YAML", u, resp.Header.Get("Content-Type"))
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIDocument+1))
+	f, err := s.deps.Discovery.FetchDocument(ctx, r)
 	if err != nil {
-		return "", nil, fmt.Errorf("reading the OpenAPI document %s: %w", u, err)
+		return "", nil, fmt.Errorf("the OpenAPI document could not be fetched: %w", err)
 	}
-	if len(data) > maxAPIDocument {
-		return "", nil, fmt.Errorf("the OpenAPI document %s is larger than %d MiB", u, maxAPIDocument>>20)
+	switch {
+	case f.NotModified && r.KnownETag != "":
+		return mem.version, nil, nil
+	case f.NotModified:
+		return stored.version, nil, nil
 	}
+	if !documentMediaType(f.Header.Get("Content-Type")) {
+		return "", nil, fmt.Errorf("the OpenAPI document %s is %q, not JSON or YAML", u, f.Header.Get("Content-Type"))
+	}
+	etag := f.Header.Get("ETag")
 	if !isETag(etag) {
-		sum := sha256.Sum256(data)
+		sum := sha256.Sum256(f.Body)
 		etag = "sha256:" + hex.EncodeToString(sum[:])
 	}
-	return etag, data, nil
+	return etag, f.Body, nil
 }
 
 // isETag reports whether v is an entity tag, strong or weak (RFC 9110 §8.8.3).

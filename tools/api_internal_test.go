@@ -152,7 +152,7 @@ func benchCompany(b *testing.B) (*discovery.Company, func() *Server) {
 	}
 	return company, func() *Server {
 		return &Server{log: slog.New(slog.DiscardHandler), apiState: newAPIState(), deps: Deps{
-			Store: st, Documents: &http.Client{Transport: cache.New(co.Transport(), nil)}}}
+			Store: st, Discovery: discovery.New(&http.Client{Transport: cache.New(co.Transport(), nil)}, nil)}}
 	}
 }
 

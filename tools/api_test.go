@@ -39,9 +39,9 @@ func newAPIHarness(t *testing.T, opts *poppytest.Options, maxTools int) *harness
 // and Company, as a second start of poppy-mcp would be: nothing in memory.
 func (h *harness) restart(t *testing.T, maxTools int) {
 	t.Helper()
-	cached := &http.Client{Transport: cache.New(h.company.Transport(), nil)}
+	cached := &http.Client{Transport: cache.New(h.base, nil)}
 	h.tools = tools.New(tools.Deps{
-		Discovery: discovery.New(cached, nil), Documents: cached, MaxAPITools: maxTools,
+		Discovery: discovery.New(cached, &discovery.Options{Holds: h.holds}), MaxAPITools: maxTools,
 		Agent: h.agent, Store: h.store, Pages: h.pages,
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})

@@ -118,7 +118,7 @@ func TestToolCallDeadline(t *testing.T) {
 	})
 	// A client without a timeout of its own, as documentClient's is not in tests.
 	docs := &http.Client{Transport: cache.New(h.company.Transport(), nil)}
-	ts := tools.New(tools.Deps{Discovery: discovery.New(docs, nil), Documents: docs, Agent: h.agent, Store: h.store,
+	ts := tools.New(tools.Deps{Discovery: discovery.New(docs, nil), Agent: h.agent, Store: h.store,
 		Pages: h.pages, CallTimeout: 3 * time.Second, Logger: slog.New(slog.NewTextHandler(h.logs, nil))})
 	t.Cleanup(ts.Close)
 	hs := httptest.NewServer(ts.HTTPHandler())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -21,7 +22,7 @@ func init() {
 func (s *Server) discoverCompanyTool() tool {
 	return tool{newTool("discover_company",
 		"Read a Company's Poppy discovery documents: its sign-in types and scopes, Company Agent, APIs and website "+
-			"support, with validation findings. Call this first for a domain. A Company with error findings cannot be used.",
+			"support, with validation findings. Call this first for a domain. A Company whose findings block use cannot be used.",
 		`{"type":"object","properties":{`+
 			`"domain":{"type":"string","description":"The Company's domain as the user would type it, e.g. example.com"},`+
 			`"refresh":{"type":"boolean","description":"Revalidate cached documents with the Company"}},`+
@@ -75,10 +76,18 @@ const companyTextNote = "organization.name, labels, custom scope descriptions an
 func (s *Server) discoverCompany(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	domain := stringArg(req, "domain")
 	co, err := s.company(ctx, domain, boolArg(req, "refresh"))
-	var inErr *discovery.InputError
+	var (
+		inErr *discovery.InputError
+		fe    *discovery.FetchError
+	)
 	switch {
 	case errors.As(err, &inErr):
 		return failure(map[string]string{"error": "invalid_domain"}, "%v. Give the domain alone, like example.com.", err), nil
+	case errors.As(err, &fe) && errors.Is(err, discovery.ErrRateLimited):
+		// Poppy 0.1 §4.3: nothing is sent to the endpoint before its Retry-After.
+		secs := int(math.Ceil(fe.RetryAfter.Seconds()))
+		return failure(map[string]any{"error": "rate_limited", "retry_after_seconds": secs},
+			"%s is rate limiting poppy-mcp (%v). Call discover_company again in %d s, not before.", domain, err, secs), nil
 	case err != nil:
 		return failure(map[string]string{"error": "unreachable"}, "Could not read %s's discovery documents: %v. Check the domain, or try again later.", domain, err), nil
 	}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +17,8 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/cache"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
+	"github.com/poppy-mcp/poppy-mcp/internal/retryafter"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 	"github.com/poppy-mcp/poppy-mcp/store"
@@ -32,6 +36,18 @@ type harness struct {
 	pages   *pages.Server
 	url     string
 	logs    *syncBuffer
+	base    http.RoundTripper // poppy-mcp's base transport, through the network guard
+	holds   *retryafter.Holds // shared by the agent and discovery, as serve does
+}
+
+// harnessOptions change how poppy-mcp is built. The zero value builds it
+// as serve does.
+type harnessOptions struct {
+	// DocumentTimeout bounds each public document fetch. Zero: discovery's default.
+	DocumentTimeout time.Duration
+	// Resolve maps more names, past the network guard, as --resolve does
+	// (poppytest's own names are always mapped). Nil: none.
+	Resolve func(hostport string) (addr string, ok bool)
 }
 
 // clientID is where poppytest serves the agent's documents.
@@ -39,6 +55,15 @@ const clientID = "https://agent.example/agent.json"
 
 func newHarness(t *testing.T, opts *poppytest.Options) *harness {
 	t.Helper()
+	return newHarnessWith(t, opts, nil)
+}
+
+// newHarnessWith is newHarness with harness options (nil: the defaults).
+func newHarnessWith(t *testing.T, opts *poppytest.Options, hopts *harnessOptions) *harness {
+	t.Helper()
+	if hopts == nil {
+		hopts = &harnessOptions{}
+	}
 	ctx := context.Background()
 	company := poppytest.NewServer(t, opts)
 	st, err := store.Open(ctx, t.TempDir(), &store.Options{Key: bytes.Repeat([]byte{7}, 32), Keychain: store.NoKeychain{}})
@@ -65,17 +90,47 @@ func newHarness(t *testing.T, opts *poppytest.Options) *harness {
 	}
 	t.Cleanup(func() { pg.Close() })
 	logs := &syncBuffer{}
-	agent := auth.New(id, &auth.Options{HTTPClient: company.Client(), Store: st})
-	docs := &http.Client{Transport: cache.New(company.Transport(), nil)}
+	// As serve builds it: one guarded base transport, poppytest's names
+	// mapped to its listener (as --resolve would), one Holds for every request.
+	guard := companyGuard(company)
+	if extra, own := hopts.Resolve, guard.Resolve; extra != nil {
+		guard.Resolve = func(hp string) (string, bool) {
+			if addr, ok := extra(hp); ok {
+				return addr, true
+			}
+			return own(hp)
+		}
+	}
+	base, holds := netguard.New(guard).Transport(), &retryafter.Holds{}
+	agent := auth.New(id, &auth.Options{HTTPClient: &http.Client{Transport: base}, Store: st, Holds: holds})
+	docs := &http.Client{Transport: cache.New(base, nil)}
 	ts := tools.New(tools.Deps{
-		Discovery: discovery.New(docs, nil), Documents: docs,
-		Agent: agent, Store: st, Pages: pg,
+		Discovery: discovery.New(docs, &discovery.Options{Holds: holds, Timeout: hopts.DocumentTimeout}),
+		Agent:     agent, Store: st, Pages: pg,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	t.Cleanup(ts.Close) // stops background polling and relays (cleanups run last-in first-out)
 	hs := httptest.NewServer(ts.HTTPHandler())
 	t.Cleanup(hs.Close)
-	return &harness{company: company, tools: ts, store: st, agent: agent, pages: pg, url: hs.URL + "/mcp", logs: logs}
+	return &harness{company: company, tools: ts, store: st, agent: agent, pages: pg, url: hs.URL + "/mcp", logs: logs,
+		base: base, holds: holds}
+}
+
+// companyGuard are the network guard's options for a poppytest Company:
+// its hosts, at any port, are mapped to its loopback listener, the way
+// --resolve maps a Company under development, and its CA is trusted.
+// Every other name and address stays behind the guard.
+func companyGuard(company *poppytest.Server) *netguard.Options {
+	return &netguard.Options{
+		Resolve: func(hostport string) (string, bool) {
+			host, _, err := net.SplitHostPort(hostport)
+			if err != nil || !slices.Contains(company.Hosts(), host) {
+				return "", false
+			}
+			return company.Addr(), true
+		},
+		RootCAs: company.CertPool(),
+	}
 }
 
 // connect opens a session with the official go-sdk client at one revision.

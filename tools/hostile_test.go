@@ -15,6 +15,9 @@ type hostileCase struct {
 	name string
 	// opts are the poppytest knobs that make the Company hostile.
 	opts *poppytest.Options
+	// harness builds poppy-mcp's harness options (more names mapped, a
+	// shorter document deadline). Nil: the defaults.
+	harness func(t *testing.T) *harnessOptions
 	// setup runs on the Company before the MCP client connects (documents,
 	// handlers). Nil: nothing.
 	setup func(t *testing.T, h *harness)
@@ -37,7 +40,11 @@ func TestHostileCompany(t *testing.T) {
 	for _, group := range groups {
 		for _, c := range group {
 			t.Run(c.name, func(t *testing.T) {
-				h := newHarness(t, c.opts)
+				var hopts *harnessOptions
+				if c.harness != nil {
+					hopts = c.harness(t)
+				}
+				h := newHarnessWith(t, c.opts, hopts)
 				if c.setup != nil {
 					c.setup(t, h)
 				}

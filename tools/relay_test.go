@@ -188,15 +188,20 @@ func TestRelayTokensStayWithTheirServer(t *testing.T) {
 }
 
 // TestRelayRefusedWithoutIssuer: an MCP server whose RFC 9728 metadata does
-// not list auth.issuer is refused (Poppy 0.1 §6): no Session, no tools.
+// not list auth.issuer is refused (Poppy 0.1 §6): it gets no request and no
+// tool is relayed from it. It is reported, but the rest of the Company stays
+// usable: a Session starts.
 func TestRelayRefusedWithoutIssuer(t *testing.T) {
 	h := newRelayHarness(t, &poppytest.Options{ResourceMetadata: func(md map[string]any) {
 		md["authorization_servers"] = []any{"https://auth.elsewhere.example"}
 	}})
 	cs := h.connect(t, revisions[0])
-	res, _ := call(t, cs, "start_session", map[string]any{"domain": "example.com"})
-	if text := res.Content[0].(*sdk.TextContent).Text; !res.IsError || !strings.Contains(text, "§6") {
-		t.Errorf("start_session: %q", text)
+	res, _ := call(t, cs, "discover_company", map[string]any{"domain": "example.com"})
+	if text := res.Content[0].(*sdk.TextContent).Text; res.IsError || !strings.Contains(text, "§6 (skipped, does not block use)") {
+		t.Errorf("discover_company: %q", text)
+	}
+	if res, _ := call(t, cs, "start_session", map[string]any{"domain": "example.com"}); res.IsError {
+		t.Errorf("start_session refused for one MCP server: %q", res.Content[0].(*sdk.TextContent).Text)
 	}
 	if n := len(relayedTools(t, cs)); n != 0 {
 		t.Errorf("%d tools relayed from a refused server", n)

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
@@ -54,10 +53,6 @@ type Deps struct {
 	// browse_page joins it to the Session and reads pages. Nil: no
 	// browse_page tool; open_website serves the agent's own browser.
 	Browser *browser.Browser
-	// Documents fetches public documents other than discovery's (OpenAPI
-	// documents): give it the client, and so the HTTP cache, Discovery uses.
-	// Nil: OpenAPI documents are not fetched, and the API tools say so.
-	Documents *http.Client
 	// CallTimeout bounds a tool call that does not wait; a call with
 	// wait_seconds may run for its wait plus 30 s when that is longer.
 	// Zero: 60 s, which covers the waits tools make without wait_seconds.

@@ -85,7 +85,7 @@ func (s *Server) sessionFailure(domain string, err error) *mcp.CallToolResult {
 		code, next = "invalid_domain", "Give the domain alone, like example.com."
 	case errors.As(err, &refused):
 		code, next = "company_unusable", "This Company's documents break the protocol; it cannot be used."
-	case errors.As(err, &wait):
+	case errors.As(err, &wait), errors.Is(err, discovery.ErrRateLimited):
 		code, next = "rate_limited", "Wait the time given, then call the tool again."
 	case errors.As(err, &aerr):
 		code = aerr.Code

@@ -17,6 +17,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -29,6 +31,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/browser"
 	"github.com/poppy-mcp/poppy-mcp/cache"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 	"github.com/poppy-mcp/poppy-mcp/tools"
 )
@@ -197,16 +200,27 @@ func TestOpenWebsiteInChromium(t *testing.T) {
 	}
 }
 
-// withBrowser is h's poppy-mcp again, driving a headless Chromium of its own.
+// withBrowser is h's poppy-mcp again, driving a headless Chromium of its
+// own as serve does: every connection it makes goes through the network
+// guard (poppytest's names mapped, poppy-mcp's local pages allowed), and it
+// trusts poppytest's CA. Its flags map poppytest's names too, which the
+// proxy makes moot: without Dial, the same pages still load, so a test can
+// tell what the guard stops.
 func withBrowser(t *testing.T, h *harness) *harness {
 	t.Helper()
-	b, err := browser.New(chromiumPath(t), &browser.Options{Flags: chromiumFlags(t, h)})
+	guard := companyGuard(h.company)
+	pagesURL, err := url.Parse(h.pages.BaseURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	guard.Allow = []netip.AddrPort{netip.MustParseAddrPort(pagesURL.Host)}
+	b, err := browser.New(chromiumPath(t), &browser.Options{Flags: chromiumFlags(t, h), Dial: netguard.New(guard).DialContext})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
 	ts := tools.New(tools.Deps{
-		Discovery: discovery.New(&http.Client{Transport: cache.New(h.company.Transport(), nil)}, nil),
+		Discovery: discovery.New(&http.Client{Transport: cache.New(h.base, nil)}, &discovery.Options{Holds: h.holds}),
 		Agent:     h.agent, Store: h.store, Pages: h.pages, Browser: b,
 		Logger: slog.New(slog.NewTextHandler(h.logs, nil)),
 	})

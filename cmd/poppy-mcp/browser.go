@@ -6,15 +6,20 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"errors"
-	"strings"
+	"net/netip"
+	"net/url"
+	"slices"
 
 	"github.com/poppy-mcp/poppy-mcp/browser"
+	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 )
 
 // startBrowser starts poppy-mcp's own headless Chromium for --browser PATH
-// ("auto" finds one). In demo mode it resolves the demo Company's names to
-// its listener and trusts its CA, as --resolve and SSL_CERT_FILE do for Go.
-func (a *app) startBrowser(path string, c *common) (*browser.Browser, error) {
+// ("auto" finds one). Every connection it makes goes through the network
+// guard (its mappings included), which also lets it reach poppy-mcp's own
+// local pages. In demo mode it trusts the demo Company's CA, as
+// SSL_CERT_FILE does for Go.
+func (a *app) startBrowser(path string, guard *netguard.Options) (*browser.Browser, error) {
 	if path == "auto" {
 		p, err := browser.Find()
 		if err != nil {
@@ -22,25 +27,21 @@ func (a *app) startBrowser(path string, c *common) (*browser.Browser, error) {
 		}
 		path = p
 	}
-	flags := map[string]any{}
-	var rules []string
-	for hostport, addr := range c.resolve {
-		host := hostport[:strings.LastIndex(hostport, ":")]
-		rules = append(rules, "MAP "+host+" "+addr)
+	g := *guard
+	if u, err := url.Parse(a.pages.BaseURL()); err == nil {
+		if ap, err := netip.ParseAddrPort(u.Host); err == nil {
+			g.Allow = append(slices.Clone(g.Allow), ap) // the join pages browse_page opens
+		}
 	}
+	flags := map[string]any{}
 	if a.demo != nil {
-		addr := a.demo.srv.Addr()
-		rules = append(rules, "MAP "+demoDomain+" "+addr, "MAP *."+demoDomain+" "+addr)
 		spki, err := caSPKIHash(a.demo.srv.CAPEM())
 		if err != nil {
 			return nil, err
 		}
 		flags["ignore-certificate-errors-spki-list"] = spki
 	}
-	if len(rules) > 0 {
-		flags["host-resolver-rules"] = strings.Join(rules, ", ")
-	}
-	return browser.New(path, &browser.Options{Flags: flags})
+	return browser.New(path, &browser.Options{Flags: flags, Dial: netguard.New(&g).DialContext})
 }
 
 // caSPKIHash is the base64 SHA-256 of a CA's public key, for Chromium's

@@ -7,14 +7,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 )
 
 // checkReport is `check --json`'s output.
 type checkReport struct {
-	Domain   string              `json:"domain"`
-	OK       bool                `json:"ok"`
+	Domain string `json:"domain"`
+	// OK: no error finding at all (warnings allowed).
+	OK bool `json:"ok"`
+	// Usable: no finding blocks use. A Company with errors only in what
+	// poppy-mcp skips (an unsupported extension, one MCP API) is usable.
+	Usable   bool                `json:"usable"`
 	Findings []discovery.Finding `json:"findings"`
 	Error    string              `json:"error,omitempty"` // set when the Company could not be checked
 }
@@ -35,15 +40,16 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	co, err := d.Discover(ctx, pos[0], true)
 	rep := checkReport{Domain: pos[0], Findings: []discovery.Finding{}}
 	if co != nil {
-		rep.Domain, rep.OK = co.Domain, co.OK()
+		rep.Domain, rep.Usable = co.Domain, co.OK()
 		if co.Findings != nil {
 			rep.Findings = co.Findings
 		}
+		rep.OK = !slices.ContainsFunc(rep.Findings, func(f discovery.Finding) bool { return f.Severity == discovery.Error })
 	}
 	code := 1
 	switch {
 	case err != nil:
-		rep.OK, rep.Error, code = false, err.Error(), 2
+		rep.OK, rep.Usable, rep.Error, code = false, false, err.Error(), 2
 	case rep.OK:
 		code = 0
 	}
@@ -64,7 +70,11 @@ func printReport(stdout, stderr io.Writer, rep checkReport, err error) {
 		return
 	}
 	for _, f := range rep.Findings {
-		fmt.Fprintf(stdout, "%s: %-7s §%-4s %s\n", rep.Domain, f.Severity, f.Section, f.Message)
+		note := ""
+		if f.Severity == discovery.Error && !f.BlocksUse {
+			note = " (skipped by poppy-mcp: does not block use)"
+		}
+		fmt.Fprintf(stdout, "%s: %-7s §%-4s %s%s\n", rep.Domain, f.Severity, f.Section, f.Message, note)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "poppy-mcp check: could not check %s: %v\n", rep.Domain, err)
@@ -79,8 +89,11 @@ func printReport(stdout, stderr io.Writer, rep checkReport, err error) {
 		}
 	}
 	verdict := "usable"
-	if errs > 0 {
+	switch {
+	case !rep.Usable:
 		verdict = "NOT usable"
+	case errs > 0:
+		verdict = "usable (the errors are in parts poppy-mcp skips)"
 	}
 	fmt.Fprintf(stdout, "%s: %d error(s), %d warning(s): %s\n", rep.Domain, errs, warns, verdict)
 }

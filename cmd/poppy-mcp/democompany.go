@@ -3,8 +3,11 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net"
+	"slices"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
@@ -37,3 +40,18 @@ func startDemoCompany(logger *slog.Logger) (dc *demoCompany, err error) {
 }
 
 func (d *demoCompany) close() { d.rep.Close() }
+
+// guardOptions map the demo Company's names to its listener, as --resolve
+// would, and trust its CA; every other address stays behind the guard.
+func (d *demoCompany) guardOptions() *netguard.Options {
+	return &netguard.Options{
+		Resolve: func(hostport string) (string, bool) {
+			host, _, err := net.SplitHostPort(hostport)
+			if err != nil || !slices.Contains(d.srv.Hosts(), host) {
+				return "", false
+			}
+			return d.srv.Addr(), true
+		},
+		RootCAs: d.srv.CertPool(),
+	}
+}

@@ -2,17 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/cache"
+	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
@@ -31,7 +29,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.stateDir, "state-dir", "", "state directory (default $XDG_STATE_HOME/poppy-mcp)")
 	fs.StringVar(&c.clientID, "client-id", os.Getenv("POPPY_CLIENT_ID"), "the agent's client_id URL (or POPPY_CLIENT_ID)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.Var(&c.resolve, "resolve", "HOST:PORT:ADDR, map a name to a local address like curl's (repeatable)")
+	fs.Var(&c.resolve, "resolve", "HOST:PORT:ADDR, map a name to a local address like curl's, past the network guard (repeatable)")
 }
 
 // openStore opens the state store in --state-dir, or the default directory.
@@ -58,21 +56,21 @@ func (c *common) logger(stderr io.Writer) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})), nil
 }
 
-// transport is the base HTTP transport: system roots plus SSL_CERT_FILE (Go's
-// default), with --resolve mappings applied at dial time so TLS still checks
-// the real name.
-func (c *common) transport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	t.DialContext = c.resolve.dialContext(dialer.DialContext)
-	return t
+// guardOptions are the network guard's: no Company URL reaches an address
+// that is not public, except the names mapped with --resolve, which reach
+// the address they are mapped to (TLS still checks the real name).
+func (c *common) guardOptions() *netguard.Options {
+	return &netguard.Options{Resolve: c.resolve.lookup}
 }
 
-// documentClient is the client for public documents: cached (package cache)
-// and bounded in time.
+// transport is the base HTTP transport (system roots plus SSL_CERT_FILE,
+// Go's default) through the network guard, with a timeout per phase.
+func (c *common) transport() *http.Transport { return netguard.New(c.guardOptions()).Transport() }
+
+// documentClient is the client for public documents: cached (package
+// cache); discovery bounds each fetch in time.
 func documentClient(base http.RoundTripper) *http.Client {
-	return &http.Client{Transport: cache.New(base, nil), Timeout: 30 * time.Second}
+	return &http.Client{Transport: cache.New(base, nil)}
 }
 
 // parse parses flags, writing errors to stderr. It reports false on a usage error.

@@ -14,6 +14,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/browser"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
@@ -109,6 +110,43 @@ func TestCheckErrors(t *testing.T) {
 	}
 }
 
+// TestCheckSkippedErrors: a misnamed extension is the Company's error, so
+// check reports it and exits 1, but poppy-mcp ignores extensions it does
+// not support (Poppy 0.1 §3.3), so the Company stays usable.
+func TestCheckSkippedErrors(t *testing.T) {
+	srv := poppytest.NewServer(t, &poppytest.Options{PoppyJSON: func(d map[string]any) {
+		d["extensions"] = map[string]any{"gift-wrap": map[string]any{"version": "1"}}
+	}})
+	env, args := companyArgs(t, srv)
+	out, _, code := runBinary(t, env, append([]string{"check", "example.com"}, args...)...)
+	if code != 1 || !strings.Contains(out, "does not block use") || !strings.Contains(out, "usable (the errors are in parts poppy-mcp skips)") {
+		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+	out, _, code = runBinary(t, env, append(append([]string{"check", "--json"}, args...), "example.com")...)
+	var rep checkReport
+	if code != 1 || json.Unmarshal([]byte(out), &rep) != nil || rep.OK || !rep.Usable || rep.Findings[0].BlocksUse {
+		t.Errorf("json exit %d: %s", code, out)
+	}
+}
+
+// TestCheckRefusesLocalAddress: a domain that is an IP literal on loopback
+// (here poppytest's own listener, which serves a valid certificate for
+// 127.0.0.1) is refused at dial time: nothing reaches it, and the error
+// says only that the address is not public. (TestCheckClean reaches the
+// same listener under names mapped with --resolve, the explicit escape hatch.)
+func TestCheckRefusesLocalAddress(t *testing.T) {
+	srv := poppytest.NewServer(t, nil)
+	env, _ := companyArgs(t, srv)
+	out, errOut, code := runBinary(t, env, "check", "--json", srv.Addr())
+	var rep checkReport
+	if code != 2 || json.Unmarshal([]byte(out), &rep) != nil || !strings.Contains(rep.Error, "refused: the address is not public") {
+		t.Fatalf("exit %d, stdout %s, stderr %s", code, out, errOut)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("the local listener got %d requests", n)
+	}
+}
+
 func TestCheckCouldNotCheck(t *testing.T) {
 	srv := poppytest.NewServer(t, nil)
 	env, _ := companyArgs(t, srv)
@@ -151,6 +189,38 @@ func TestServeStdio(t *testing.T) {
 				t.Errorf("text = %q", text)
 			}
 		})
+	}
+}
+
+// TestServeDemoBrowser: with --browser, serve's Chromium reaches the demo
+// Company through the network guard's proxy, with the demo's names mapped
+// and poppy-mcp's own join page allowed, and lands on the page in the
+// Session. (tools' hostile rows show that the same proxy refuses the rest.)
+func TestServeDemoBrowser(t *testing.T) {
+	path, err := browser.Find()
+	if err != nil {
+		if os.Getenv("POPPY_REQUIRE_CHROMIUM") == "1" {
+			t.Fatalf("%v, and POPPY_REQUIRE_CHROMIUM=1", err)
+		}
+		t.Skipf("%v: skipping", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.Command(binary, "serve", "--demo", "--browser", path, "--state-dir", t.TempDir())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-test", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\nstderr: %s", err, stderr.String())
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "browse_page", Arguments: map[string]any{"domain": demoDomain, "url": "/orders"}})
+	if err != nil || res.IsError {
+		t.Fatalf("browse_page: %v %+v\nstderr: %s", err, res, stderr.String())
+	}
+	if text := res.Content[0].(*sdk.TextContent).Text; !strings.Contains(text, "https://"+demoDomain+"/orders") {
+		t.Errorf("browse_page: %q", text)
 	}
 }
 

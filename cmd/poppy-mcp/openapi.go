@@ -17,6 +17,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 	"github.com/poppy-mcp/poppy-mcp/openapi2tools"
 	"github.com/poppy-mcp/poppy-mcp/tools"
 )
@@ -101,7 +102,18 @@ func readOpenAPI(ctx context.Context, src string, stdin io.Reader, c *common) ([
 		return nil, "", err
 	}
 	req.Header.Set("Accept", "application/json, application/yaml;q=0.9, */*;q=0.1")
-	resp, err := (&http.Client{Transport: c.transport()}).Do(req)
+	// The URL is the API owner's own, given on the command line: its host is
+	// reached wherever it is, as if mapped with --resolve; redirects and
+	// other hosts stay behind the network guard.
+	g := c.guardOptions()
+	given := canonicalHostPort(u)
+	g.Resolve = func(hostport string) (string, bool) {
+		if to, ok := c.resolve.lookup(hostport); ok {
+			return to, true
+		}
+		return hostport, hostport == given
+	}
+	resp, err := (&http.Client{Transport: netguard.New(g).Transport()}).Do(req)
 	if err != nil {
 		return nil, "", err
 	}
@@ -119,6 +131,15 @@ func readLimited(r io.Reader) ([]byte, error) {
 		err = errors.New("the document is larger than 32 MiB")
 	}
 	return data, err
+}
+
+// canonicalHostPort is u's lower-case "host:port", with the scheme's port.
+func canonicalHostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return strings.ToLower(net.JoinHostPort(u.Hostname(), port))
 }
 
 func loopback(host string) bool {

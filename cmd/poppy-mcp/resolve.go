@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"strconv"
@@ -48,13 +47,8 @@ func resolveTarget(addr, port string) (string, error) {
 	return net.JoinHostPort(ip, port), nil
 }
 
-type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
-
-func (r resolveFlag) dialContext(dial dialFunc) dialFunc {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if to, ok := r[strings.ToLower(addr)]; ok {
-			addr = to
-		}
-		return dial(ctx, network, addr)
-	}
+// lookup returns the address HOST:PORT is mapped to, for netguard.Options.Resolve.
+func (r resolveFlag) lookup(hostport string) (string, bool) {
+	to, ok := r[strings.ToLower(hostport)]
+	return to, ok
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
+	"github.com/poppy-mcp/poppy-mcp/internal/retryafter"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 	"github.com/poppy-mcp/poppy-mcp/store"
 	"github.com/poppy-mcp/poppy-mcp/tools"
@@ -165,12 +167,12 @@ func newApp(ctx context.Context, c *common, demo bool, o *appOptions) (*app, err
 // later part cannot.
 func (a *app) start(ctx context.Context, c *common, demo bool, o *appOptions) (err error) {
 	logger := o.logger
-	var base http.RoundTripper = c.transport()
+	guard := c.guardOptions()
 	if demo {
 		if a.demo, err = startDemoCompany(logger); err != nil {
 			return err
 		}
-		base = a.demo.srv.Transport()
+		guard = a.demo.guardOptions()
 		if c.stateDir == "" { // the demo Company forgets everything on exit: so does the demo agent
 			dir, err := os.MkdirTemp("", "poppy-mcp-demo-")
 			if err != nil {
@@ -180,6 +182,8 @@ func (a *app) start(ctx context.Context, c *common, demo bool, o *appOptions) (e
 			a.cleanup = append(a.cleanup, func() { os.RemoveAll(dir) })
 		}
 	}
+	// One base transport for every Company connection, through the network guard.
+	base := netguard.New(guard).Transport()
 	var dir string
 	if a.store, dir, err = c.openStore(ctx); err != nil {
 		return stateError(dir, err)
@@ -192,18 +196,19 @@ func (a *app) start(ctx context.Context, c *common, demo bool, o *appOptions) (e
 	if a.pages, err = newPages(c, o.http); err != nil {
 		return err
 	}
-	agent, err := a.newAgent(ctx, c, base, logger)
+	holds := &retryafter.Holds{} // Poppy 0.1 §4.3: a 429 on any endpoint holds it for every request
+	agent, err := a.newAgent(ctx, c, base, holds, logger)
 	if err != nil {
 		return err
 	}
 	docs := documentClient(base) // one HTTP cache for every public document
 	deps := tools.Deps{
-		Discovery: discovery.New(docs, nil), Documents: docs,
-		Agent: agent, Store: a.store, Pages: a.pages, Logger: logger,
+		Discovery: discovery.New(docs, &discovery.Options{Holds: holds}),
+		Agent:     agent, Store: a.store, Pages: a.pages, Logger: logger,
 		PublicURL: c.publicURL,
 	}
 	if c.browser != "" {
-		if deps.Browser, err = a.startBrowser(c.browser, c); err != nil {
+		if deps.Browser, err = a.startBrowser(c.browser, guard); err != nil {
 			return fmt.Errorf("--browser: %w", err)
 		}
 		a.cleanup = append(a.cleanup, func() { deps.Browser.Close() })
@@ -232,7 +237,7 @@ func newPages(c *common, h *httpOptions) (*pages.Server, error) {
 // Company at agent.example), or the one `poppy-mcp init` made and stored
 // (--client-id naming another wins). Without one, poppy-mcp still discovers
 // and checks Companies.
-func (a *app) newAgent(ctx context.Context, c *common, base http.RoundTripper, logger *slog.Logger) (*auth.Agent, error) {
+func (a *app) newAgent(ctx context.Context, c *common, base http.RoundTripper, holds *retryafter.Holds, logger *slog.Logger) (*auth.Agent, error) {
 	var choice identityChoice
 	var err error
 	if a.demo != nil {
@@ -264,8 +269,9 @@ func (a *app) newAgent(ctx context.Context, c *common, base http.RoundTripper, l
 		}
 		a.demo.srv.SetAgentDocuments(agentJSON, jwks)
 	}
-	// No client timeout: conversations long-poll and stream; each call is bounded by its ctx.
-	return auth.New(id, &auth.Options{HTTPClient: &http.Client{Transport: base}, Store: a.store}), nil
+	// No client timeout: conversations long-poll and stream; each call is bounded by its ctx,
+	// and each phase (dial, TLS, response headers) by the base transport.
+	return auth.New(id, &auth.Options{HTTPClient: &http.Client{Transport: base}, Store: a.store, Holds: holds}), nil
 }
 
 func (a *app) close() {
