@@ -255,3 +255,39 @@ func TestTrimText(t *testing.T) {
 		}
 	}
 }
+
+// The top level and the containers a reference walks through alias the
+// document rather than copying it, and split it exactly as encoding/json does.
+func TestObjectMembersAlias(t *testing.T) {
+	doc := []byte(` { "a\"}" : "}\\" , "b":[1, {"c":"]"} ,null],"n":-1.5e3,"t":true, "a\"}":{"x":"{"} } `)
+	m, err := objectMembers(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.Equal(m, want) {
+		t.Errorf("objectMembers = %q, want %q", m, want)
+	}
+	for k, v := range m {
+		if !aliases(doc, v) {
+			t.Errorf("member %q is a copy, not a slice of the document", k)
+		}
+	}
+	arr, err := arrayElements(m["b"])
+	if err != nil || len(arr) != 3 || string(arr[1]) != `{"c":"]"}` || string(arr[2]) != "null" {
+		t.Errorf("arrayElements = %q, %v", arr, err)
+	}
+}
+
+// aliases reports whether part lies inside whole's memory.
+func aliases(whole, part []byte) bool {
+	for i := range whole {
+		if &whole[i] == &part[0] {
+			return true
+		}
+	}
+	return false
+}
