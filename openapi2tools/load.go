@@ -18,14 +18,33 @@ import (
 	"github.com/getkin/kin-openapi/openapi2"
 	"github.com/getkin/kin-openapi/openapi2conv"
 	"go.yaml.in/yaml/v4"
+	"golang.org/x/sync/semaphore"
 )
+
+// MaxDocumentBytes is the largest OpenAPI document Load translates, 64 MiB
+// (Microsoft Graph's beta description is 45 MiB). A caller that fetches a
+// document needs to read no more than this; discovery documents keep their
+// own, far smaller caps.
+const MaxDocumentBytes = 64 << 20
+
+// smallDocument is the size under which a document translates without
+// waiting for the translations of others.
+const smallDocument = 1 << 20
+
+// translating bounds the bytes of the documents being translated at once to
+// MaxDocumentBytes, so that two large documents never peak together: a
+// translation takes up to about five times its document's size (BENCHMARKS.md),
+// and that memory is the whole process's, whoever calls Load.
+var translating = semaphore.NewWeighted(MaxDocumentBytes)
 
 // Load translates an OpenAPI document into a Catalog. docURL is where the
 // document was fetched from (relative server URLs resolve against it); it
 // may be empty, in which case only absolute servers can be called. Load
 // does not validate the document strictly: what it cannot translate is
 // listed in Catalog.Skipped, and only a document it cannot read at all is an
-// error (ErrInvalidDocument).
+// error (ErrInvalidDocument), as is one over MaxDocumentBytes. A document of
+// 1 MiB or more waits while others being translated would take the total
+// over MaxDocumentBytes, or until ctx is done.
 func Load(ctx context.Context, data []byte, docURL string, opts *Options) (*Catalog, error) {
 	o := opts.withDefaults()
 	if !validPrefix.MatchString(o.Prefix) {
@@ -38,6 +57,15 @@ func Load(ctx context.Context, data []byte, docURL string, opts *Options) (*Cata
 			return nil, newError("invalid_arguments", "document URL %q is not an absolute URL", docURL)
 		}
 		base = u
+	}
+	if len(data) > MaxDocumentBytes {
+		return nil, newError("invalid_document", "the document is %.1f MiB, over the limit of %d MiB", float64(len(data))/(1<<20), MaxDocumentBytes>>20)
+	}
+	if n := int64(len(data)); n >= smallDocument {
+		if err := translating.Acquire(ctx, n); err != nil {
+			return nil, fmt.Errorf("openapi2tools: waiting for another document's translation: %w", err)
+		}
+		defer translating.Release(n)
 	}
 	raw, top, err := readDocument(data)
 	if err != nil {

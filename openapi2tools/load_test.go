@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -290,4 +291,56 @@ func aliases(whole, part []byte) bool {
 		}
 	}
 	return false
+}
+
+// sizedDocument is a valid document of n bytes with one operation.
+func sizedDocument(n int) []byte {
+	doc := `{"openapi":"3.0.0","info":{"title":"t","version":"1","description":"%s"},"paths":{"/a":{"get":{"operationId":"a"}}}}`
+	return []byte(fmt.Sprintf(doc, strings.Repeat("x", n-len(doc)+2)))
+}
+
+// A document over MaxDocumentBytes is refused before anything is read.
+func TestLoadRefusesOverLimit(t *testing.T) {
+	_, err := Load(context.Background(), make([]byte, MaxDocumentBytes+1), "", nil)
+	if !errors.Is(err, ErrInvalidDocument) || !strings.Contains(err.Error(), "over the limit of 64 MiB") {
+		t.Fatalf("Load of 64 MiB + 1 = %v", err)
+	}
+	if len(sizedDocument(2<<20)) != 2<<20 {
+		t.Fatal("sizedDocument")
+	}
+}
+
+// Large documents translate while the bytes being translated stay within
+// MaxDocumentBytes: with a 45 MiB translation under way (the test holds its
+// share), a 20 MiB one waits (here until its context is done, without being
+// read), a 2 MiB one goes ahead, and so does a small one; once the large one
+// is done, the 20 MiB one translates.
+func TestLargeDocumentsWaitForEachOther(t *testing.T) {
+	held := int64(45 << 20)
+	if err := translating.Acquire(context.Background(), held); err != nil {
+		t.Fatal(err)
+	}
+	released := false
+	release := func() {
+		if !released {
+			translating.Release(held)
+			released = true
+		}
+	}
+	defer release()
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	big := sizedDocument(20 << 20)
+	if _, err := Load(done, big, "", nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("20 MiB beside 45 MiB: %v, want it to wait until its context is done", err)
+	}
+	for _, n := range []int{2 << 20, 4 << 10} {
+		if c, err := Load(context.Background(), sizedDocument(n), "", nil); err != nil || len(c.Tools) != 1 {
+			t.Fatalf("%d bytes beside 45 MiB: %v", n, err)
+		}
+	}
+	release()
+	if c, err := Load(context.Background(), big, "", nil); err != nil || len(c.Tools) != 1 {
+		t.Fatalf("20 MiB alone: %v", err)
+	}
 }
