@@ -31,20 +31,32 @@ const MaxDocumentBytes = 64 << 20
 // waiting for the translations of others.
 const smallDocument = 1 << 20
 
-// translating bounds the bytes of the documents being translated at once to
-// MaxDocumentBytes, so that two large documents never peak together: a
-// translation takes up to about five times its document's size (BENCHMARKS.md),
-// and that memory is the whole process's, whoever calls Load.
+// translating bounds the documents being translated at once to
+// MaxDocumentBytes of weight (translationWeight), so that two large documents
+// never peak together: a translation's memory is the whole process's,
+// whoever calls Load.
 var translating = semaphore.NewWeighted(MaxDocumentBytes)
+
+// translationWeight is a document's share of the translating budget: its
+// size, and four times that for YAML (capped at the budget), whose tree costs
+// about 18 times the document's size, against about 5 times for JSON
+// (BENCHMARKS.md).
+func translationWeight(data []byte) int64 {
+	n := int64(len(data))
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] != '{' {
+		n = min(4*n, MaxDocumentBytes)
+	}
+	return n
+}
 
 // Load translates an OpenAPI document into a Catalog. docURL is where the
 // document was fetched from (relative server URLs resolve against it); it
 // may be empty, in which case only absolute servers can be called. Load
 // does not validate the document strictly: what it cannot translate is
 // listed in Catalog.Skipped, and only a document it cannot read at all is an
-// error (ErrInvalidDocument), as is one over MaxDocumentBytes. A document of
-// 1 MiB or more waits while others being translated would take the total
-// over MaxDocumentBytes, or until ctx is done.
+// error (ErrInvalidDocument), as is one over MaxDocumentBytes. A document
+// weighing 1 MiB or more waits while others being translated would take the
+// total over MaxDocumentBytes, or until ctx is done.
 func Load(ctx context.Context, data []byte, docURL string, opts *Options) (*Catalog, error) {
 	o := opts.withDefaults()
 	if !validPrefix.MatchString(o.Prefix) {
@@ -61,7 +73,7 @@ func Load(ctx context.Context, data []byte, docURL string, opts *Options) (*Cata
 	if len(data) > MaxDocumentBytes {
 		return nil, newError("invalid_document", "the document is %.1f MiB, over the limit of %d MiB", float64(len(data))/(1<<20), MaxDocumentBytes>>20)
 	}
-	if n := int64(len(data)); n >= smallDocument {
+	if n := translationWeight(data); n >= smallDocument {
 		if err := translating.Acquire(ctx, n); err != nil {
 			return nil, fmt.Errorf("openapi2tools: waiting for another document's translation: %w", err)
 		}

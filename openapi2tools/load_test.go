@@ -1,6 +1,7 @@
 package openapi2tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -313,8 +314,8 @@ func TestLoadRefusesOverLimit(t *testing.T) {
 // Large documents translate while the bytes being translated stay within
 // MaxDocumentBytes: with a 45 MiB translation under way (the test holds its
 // share), a 20 MiB one waits (here until its context is done, without being
-// read), a 2 MiB one goes ahead, and so does a small one; once the large one
-// is done, the 20 MiB one translates.
+// read), and so do 5 MiB of YAML, while a 2 MiB one goes ahead, and so does a
+// small one; once the large one is done, the 20 MiB one translates.
 func TestLargeDocumentsWaitForEachOther(t *testing.T) {
 	held := int64(45 << 20)
 	if err := translating.Acquire(context.Background(), held); err != nil {
@@ -338,6 +339,11 @@ func TestLargeDocumentsWaitForEachOther(t *testing.T) {
 		if c, err := Load(context.Background(), sizedDocument(n), "", nil); err != nil || len(c.Tools) != 1 {
 			t.Fatalf("%d bytes beside 45 MiB: %v", n, err)
 		}
+	}
+	// A YAML document weighs four times its size: 5 MiB of YAML is 20 MiB.
+	yamlDoc := append([]byte("openapi: 3.0.0\npaths: {}\ninfo:\n  title: t\n  description: "), bytes.Repeat([]byte("x"), 5<<20)...)
+	if _, err := Load(done, yamlDoc, "", nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("5 MiB of YAML beside 45 MiB: %v, want it to wait", err)
 	}
 	release()
 	if c, err := Load(context.Background(), big, "", nil); err != nil || len(c.Tools) != 1 {
