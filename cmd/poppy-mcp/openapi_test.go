@@ -116,3 +116,27 @@ func TestOpenAPICommandLargeDocument(t *testing.T) {
 		t.Fatalf("64 MiB + 1: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// What `poppy-mcp openapi --json` prints, as tools/list gives it, carries
+// patterns in the ECMA-262 form clients compile: the Java-style pattern of the
+// document is translated, and one whose meaning is not certain is dropped
+// with a note in the description. Before, `[\w-.+]` went out as it was and
+// the TypeScript SDK refused the tool.
+func TestOpenAPICommandPatterns(t *testing.T) {
+	out, errOut, code := runBinary(t, nil, "openapi", "--json", "../../openapi2tools/testdata/nasty/bodies.json")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	for _, want := range []string{
+		`"pattern": "^[\\w\\-.+]+@[\\w\\-.+]+$"`,
+		`"pattern": "^arn:aws:iam::\\d{12}:role/\\S+$"`,
+		`"description": "Letters only. (pattern in another regex dialect, not checked: [a-zA-Z]{1-70})"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %s", want)
+		}
+	}
+	if strings.Contains(out, `[\\w-.+]`) || strings.Contains(out, `\\:`) {
+		t.Error("a pattern Unicode mode refuses reached the output")
+	}
+}
