@@ -72,11 +72,14 @@ func TestOASExamples(t *testing.T) {
 	if len(files) < 50 {
 		t.Fatalf("only %d documents under %s", len(files), root)
 	}
+	var patterns []string
+	defer func() { checkNodePatterns(t, patterns) }()
 	for _, file := range files {
 		rel, _ := filepath.Rel(root, file)
 		t.Run(rel, func(t *testing.T) {
 			c := loadFile(t, file, &Options{Prefix: "rd_"})
 			checkCatalog(t, c, "rd_")
+			patterns = append(patterns, toolPatterns(c)...)
 			if pinned[rel] {
 				golden(t, "oas-examples/"+strings.NewReplacer("/json/", "-", ".json", ".golden").Replace(rel), toolsJSON(t, c))
 			}
@@ -86,6 +89,7 @@ func TestOASExamples(t *testing.T) {
 			if _, err := os.Stat(yamlFile); err == nil {
 				y := loadFile(t, yamlFile, &Options{Prefix: "rd_"})
 				checkCatalog(t, y, "rd_")
+				patterns = append(patterns, toolPatterns(y)...)
 				if a, b := toolNames(c), toolNames(y); !cmp.Equal(a, b) {
 					t.Errorf("YAML and JSON versions give different tools: %v, %v", a, b)
 				}
@@ -108,6 +112,7 @@ func TestGitHubSummary(t *testing.T) {
 	c := load(t, data, &Options{Prefix: "gh_"})
 	elapsed := time.Since(start)
 	checkCatalog(t, c, "gh_")
+	defer checkNodePatterns(t, toolPatterns(c)) // last: without node it skips
 	names := sha256.New()
 	schemas := sha256.New()
 	var first []string
@@ -189,13 +194,16 @@ func TestGitHubSearch(t *testing.T) {
 // GitHub's other generated documents (Enterprise Cloud and Server) meet the
 // same rules.
 func TestGitHubVariants(t *testing.T) {
+	var patterns []string
 	for _, f := range []string{"ghec.json", "ghes-3.17.json", "ghes-3.18.json", "ghes-3.19.json"} {
 		c := load(t, readSpec(t, filepath.Join(filepath.Dir(githubSpec), f)), &Options{Prefix: "gh_"})
 		if len(c.Tools) < 900 || len(c.Skipped) != 0 {
 			t.Errorf("%s: %d tools, skipped %v", f, len(c.Tools), c.Skipped)
 		}
 		checkCatalog(t, c, "gh_")
+		patterns = append(patterns, toolPatterns(c)...)
 	}
+	checkNodePatterns(t, patterns)
 }
 
 func BenchmarkTranslateGitHub(b *testing.B) {
@@ -343,4 +351,14 @@ func benchLarge(b *testing.B, data []byte, run func() error) {
 	}
 	b.ReportMetric(float64(maxRSS())/float64(len(data)), "peakRSS/doc")
 	b.ReportMetric(float64(maxRSS())/(1<<20), "peakRSS-MiB")
+}
+
+// checkNodePatterns fails the test for each pattern that Node's
+// new RegExp(p, "u") refuses: every pattern of every fetched document's tools
+// must compile as the TypeScript SDK's Ajv compiles it.
+func checkNodePatterns(t *testing.T, patterns []string) {
+	t.Helper()
+	for p, msg := range nodeRegExpErrors(t, patterns) {
+		t.Errorf("Node refuses the pattern %s: %s", p, msg)
+	}
 }
