@@ -28,7 +28,7 @@ func (b *builder) operation(path, method string, item *wirePathItem, op *wireOpe
 	if err != nil {
 		return nil, err
 	}
-	c := newConverter(b.r)
+	c := newConverter(b.r, b.patterns)
 	args, err := b.parameters(c, path, item.Parameters, op.Parameters)
 	if err != nil {
 		return nil, err
@@ -133,13 +133,14 @@ func (b *builder) parameter(c *converter, p *wireParam) (*inputArg, error) {
 		return nil, fmt.Errorf("parameter %q: %v", p.Name, err)
 	}
 	a.schema = s
-	if d := strings.TrimSpace(p.Description); d != "" {
-		a.schema["description"] = trimText(d, propertyDescription)
+	d := strings.TrimSpace(p.Description)
+	if d == "" {
+		d = plainDescription(s)
 	}
 	if p.Deprecated {
-		d, _ := a.schema["description"].(string)
-		a.schema["description"] = trimText("Deprecated. "+d, propertyDescription)
+		d = "Deprecated. " + d
 	}
+	setDescription(s, d)
 	if a.Style == "" {
 		a.Style = map[string]string{inPath: "simple", inQuery: "form", inHeader: "simple", inCookie: "form"}[p.In]
 	}
@@ -243,9 +244,9 @@ func (b *builder) requestBody(c *converter, raw json.RawMessage) (*bodySpec, []i
 	}
 	whole := inputArg{arg: arg{In: inWhole, Key: "body", Required: rb.Required}, schema: s}
 	if alts := alternatives(s); alts != "" {
-		s["description"] = trimText(alts, propertyDescription)
+		setDescription(s, alts)
 	} else if d := strings.TrimSpace(rb.Description); d != "" {
-		s["description"] = trimText(d, propertyDescription)
+		setDescription(s, d)
 	}
 	return spec, []inputArg{whole}, nil
 }
@@ -358,6 +359,7 @@ func inputSchema(args []inputArg) (json.RawMessage, []arg, error) {
 	props := make(map[string]any, len(args))
 	var required []string
 	for i, r := range routes {
+		delete(args[i].schema, noteMark)
 		props[r.Name] = args[i].schema
 		if r.Required {
 			required = append(required, r.Name)

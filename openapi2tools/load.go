@@ -18,14 +18,45 @@ import (
 	"github.com/getkin/kin-openapi/openapi2"
 	"github.com/getkin/kin-openapi/openapi2conv"
 	"go.yaml.in/yaml/v4"
+	"golang.org/x/sync/semaphore"
 )
+
+// MaxDocumentBytes is the largest OpenAPI document Load translates, 64 MiB
+// (Microsoft Graph's beta description is 45 MiB). A caller that fetches a
+// document needs to read no more than this; discovery documents keep their
+// own, far smaller caps.
+const MaxDocumentBytes = 64 << 20
+
+// smallDocument is the size under which a document translates without
+// waiting for the translations of others.
+const smallDocument = 1 << 20
+
+// translating bounds the documents being translated at once to
+// MaxDocumentBytes of weight (translationWeight), so that two large documents
+// never peak together: a translation's memory is the whole process's,
+// whoever calls Load.
+var translating = semaphore.NewWeighted(MaxDocumentBytes)
+
+// translationWeight is a document's share of the translating budget: its
+// size, and four times that for YAML (capped at the budget), whose tree costs
+// about 18 times the document's size, against about 5 times for JSON
+// (BENCHMARKS.md).
+func translationWeight(data []byte) int64 {
+	n := int64(len(data))
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] != '{' {
+		n = min(4*n, MaxDocumentBytes)
+	}
+	return n
+}
 
 // Load translates an OpenAPI document into a Catalog. docURL is where the
 // document was fetched from (relative server URLs resolve against it); it
 // may be empty, in which case only absolute servers can be called. Load
 // does not validate the document strictly: what it cannot translate is
 // listed in Catalog.Skipped, and only a document it cannot read at all is an
-// error (ErrInvalidDocument).
+// error (ErrInvalidDocument), as is one over MaxDocumentBytes. A document
+// weighing 1 MiB or more waits while others being translated would take the
+// total over MaxDocumentBytes, or until ctx is done.
 func Load(ctx context.Context, data []byte, docURL string, opts *Options) (*Catalog, error) {
 	o := opts.withDefaults()
 	if !validPrefix.MatchString(o.Prefix) {
@@ -39,16 +70,26 @@ func Load(ctx context.Context, data []byte, docURL string, opts *Options) (*Cata
 		}
 		base = u
 	}
+	if len(data) > MaxDocumentBytes {
+		return nil, newError("invalid_document", "the document is %.1f MiB, over the limit of %d MiB", float64(len(data))/(1<<20), MaxDocumentBytes>>20)
+	}
+	if n := translationWeight(data); n >= smallDocument {
+		if err := translating.Acquire(ctx, n); err != nil {
+			return nil, fmt.Errorf("openapi2tools: waiting for another document's translation: %w", err)
+		}
+		defer translating.Release(n)
+	}
 	raw, top, err := readDocument(data)
 	if err != nil {
 		return nil, err
 	}
 	b := &builder{
-		opts:  o,
-		r:     newResolver(raw, top),
-		base:  base,
-		hosts: map[string]bool{},
-		cat:   &Catalog{DocURL: docURL, Resource: o.Resource},
+		opts:     o,
+		r:        newResolver(raw, top),
+		base:     base,
+		hosts:    map[string]bool{},
+		cat:      &Catalog{DocURL: docURL, Resource: o.Resource},
+		patterns: map[string]string{},
 	}
 	return b.build(ctx, top)
 }
@@ -166,6 +207,8 @@ type builder struct {
 	servers []wireServer // the document's
 	hosts   map[string]bool
 	cat     *Catalog
+	// patterns are ecmaPattern's answers, read once per document.
+	patterns map[string]string
 }
 
 func (b *builder) build(ctx context.Context, top *wireTop) (*Catalog, error) {

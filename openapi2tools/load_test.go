@@ -1,9 +1,11 @@
 package openapi2tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -253,5 +255,98 @@ func TestTrimText(t *testing.T) {
 		if got := trimText(tt.in, tt.max); got != tt.want {
 			t.Errorf("trimText(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
 		}
+	}
+}
+
+// The top level and the containers a reference walks through alias the
+// document rather than copying it, and split it exactly as encoding/json does.
+func TestObjectMembersAlias(t *testing.T) {
+	doc := []byte(` { "a\"}" : "}\\" , "b":[1, {"c":"]"} ,null],"n":-1.5e3,"t":true, "a\"}":{"x":"{"} } `)
+	m, err := objectMembers(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.Equal(m, want) {
+		t.Errorf("objectMembers = %q, want %q", m, want)
+	}
+	for k, v := range m {
+		if !aliases(doc, v) {
+			t.Errorf("member %q is a copy, not a slice of the document", k)
+		}
+	}
+	arr, err := arrayElements(m["b"])
+	if err != nil || len(arr) != 3 || string(arr[1]) != `{"c":"]"}` || string(arr[2]) != "null" {
+		t.Errorf("arrayElements = %q, %v", arr, err)
+	}
+}
+
+// aliases reports whether part lies inside whole's memory.
+func aliases(whole, part []byte) bool {
+	for i := range whole {
+		if &whole[i] == &part[0] {
+			return true
+		}
+	}
+	return false
+}
+
+// sizedDocument is a valid document of n bytes with one operation.
+func sizedDocument(n int) []byte {
+	doc := `{"openapi":"3.0.0","info":{"title":"t","version":"1","description":"%s"},"paths":{"/a":{"get":{"operationId":"a"}}}}`
+	return []byte(fmt.Sprintf(doc, strings.Repeat("x", n-len(doc)+2)))
+}
+
+// A document over MaxDocumentBytes is refused before anything is read.
+func TestLoadRefusesOverLimit(t *testing.T) {
+	_, err := Load(context.Background(), make([]byte, MaxDocumentBytes+1), "", nil)
+	if !errors.Is(err, ErrInvalidDocument) || !strings.Contains(err.Error(), "over the limit of 64 MiB") {
+		t.Fatalf("Load of 64 MiB + 1 = %v", err)
+	}
+	if len(sizedDocument(2<<20)) != 2<<20 {
+		t.Fatal("sizedDocument")
+	}
+}
+
+// Large documents translate while the bytes being translated stay within
+// MaxDocumentBytes: with a 45 MiB translation under way (the test holds its
+// share), a 20 MiB one waits (here until its context is done, without being
+// read), and so do 5 MiB of YAML, while a 2 MiB one goes ahead, and so does a
+// small one; once the large one is done, the 20 MiB one translates.
+func TestLargeDocumentsWaitForEachOther(t *testing.T) {
+	held := int64(45 << 20)
+	if err := translating.Acquire(context.Background(), held); err != nil {
+		t.Fatal(err)
+	}
+	released := false
+	release := func() {
+		if !released {
+			translating.Release(held)
+			released = true
+		}
+	}
+	defer release()
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	big := sizedDocument(20 << 20)
+	if _, err := Load(done, big, "", nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("20 MiB beside 45 MiB: %v, want it to wait until its context is done", err)
+	}
+	for _, n := range []int{2 << 20, 4 << 10} {
+		if c, err := Load(context.Background(), sizedDocument(n), "", nil); err != nil || len(c.Tools) != 1 {
+			t.Fatalf("%d bytes beside 45 MiB: %v", n, err)
+		}
+	}
+	// A YAML document weighs four times its size: 5 MiB of YAML is 20 MiB.
+	yamlDoc := append([]byte("openapi: 3.0.0\npaths: {}\ninfo:\n  title: t\n  description: "), bytes.Repeat([]byte("x"), 5<<20)...)
+	if _, err := Load(done, yamlDoc, "", nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("5 MiB of YAML beside 45 MiB: %v, want it to wait", err)
+	}
+	release()
+	if c, err := Load(context.Background(), big, "", nil); err != nil || len(c.Tools) != 1 {
+		t.Fatalf("20 MiB alone: %v", err)
 	}
 }

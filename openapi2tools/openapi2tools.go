@@ -213,9 +213,11 @@ func newError(code, format string, args ...any) *Error {
 // A translated Catalog is stored, so a second start reuses it from the
 // store instead of translating the document again. The format is gob behind
 // a versioned magic line; a blob of another version is an error, and the
-// caller translates again.
+// caller translates again. v2: patterns are ECMA-262 in Unicode mode
+// (pattern.go), so a catalog stored with v1's Go-checked patterns is
+// translated again rather than served.
 
-const binaryMagic = "poppy-openapi2tools catalog v1\n"
+const binaryMagic = "poppy-openapi2tools catalog v2\n"
 
 // storedCatalog and storedTool are the stored form (wire structs apart from
 // the API types, whose routing fields are unexported).

@@ -6,6 +6,7 @@ package openapi2tools
 // 13 MB document costs a decode of what the operations actually use.
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -104,18 +105,17 @@ func (r *resolver) child(node json.RawMessage, ptr, tok string) (json.RawMessage
 	if arr, ok := r.arrays[ptr]; ok {
 		return element(arr, tok)
 	}
-	trimmed := strings.TrimLeft(string(node[:min(len(node), 64)]), " \t\r\n")
-	switch {
-	case strings.HasPrefix(trimmed, "{"):
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(node, &obj); err != nil {
+	switch first := bytes.TrimLeft(node, " \t\r\n"); {
+	case len(first) > 0 && first[0] == '{':
+		obj, err := objectMembers(node)
+		if err != nil {
 			return nil, err
 		}
 		r.objects[ptr] = obj
 		return member(obj, tok)
-	case strings.HasPrefix(trimmed, "["):
-		var arr []json.RawMessage
-		if err := json.Unmarshal(node, &arr); err != nil {
+	case len(first) > 0 && first[0] == '[':
+		arr, err := arrayElements(node)
+		if err != nil {
 			return nil, err
 		}
 		r.arrays[ptr] = arr
@@ -176,4 +176,103 @@ func decodeRef[T any](r *resolver, raw json.RawMessage, refOf func(*T) string) (
 		raw = next
 	}
 	return nil, fmt.Errorf("more than %d $ref hops", maxRefHops)
+}
+
+// Containers alias the document: objectMembers and arrayElements return
+// slices of their input, never copies, and are only given valid JSON (the
+// document passed json.Valid in decodeTop).
+
+// objectMembers splits a JSON object into its members. Of a repeated key, the
+// last wins, as with encoding/json. An empty input is an empty object.
+func objectMembers(obj []byte) (map[string]json.RawMessage, error) {
+	i := skipSpace(obj, 0)
+	if i == len(obj) {
+		return nil, nil
+	}
+	if obj[i] != '{' {
+		return nil, fmt.Errorf("not an object")
+	}
+	m := map[string]json.RawMessage{}
+	for i = skipSpace(obj, i+1); i < len(obj) && obj[i] != '}'; {
+		end := skipValue(obj, i)
+		var key string
+		if err := json.Unmarshal(obj[i:end], &key); err != nil {
+			return nil, err
+		}
+		start := skipSpace(obj, skipSpace(obj, end)+1) // past the colon
+		end = skipValue(obj, start)
+		m[key] = obj[start:end:end]
+		i = skipSpace(obj, end)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	return m, nil
+}
+
+// arrayElements splits a JSON array into its elements.
+func arrayElements(arr []byte) ([]json.RawMessage, error) {
+	i := skipSpace(arr, 0)
+	if i == len(arr) || arr[i] != '[' {
+		return nil, fmt.Errorf("not an array")
+	}
+	var out []json.RawMessage
+	for i = skipSpace(arr, i+1); i < len(arr) && arr[i] != ']'; {
+		end := skipValue(arr, i)
+		out = append(out, arr[i:end:end])
+		i = skipSpace(arr, end)
+		if i < len(arr) && arr[i] == ',' {
+			i = skipSpace(arr, i+1)
+		}
+	}
+	return out, nil
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the valid JSON value that starts at i.
+func skipValue(b []byte, i int) int {
+	switch depth := 0; b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	}
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the end of the string whose opening quote is at i.
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
 }

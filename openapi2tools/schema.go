@@ -4,25 +4,31 @@ package openapi2tools
 // into a plain JSON Schema 2020-12 that MCP clients accept: local $refs
 // inlined with a cycle guard, allOf of objects merged, 3.0's nullable and
 // boolean exclusiveMinimum rewritten, keywords a client may reject dropped,
-// long enums summarised, descriptions trimmed. Depth and size are bounded, so a
+// patterns made ECMA-262 (pattern.go) or dropped with a note, long enums
+// summarised, descriptions trimmed. Depth and size are bounded, so a
 // recursive, 10,000-deep or exponentially shared schema ends in a cut
 // ({"type": ...} with a note), never in a stack overflow or runaway memory.
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 const (
-	maxSchemaDepth  = 10   // nesting levels below an argument
-	schemaBudget    = 4000 // schema nodes per tool
-	maxEnum         = 50   // longer enums are dropped with a note
-	maxAlternatives = 20   // oneOf/anyOf branches kept
-	maxPattern      = 256  // longer patterns are dropped
-	readOnlyMark    = "\x00readOnly"
+	maxSchemaDepth   = 10   // nesting levels below an argument
+	schemaBudget     = 4000 // schema nodes per tool
+	maxEnum          = 50   // longer enums are dropped with a note
+	maxAlternatives  = 20   // oneOf/anyOf branches kept
+	maxPattern       = 256  // longer patterns are dropped
+	maxQuotedPattern = 60   // a dropped pattern is quoted in the description up to this length
+	readOnlyMark     = "\x00readOnly"
+	// noteMark keeps, on an argument's own schema, the note its description
+	// ends with, so that the parameter's description can replace the rest.
+	noteMark = "\x00note"
 )
 
 var jsonTypes = []string{"string", "number", "integer", "boolean", "array", "object", "null"}
@@ -39,13 +45,14 @@ var safeFormats = map[string]bool{
 
 // converter holds one tool's translation state. Not safe for concurrent use.
 type converter struct {
-	r      *resolver
-	budget int      // nodes left before everything is cut
-	stack  []string // references being expanded, for the cycle guard
+	r        *resolver
+	patterns map[string]string // ecmaPattern's answers, shared by a document's tools ("" for a drop)
+	budget   int               // nodes left before everything is cut
+	stack    []string          // references being expanded, for the cycle guard
 }
 
-func newConverter(r *resolver) *converter {
-	return &converter{r: r, budget: schemaBudget}
+func newConverter(r *resolver, patterns map[string]string) *converter {
+	return &converter{r: r, patterns: patterns, budget: schemaBudget}
 }
 
 // child converts a schema and tells whether it was marked readOnly, which a
@@ -58,6 +65,9 @@ func (c *converter) child(node any, depth int) (map[string]any, bool, error) {
 	}
 	ro := out[readOnlyMark] == true
 	delete(out, readOnlyMark)
+	if depth > 0 {
+		delete(out, noteMark) // only an argument's own description is rewritten later
+	}
 	return out, ro, nil
 }
 
@@ -99,7 +109,7 @@ func (c *converter) ref(n map[string]any, ref string, depth int) (map[string]any
 	}
 	// OpenAPI 3.1 §4.8.23: a Reference Object's description overrides the target's.
 	if d, ok := n["description"].(string); ok && d != "" {
-		out["description"] = trimText(d, propertyDescription)
+		setDescription(out, d)
 	}
 	return out, nil
 }
@@ -136,7 +146,8 @@ func (c *converter) object(n map[string]any, depth int) (map[string]any, error) 
 		return nil, err
 	}
 	keepKeywords(n, out)
-	describe(n, out)
+	note := c.pattern(n, out)
+	describe(n, out, note)
 	if _, ok := out["type"]; !ok {
 		if _, ok := out["properties"]; ok {
 			out["type"] = "object"
@@ -375,11 +386,6 @@ func keepKeywords(n, out map[string]any) {
 	if f, ok := n["format"].(string); ok && safeFormats[f] {
 		out["format"] = f
 	}
-	if p, ok := n["pattern"].(string); ok && len(p) <= maxPattern {
-		if _, err := regexp.Compile(p); err == nil {
-			out["pattern"] = p
-		}
-	}
 	if v, ok := n["const"]; ok && isScalar(v) {
 		out["const"] = v
 	}
@@ -400,8 +406,9 @@ func isScalar(v any) bool {
 }
 
 // describe sets the description: the schema's own (or its title), with a
-// note for a dropped enum or a deprecation, within the property budget.
-func describe(n, out map[string]any) {
+// note for a dropped enum or pattern or a deprecation, within the property
+// budget.
+func describe(n, out map[string]any, note string) {
 	d, _ := n["description"].(string)
 	if d == "" {
 		d, _ = n["title"].(string)
@@ -412,9 +419,40 @@ func describe(n, out map[string]any) {
 	if e, ok := n["enum"].([]any); ok && len(e) > maxEnum {
 		d = strings.TrimSpace(d + " " + enumNote(e))
 	}
-	if d = trimText(d, propertyDescription); d != "" {
-		out["description"] = d
+	if note != "" {
+		out[noteMark] = note
 	}
+	setDescription(out, d)
+}
+
+// setDescription sets s's description to d followed by the note s carries,
+// which is never cut.
+func setDescription(s map[string]any, d string) {
+	note, _ := s[noteMark].(string)
+	d = strings.TrimSpace(d)
+	switch room := propertyDescription - utf8.RuneCountInString(note) - 1; {
+	case note == "":
+		d = trimText(d, propertyDescription)
+	case d == "" || room < 20:
+		d = note
+	default:
+		d = trimText(d, room) + " " + note
+	}
+	if d == "" {
+		delete(s, "description")
+		return
+	}
+	s["description"] = d
+}
+
+// plainDescription is s's description without the note setDescription added.
+func plainDescription(s map[string]any) string {
+	d, _ := s["description"].(string)
+	note, _ := s[noteMark].(string)
+	if note == "" {
+		return d
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(d, note), " ")
 }
 
 func enumNote(e []any) string {
@@ -423,4 +461,32 @@ func enumNote(e []any) string {
 		ex = append(ex, fmt.Sprint(v))
 	}
 	return fmt.Sprintf("(one of %d values, e.g. %s)", len(e), strings.Join(ex, ", "))
+}
+
+// pattern keeps n's pattern as ECMA-262 in Unicode mode, or drops it and
+// returns the note that says so. JSON Schema 2020-12 Validation §6.3.3: a
+// pattern "SHOULD be a valid regular expression, according to the ECMA-262
+// regular expression dialect"; clients compile it as one, and a pattern a
+// client cannot compile makes it refuse the tool.
+func (c *converter) pattern(n, out map[string]any) string {
+	p, ok := n["pattern"].(string)
+	if !ok {
+		return ""
+	}
+	if len(p) > maxPattern {
+		return fmt.Sprintf("(a pattern of over %d characters was left out)", maxPattern)
+	}
+	ecma, seen := c.patterns[p]
+	if !seen {
+		ecma, _ = ecmaPattern(p) // "" when dropped; an empty pattern matches anything anyway
+		c.patterns[p] = ecma
+	}
+	if ecma != "" || p == "" {
+		out["pattern"] = ecma
+		return ""
+	}
+	if utf8.RuneCountInString(p) <= maxQuotedPattern && strings.IndexFunc(p, unicode.IsControl) < 0 {
+		return "(pattern in another regex dialect, not checked: " + p + ")"
+	}
+	return "(a pattern in another regex dialect was left out)"
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rerun every benchmark recorded in BENCHMARKS.md. Each figure has its baseline from the same
 # run (a direct HTTP call, a plain JSON decode): compare ratios, not absolute times, on a
-# shared machine. Needs scripts/fetch-openapi-specs.sh for the GitHub document.
+# shared machine. Needs scripts/fetch-openapi-specs.sh for the GitHub and Graph documents.
 # Usage: scripts/bench.sh [count]   (default 5 repetitions; feed the output to benchstat)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,3 +18,4 @@ done
 echo "# peak memory of translating GitHub's document (max resident set size, KB)"
 go test -c -o /tmp/openapi2tools.test ./openapi2tools
 ( cd openapi2tools && /usr/bin/time -f '%M KB max RSS' /tmp/openapi2tools.test -test.run='^$' -test.bench=TranslateGitHub -test.benchtime=1x >/dev/null )
+bash scripts/bench-openapi-memory.sh "$count"

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,8 +21,8 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/tools"
 )
 
-// maxOpenAPIInput bounds the document read, as the tools do (GitHub's is 13 MB).
-const maxOpenAPIInput = 32 << 20
+// maxOpenAPIInput bounds the document read: what openapi2tools translates.
+const maxOpenAPIInput = openapi2tools.MaxDocumentBytes
 
 // perOperationLimit is tools.Deps.MaxAPITools' default, for the note.
 const perOperationLimit = 30
@@ -128,7 +127,7 @@ func readOpenAPI(ctx context.Context, src string, stdin io.Reader, c *common) ([
 func readLimited(r io.Reader) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxOpenAPIInput+1))
 	if err == nil && len(data) > maxOpenAPIInput {
-		err = errors.New("the document is larger than 32 MiB")
+		err = fmt.Errorf("the document is larger than %d MiB", maxOpenAPIInput>>20)
 	}
 	return data, err
 }

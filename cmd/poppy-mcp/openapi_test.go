@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,5 +90,53 @@ func TestOpenAPICommandErrors(t *testing.T) {
 		if code != tc.code || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d with %q", tc.args, code, errOut, tc.code, tc.want)
 		}
+	}
+}
+
+// `poppy-mcp openapi` reads documents up to openapi2tools.MaxDocumentBytes
+// (64 MiB; Microsoft Graph's beta description is 45 MiB), and says so past
+// it. Before, it refused anything over 32 MiB.
+func TestOpenAPICommandLargeDocument(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, size int) string {
+		const doc = `{"openapi":"3.0.0","info":{"title":"Big","version":"1","description":"%s"},"paths":{"/a":{"get":{"operationId":"a"}}}}`
+		path := filepath.Join(dir, name)
+		body := fmt.Sprintf(doc, strings.Repeat("x", size-len(doc)+2))
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	out, errOut, code := runBinary(t, nil, "openapi", write("big.json", 45<<20))
+	if code != 0 || !strings.Contains(out, "Big 1: 1 tools") {
+		t.Fatalf("45 MiB: exit %d, stdout %.200q, stderr %q", code, out, errOut)
+	}
+	_, errOut, code = runBinary(t, nil, "openapi", write("huge.json", 64<<20+1))
+	if code != 2 || !strings.Contains(errOut, "larger than 64 MiB") {
+		t.Fatalf("64 MiB + 1: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// What `poppy-mcp openapi --json` prints, as tools/list gives it, carries
+// patterns in the ECMA-262 form clients compile: the Java-style pattern of the
+// document is translated, and one whose meaning is not certain is dropped
+// with a note in the description. Before, `[\w-.+]` went out as it was and
+// the TypeScript SDK refused the tool.
+func TestOpenAPICommandPatterns(t *testing.T) {
+	out, errOut, code := runBinary(t, nil, "openapi", "--json", "../../openapi2tools/testdata/nasty/bodies.json")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	for _, want := range []string{
+		`"pattern": "^[\\w\\-.+]+@[\\w\\-.+]+$"`,
+		`"pattern": "^arn:aws:iam::\\d{12}:role/\\S+$"`,
+		`"description": "Letters only. (pattern in another regex dialect, not checked: [a-zA-Z]{1-70})"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %s", want)
+		}
+	}
+	if strings.Contains(out, `[\\w-.+]`) || strings.Contains(out, `\\:`) {
+		t.Error("a pattern Unicode mode refuses reached the output")
 	}
 }
