@@ -27,9 +27,10 @@ import (
 )
 
 const (
-	// maxAPIDocument bounds an OpenAPI document (GitHub's is 13 MB);
-	// discovery's own documents keep their 1 MiB.
-	maxAPIDocument = 32 << 20
+	// maxAPIDocument bounds an OpenAPI document: what openapi2tools
+	// translates (64 MiB; Microsoft Graph beta's is 45). Discovery's own
+	// documents keep their 1 MiB.
+	maxAPIDocument = openapi2tools.MaxDocumentBytes
 	// apiLoadTimeout bounds fetching and translating one document.
 	apiLoadTimeout = 30 * time.Second
 	// catalogFormat versions what the store holds beside openapi2tools' own
