@@ -81,8 +81,9 @@ type Server struct {
 	companies map[string]*discovery.Company // by normalized domain; guarded by mu
 	runtimes  map[string]*runtime           // by issuer; guarded by mu
 
-	apiState *apiState     // OpenAPI catalogs and per-operation tools (api*.go); set once by its toolset; has its own lock
-	convs    *convTrackers // the conversation Trackers (conversation.go); set once by New; has its own lock
+	apiState *apiState       // OpenAPI catalogs and per-operation tools (api*.go); set once by its toolset; has its own lock
+	names    *prefixRegistry // which Company owns each tool-name prefix (names.go); set once by New; has its own lock
+	convs    *convTrackers   // the conversation Trackers (conversation.go); set once by New; has its own lock
 }
 
 // New builds the MCP server with every tool registered.
@@ -102,11 +103,14 @@ func New(deps Deps) *Server {
 		server.WithToolHandlerMiddleware(s.bound), // every call gets a deadline (deadline.go)
 		server.WithInstructions(instructions),
 	)
+	var builtins []string
 	for _, set := range toolsets {
 		for _, t := range set(s) {
 			s.mcp.AddTool(t.tool, t.handler)
+			builtins = append(builtins, t.tool.Name)
 		}
 	}
+	s.names = newPrefixRegistry(builtins)
 	return s
 }
 
