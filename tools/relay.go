@@ -29,7 +29,9 @@ import (
 )
 
 func init() {
-	sessionHooks = append(sessionHooks, func(ctx context.Context, s *Server, rt *runtime) { s.relayMCPServers(ctx, rt) })
+	sessionHooks = append(sessionHooks, func(ctx context.Context, s *Server, rt *runtime, co *discovery.Company) {
+		s.relayMCPServers(ctx, rt, co)
+	})
 }
 
 // relaySyncWait bounds how long a Session hook waits for a relay's first
@@ -44,7 +46,7 @@ var relayStates sync.Map // *Server -> *relayState
 type relayState struct {
 	// mu guards relays and each entry's sess.
 	mu     sync.Mutex
-	relays map[string]*relayEntry // by MCP url
+	relays map[string]*relayEntry // by prefix, a space and MCP url
 }
 
 // relayEntry is one relayed MCP server.
@@ -79,9 +81,8 @@ func (st *relayState) closeAll() {
 }
 
 // relayMCPServers is the Session hook: it relays every usable MCP server of
-// rt's Company with rt's Session.
-func (s *Server) relayMCPServers(ctx context.Context, rt *runtime) {
-	co := rt.Company()
+// one of rt's Company's domains, whose documents co are, with rt's Session.
+func (s *Server) relayMCPServers(ctx context.Context, rt *runtime, co *discovery.Company) {
 	rt.mu.Lock()
 	sess := rt.session
 	rt.mu.Unlock()
@@ -125,13 +126,16 @@ func relayable(co *discovery.Company, api discovery.API) error {
 	return nil
 }
 
-// relayFor returns the relay of an MCP server, creating it; a relay made
-// for another Session is reconnected with sess's token.
+// relayFor returns the relay of an MCP server under prefix, creating it; a
+// relay made for another Session is reconnected with sess's token. A server
+// that two domains of a Company list is relayed under each one's prefix, so
+// its names do not depend on which domain was used first.
 func (s *Server) relayFor(co *discovery.Company, api discovery.API, prefix string, sess *auth.Session) (*relayEntry, error) {
 	st := s.relays()
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if e := st.relays[api.URL]; e != nil {
+	key := prefix + " " + api.URL
+	if e := st.relays[key]; e != nil {
 		if e.sess != sess {
 			e.sess = sess
 			e.relay.Upstream().Reset() // the next request connects with the new Session's token
@@ -145,8 +149,12 @@ func (s *Server) relayFor(co *discovery.Company, api discovery.API, prefix strin
 			st.mu.Lock()
 			cur := e.sess
 			st.mu.Unlock()
+			at, err := sessionAt(cur, co) // the Session at the domain that lists the server
+			if err != nil {
+				return nil, err
+			}
 			// Poppy 0.1 §4.3: a Bearer Session Token with resource = the server's url, sent there only.
-			return cur.BearerClient(api.URL)
+			return at.BearerClient(api.URL)
 		},
 		Logger: s.log,
 	})
@@ -165,7 +173,7 @@ func (s *Server) relayFor(co *discovery.Company, api discovery.API, prefix strin
 		},
 		Logger: s.log,
 	})
-	st.relays[api.URL] = e
+	st.relays[key] = e
 	return e, nil
 }
 

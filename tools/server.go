@@ -118,10 +118,11 @@ func New(deps Deps) *Server {
 // registers its own in an init function, so capabilities stay in their files.
 var toolsets []func(*Server) []tool
 
-// sessionHooks run once a Session with a Company exists (TOOLS.md: a
-// Company's MCP servers are connected and its API tools announced then).
-// Capabilities register them in init functions; they must not block long.
-var sessionHooks []func(ctx context.Context, s *Server, rt *runtime)
+// sessionHooks run once a Session with a Company exists, for each of its
+// domains, with that domain's documents (TOOLS.md: a Company's MCP servers
+// are connected and its API tools announced then). Capabilities register
+// them in init functions; they must not block long.
+var sessionHooks []func(ctx context.Context, s *Server, rt *runtime, co *discovery.Company)
 
 const instructions = "poppy-mcp is the user's Personal Agent for Companies that speak the Personal Agent Protocol (Poppy). " +
 	"Start with discover_company for the Company's domain. poppy-mcp keeps sessions, tokens and cursors itself: " +
