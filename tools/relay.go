@@ -38,10 +38,6 @@ func init() {
 // listing; past it, listing goes on in the background.
 const relaySyncWait = 10 * time.Second
 
-// relayStates holds each Server's relays, so this capability keeps its
-// state in its own file.
-var relayStates sync.Map // *Server -> *relayState
-
 // relayState is a Server's relays. It is safe for concurrent use.
 type relayState struct {
 	// mu guards relays and each entry's sess.
@@ -58,16 +54,15 @@ type relayEntry struct {
 // relays returns the Server's relay state, creating it with a closer that
 // runs when the Server closes.
 func (s *Server) relays() *relayState {
-	st, loaded := relayStates.LoadOrStore(s, &relayState{relays: map[string]*relayEntry{}})
-	rs := st.(*relayState)
-	if !loaded {
+	s.relayOnce.Do(func() {
+		rs := &relayState{relays: map[string]*relayEntry{}}
+		s.relayState = rs
 		s.Go(func(ctx context.Context) {
 			<-ctx.Done()
 			rs.closeAll()
-			relayStates.Delete(s)
 		})
-	}
-	return rs
+	})
+	return s.relayState
 }
 
 func (st *relayState) closeAll() {

@@ -83,7 +83,10 @@ type Server struct {
 
 	apiState *apiState       // OpenAPI catalogs and per-operation tools (api*.go); set once by its toolset; has its own lock
 	names    *prefixRegistry // which Company owns each tool-name prefix (names.go); set once by New; has its own lock
-	convs    *convTrackers   // the conversation Trackers (conversation.go); set once by New; has its own lock
+
+	relayOnce  sync.Once     // makes relayState
+	relayState *relayState   // the relayed MCP servers (relay.go); set once by relays; has its own lock
+	convs      *convTrackers // the conversation Trackers (conversation.go); set once by New; has its own lock
 }
 
 // New builds the MCP server with every tool registered.
