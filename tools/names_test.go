@@ -51,6 +51,10 @@ func TestDomainLabel(t *testing.T) {
 	if a, b := domainLabel("outdoor-gear-store.com"), domainLabel("outdoor-gear-st7286.example.net"); a == b || !strings.HasPrefix(a, "outdoor-__") {
 		t.Errorf("long labels %q and %q: want distinct, each with its first 8 characters", a, b)
 	}
+	// A hashed label is as stable as a plain one: README shows this one.
+	if got := domainLabel("shop.io.mcp.ax"); got != "shop__h5minbw2ptnwo" {
+		t.Errorf("domainLabel(shop.io.mcp.ax) = %q, not the label README and earlier runs gave it", got)
+	}
 	if got := APIToolPrefix("example.com"); got != "example_com_api_" {
 		t.Errorf("APIToolPrefix(example.com) = %q", got)
 	}
