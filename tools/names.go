@@ -42,7 +42,6 @@ import (
 	"fmt"
 	"net"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,11 +74,17 @@ var (
 	portRule = regexp.MustCompile(`^[0-9]{1,5}$`)
 )
 
-// reservedLabels would begin built-in tools' names with a kind after them
-// (list_api_operations, describe_api_operation): a domain with one of these
-// plain labels gets a hashed label. TestReservedLabels checks the list
-// against every built-in tool.
-var reservedLabels = []string{"list", "describe"}
+// reservedLabel reports whether a plain label would begin built-in tools'
+// names with a kind after it (list_api_operations, describe_api_operation):
+// a domain with one of these gets a hashed label. TestReservedLabels checks
+// the list against every built-in tool.
+func reservedLabel(label string) bool {
+	switch label {
+	case "list", "describe":
+		return true
+	}
+	return false
+}
 
 // toolPrefix is the prefix of the tools of a Company's n-th API (from 1) of
 // kind at domain, its organization.domain.
@@ -143,7 +148,7 @@ func plainLabel(key string) (string, bool) {
 		}
 	}
 	label := strings.Join(parts, "_")
-	if len(label) > maxPlainLabel || slices.Contains(reservedLabels, label) {
+	if len(label) > maxPlainLabel || reservedLabel(label) {
 		return "", false
 	}
 	return label, true
@@ -161,12 +166,13 @@ func hashedLabel(key string) string {
 		stem = "co"
 	}
 	sum := sha256.Sum256([]byte(key))
-	return stem + "__" + labelEncoding.EncodeToString(sum[:9])[:hashDigits]
+	return stem + "__" + base32.NewEncoding(labelAlphabet).WithPadding(base32.NoPadding).EncodeToString(sum[:9])[:hashDigits]
 }
 
 func isLDH(r rune) bool { return r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' }
 
-var labelEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+// labelAlphabet is lower-case base32 (RFC 4648 §6), as tool names take it.
+const labelAlphabet = "abcdefghijklmnopqrstuvwxyz234567"
 
 // prefixRegistry records which Company, by its issuer (Poppy 0.1 §3.2: "A
 // Company is identified by its auth.issuer"), announces tools under each

@@ -164,7 +164,7 @@ func TestReservedLabels(t *testing.T) {
 			}
 			label := strings.Join(parts[:i], "_")
 			if domainLabel(strings.Join(parts[:i], ".")) == label {
-				t.Errorf("the domain %s has the label %s, so its %s tools could take %s: add it to reservedLabels",
+				t.Errorf("the domain %s has the label %s, so its %s tools could take %s: add it to reservedLabel",
 					strings.Join(parts[:i], "."), label, parts[i], name)
 			}
 		}
