@@ -1,12 +1,12 @@
 package tools
 
-// This file names the tools a Company brings (TOOLS.md): the operations of
-// its OpenAPI APIs and the tools of its MCP servers appear under a prefix
-// made of a label of its domain and the API's kind, "api" or "mcp", with a
-// number from the second API of a kind on: example.com's are
-// example_com_api_, example_com_api2_, ..., example_com_mcp_, ... Each of a
-// Company's domains has its own label (Poppy 0.1 §3.2: one issuer may have
-// several domains, each with its own APIs).
+// This file names the tools a Company brings: the operations of its OpenAPI
+// APIs and the tools of its MCP servers appear under a prefix made of a label
+// of its domain and the API's kind, "api" or "mcp", with a number from the
+// second API of a kind on: example.com's are example_com_api_,
+// example_com_api2_, ..., example_com_mcp_, ... Each of a Company's domains
+// has its own label (Poppy 0.1 §3.2: one issuer may have several domains,
+// each with its own APIs).
 //
 // Why two domains' names never meet, whatever the order they are found in
 // and across restarts. Split a name at each "_" into parts (two "_" in a row

@@ -122,8 +122,8 @@ func New(deps Deps) *Server {
 var toolsets []func(*Server) []tool
 
 // sessionHooks run once a Session with a Company exists, for each of its
-// domains, with that domain's documents (TOOLS.md: a Company's MCP servers
-// are connected and its API tools announced then). Capabilities register
+// domains, with that domain's documents: a Company's MCP servers are
+// connected and its API tools announced then. Capabilities register
 // them in init functions; they must not block long.
 var sessionHooks []func(ctx context.Context, s *Server, rt *runtime, co *discovery.Company)
 
