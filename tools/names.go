@@ -45,6 +45,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/poppy-mcp/poppy-mcp/discovery"
 )
 
 // The kinds of API in a tool-name prefix.
@@ -93,6 +95,15 @@ func toolPrefix(domain, kind string, n int) string {
 		kind += strconv.Itoa(n)
 	}
 	return domainLabel(domain) + "_" + kind + "_"
+}
+
+// orgDomain is the Company's organization.domain, else the domain the User
+// typed: a Company's tools have the same names whichever host the User typed.
+func orgDomain(co *discovery.Company) string {
+	if co.Document != nil && co.Document.Organization != nil && co.Document.Organization.Domain != "" {
+		return co.Document.Organization.Domain
+	}
+	return co.Domain
 }
 
 // domainLabel is the label of domain in tool names: its plain label when

@@ -199,15 +199,6 @@ func (s *Server) firstSync(ctx context.Context, domain string, r *mcpproxy.Relay
 // relayPrefix is the prefix of the n-th MCP server of a Company (from 1).
 func relayPrefix(co *discovery.Company, n int) string { return toolPrefix(orgDomain(co), kindMCP, n) }
 
-// orgDomain is the Company's organization.domain, else the domain the User
-// typed: a Company's tools have the same names whichever host the User typed.
-func orgDomain(co *discovery.Company) string {
-	if co.Document != nil && co.Document.Organization != nil && co.Document.Organization.Domain != "" {
-		return co.Document.Organization.Domain
-	}
-	return co.Domain
-}
-
 // claimPrefixes records prefixes as the tool-name prefixes of the Company
 // with issuer, all or none (prefixRegistry.claim).
 func (s *Server) claimPrefixes(issuer string, prefixes ...string) error {
