@@ -114,10 +114,20 @@ func (id *Identity) BrowserAssertion(userID, endpoint, sessionID, returnTo strin
 }
 
 // BrowserAssertion signs the assertion with which the agent's browser joins
-// this Session on the Company's website (Poppy 0.1 §5). returnTo is the page
+// this Session on the website of the domain the Session was started through
+// (Poppy 0.1 §5; Site.BrowserAssertion for another). returnTo is the page
 // to open afterwards.
 func (s *Session) BrowserAssertion(returnTo string) (Secret, error) {
-	if s.company.BrowserSessionEndpoint == "" {
+	return s.site().BrowserAssertion(returnTo)
+}
+
+// BrowserAssertion signs the assertion with which the agent's browser joins
+// the Session on this domain's website, posted to its
+// web.browser_session_endpoint (Poppy 0.1 §5). returnTo is the page to open
+// afterwards, on this domain.
+func (w *Site) BrowserAssertion(returnTo string) (Secret, error) {
+	s, c := w.s, w.c
+	if c.BrowserSessionEndpoint == "" {
 		return Secret{}, errors.New("auth: the Company offers no browser_session_endpoint")
 	}
 	// Poppy 0.1 §5: "It MUST be an HTTPS URL on the Company's organization.domain or one of its subdomains."
@@ -125,9 +135,9 @@ func (s *Session) BrowserAssertion(returnTo string) (Secret, error) {
 	if err != nil {
 		return Secret{}, err
 	}
-	host, domain := strings.ToLower(u.Hostname()), strings.ToLower(s.company.Domain)
+	host, domain := strings.ToLower(u.Hostname()), strings.ToLower(c.Domain)
 	if domain == "" || host != domain && !strings.HasSuffix(host, "."+domain) {
-		return Secret{}, fmt.Errorf("auth: return_to %q is not on %q (Poppy 0.1 §5)", returnTo, s.company.Domain)
+		return Secret{}, fmt.Errorf("auth: return_to %q is not on %q (Poppy 0.1 §5)", returnTo, c.Domain)
 	}
-	return s.a.id.BrowserAssertion(s.userID, s.company.BrowserSessionEndpoint, s.Info().ID, returnTo)
+	return s.a.id.BrowserAssertion(s.userID, c.BrowserSessionEndpoint, s.Info().ID, returnTo)
 }

@@ -54,6 +54,7 @@ type MediatedStep struct {
 
 	signInID string
 	scopes   []string
+	endpoint string // the auth.mediated.endpoint the credentials went to; the code goes there too
 }
 
 // mediatedWire is a mediated sign-in answer that is not complete.
@@ -67,12 +68,23 @@ type mediatedWire struct {
 }
 
 // SignInMediated sends the User's credentials, one value per field of
-// auth.mediated.fields, for scopes. The values are sent once and not kept.
+// auth.mediated.fields, for scopes, to the auth.mediated.endpoint of the
+// domain the Session was started through (Site.SignInMediated for
+// another). The values are sent once and not kept.
 func (s *Session) SignInMediated(ctx context.Context, scopes []string, credentials map[string]Secret) (*MediatedStep, error) {
+	return s.site().SignInMediated(ctx, scopes, credentials)
+}
+
+// SignInMediated sends the User's credentials, one value per field of
+// auth.mediated.fields, for scopes, to this domain's
+// auth.mediated.endpoint; the Session is signed in, on every domain of the
+// Company. The values are sent once and not kept.
+func (w *Site) SignInMediated(ctx context.Context, scopes []string, credentials map[string]Secret) (*MediatedStep, error) {
+	s, endpoint := w.s, w.c.MediatedEndpoint
 	if err := checkScopes(scopes); err != nil {
 		return nil, err
 	}
-	if _, err := httpsURL("auth.mediated.endpoint", s.company.MediatedEndpoint); err != nil {
+	if _, err := httpsURL("auth.mediated.endpoint", endpoint); err != nil {
 		return nil, err
 	}
 	creds := make(map[string]string, len(credentials))
@@ -87,7 +99,10 @@ func (s *Session) SignInMediated(ctx context.Context, scopes []string, credentia
 		}
 		// Poppy 0.1 §4.7: "Personal Agents MUST NOT send credentials to any
 		// endpoint other than the Company's auth.mediated.endpoint."
-		st, err := s.postMediated(ctx, s.company.MediatedEndpoint, body, scopes)
+		st, err := s.postMediated(ctx, endpoint, body, scopes)
+		if err == nil {
+			st.endpoint = endpoint
+		}
 		if err != nil || replaced || !st.mismatch() {
 			return st, err
 		}
@@ -117,8 +132,12 @@ func (s *Session) SubmitCode(ctx context.Context, step *MediatedStep, code Secre
 	if err != nil {
 		return nil, fmt.Errorf("auth: mediated sign-in code: %w", err)
 	}
-	u := strings.TrimSuffix(s.company.MediatedEndpoint, "/") + "/" + url.PathEscape(step.signInID)
+	// Poppy 0.1 §4.7: the code goes where the credentials went (POST https://auth.example.com/poppy/sign-in/sgn_3Hq8).
+	u := strings.TrimSuffix(step.endpoint, "/") + "/" + url.PathEscape(step.signInID)
 	st, err := s.postMediated(ctx, u, body, step.scopes)
+	if err == nil {
+		st.endpoint = step.endpoint
+	}
 	if err == nil && st.mismatch() {
 		// The code is used up: a new Session is started for the next sign-in
 		// (Poppy 0.1 §4.4), which needs the credentials again.

@@ -238,13 +238,21 @@ func (a *Agent) replayable(req *http.Request) (func() (io.ReadCloser, error), er
 	return replayBody(b), nil
 }
 
-// BearerClient returns an HTTP client for one of the Company's MCP servers,
-// identified by its url from poppy.json. Its transport sends a Bearer
-// Session Token issued for that url only, and only to requests under it
-// (same origin, path equal or below); any other request fails unsent.
-// Poppy 0.1 §4.3: "each one works at only one MCP server."
+// BearerClient returns an HTTP client for one of the MCP servers of the
+// domain the Session was started through (Site.BearerClient for another),
+// identified by its url from poppy.json.
 func (s *Session) BearerClient(resource string) (*http.Client, error) {
-	if !slices.Contains(s.company.MCPServers, resource) {
+	return s.site().BearerClient(resource)
+}
+
+// BearerClient returns an HTTP client for one of this domain's MCP servers,
+// identified by its url from the domain's poppy.json. Its transport sends a
+// Bearer Session Token of the Session issued for that url only, and only to
+// requests under it (same origin, path equal or below); any other request
+// fails unsent. Poppy 0.1 §4.3: "each one works at only one MCP server."
+func (w *Site) BearerClient(resource string) (*http.Client, error) {
+	s := w.s
+	if !slices.Contains(w.c.MCPServers, resource) {
 		return nil, fmt.Errorf("auth: %q is not one of the Company's MCP servers", resource)
 	}
 	u, err := httpsURL("MCP server url", resource)

@@ -105,7 +105,12 @@ func (s *Server) installConversations() {
 	s.shop = newShop(s.timeNow())
 	s.conv = &convState{convs: map[string]*convRecord{}, sent: map[string]*sentMessage{}, dropStream: -1}
 	s.t.Cleanup(s.stopConversations) // registered before Close, so it runs after it
-	api, base := "api."+s.domain, conversationsPath
+	s.installConversationsOn("api." + s.domain)
+}
+
+// installConversationsOn registers the conversation API on the host api.
+func (s *Server) installConversationsOn(api string) {
+	base := conversationsPath
 	s.HandleFunc(api, "POST "+base, s.handleStart)
 	s.HandleFunc(api, "POST "+base+"/{id}/messages", s.handleMessage)
 	s.HandleFunc(api, "GET "+base+"/{id}/events", s.handleEvents)

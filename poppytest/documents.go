@@ -67,8 +67,11 @@ func (s *Server) installDiscovery() {
 }
 
 // defaultPoppyJSON is the spec §3 example document, for this Domain.
-func (s *Server) defaultPoppyJSON() map[string]any {
-	d := s.domain
+func (s *Server) defaultPoppyJSON() map[string]any { return s.poppyJSONFor(s.domain) }
+
+// poppyJSONFor is the spec §3 example document for the Company's domain d,
+// naming the Company's one issuer and the endpoints on d's own hosts.
+func (s *Server) poppyJSONFor(d string) map[string]any {
 	return map[string]any{
 		"protocol_version": "0.1",
 		"organization":     map[string]any{"name": "Example Company", "domain": d},
@@ -108,8 +111,8 @@ func (s *Server) defaultMetadata() map[string]any {
 		"revocation_endpoint":                              s.URL(auth, revokePath),
 		"authorization_endpoint":                           s.URL(auth, authorizePath),
 		"device_authorization_endpoint":                    s.URL(auth, devicePath),
-		"poppy_domains":                                    []any{s.domain},
-		"response_types_supported":                         []any{"code"}, // RFC 8414 §2: REQUIRED
+		"poppy_domains":                                    domainList(s.Domains()), // §3.2: "MUST list every domain whose poppy.json names the issuer"
+		"response_types_supported":                         []any{"code"},           // RFC 8414 §2: REQUIRED
 		"code_challenge_methods_supported":                 []any{"S256"},
 		"dpop_signing_alg_values_supported":                []any{"ES256"},
 		"token_endpoint_auth_methods_supported":            []any{"private_key_jwt"},
@@ -123,9 +126,13 @@ func (s *Server) defaultMetadata() map[string]any {
 }
 
 // defaultResourceMetadata is the MCP server's RFC 9728 metadata (Poppy 0.1 §6).
-func (s *Server) defaultResourceMetadata() map[string]any {
+func (s *Server) defaultResourceMetadata() map[string]any { return s.resourceMetadataFor(s.domain) }
+
+// resourceMetadataFor is the RFC 9728 metadata of the MCP server of the
+// Company's domain d.
+func (s *Server) resourceMetadataFor(d string) map[string]any {
 	return map[string]any{
-		"resource":                 s.URL("mcp."+s.domain, mcpPath),
+		"resource":                 s.URL("mcp."+d, mcpPath),
 		"authorization_servers":    []any{s.Issuer()}, // Poppy 0.1 §6: "MUST include auth.issuer"
 		"bearer_methods_supported": []any{"header"},
 	}

@@ -55,6 +55,17 @@ func (s *Server) installMCPServer() {
 // newMCPServer builds an MCP server with the default tools and those added
 // by MCPAddTool; the caller holds mcpSrv.mu or owns s.
 func (s *Server) newMCPServer() (*server.StreamableHTTPServer, *server.MCPServer) {
+	tools := s.mcpTools()
+	for _, name := range s.mcpSrv.order {
+		t, h := echoTool(name, s.mcpSrv.extra[name])
+		tools = append(tools, server.ServerTool{Tool: t, Handler: h})
+	}
+	return s.buildMCPServer(tools)
+}
+
+// buildMCPServer builds an MCP server with tools, paginated by
+// Options.MCPPageSize, served over streamable HTTP at mcpPath.
+func (s *Server) buildMCPServer(tools []server.ServerTool) (*server.StreamableHTTPServer, *server.MCPServer) {
 	pageSize := s.opts.MCPPageSize
 	if pageSize <= 0 {
 		pageSize = 2
@@ -64,10 +75,7 @@ func (s *Server) newMCPServer() (*server.StreamableHTTPServer, *server.MCPServer
 		server.WithPaginationLimit(pageSize),
 		server.WithRecovery(),
 	)
-	m.AddTools(s.mcpTools()...)
-	for _, name := range s.mcpSrv.order {
-		m.AddTool(echoTool(name, s.mcpSrv.extra[name]))
-	}
+	m.AddTools(tools...)
 	h := server.NewStreamableHTTPServer(m,
 		server.WithEndpointPath(mcpPath),
 		server.WithStateful(true),                             // sessions a restart forgets, as a real server's
@@ -88,6 +96,16 @@ func (s *Server) newMCPServer() (*server.StreamableHTTPServer, *server.MCPServer
 // (Options.PoppyJSON) and serves its RFC 9728 metadata (SetDocument). Every
 // handler shares one set of tools.
 func (s *Server) MCPHandler(resource string) http.Handler {
+	return s.mcpHandler(resource, func() http.Handler {
+		s.mcpSrv.mu.Lock()
+		defer s.mcpSrv.mu.Unlock()
+		return s.mcpSrv.http
+	})
+}
+
+// mcpHandler serves the MCP server that current returns behind
+// Authenticate for resource and the scope check of tools/call.
+func (s *Server) mcpHandler(resource string, current func() http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Poppy 0.1 §6: "It MUST accept only tokens issued for its url (4.3)."
 		c, ok := s.Authenticate(w, r, resource)
@@ -97,10 +115,7 @@ func (s *Server) MCPHandler(resource string) http.Handler {
 		if r.Method == http.MethodPost && !s.mcpScopesOK(w, r, c) {
 			return
 		}
-		s.mcpSrv.mu.Lock()
-		h := s.mcpSrv.http
-		s.mcpSrv.mu.Unlock()
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+		current().ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	})
 }
 

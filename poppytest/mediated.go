@@ -37,6 +37,7 @@ const (
 type mediatedSignIn struct {
 	sessionID string // Poppy 0.1 §4.7: "Only the Session that started a sign-in can finish it."
 	clientID  string
+	host      string // the host of the endpoint the credentials went to
 	account   string
 	scopes    []string
 	code      string
@@ -60,8 +61,11 @@ type mediatedField struct {
 }
 
 // installMediated registers the mediated sign-in endpoint and its code step.
-func (s *Server) installMediated() {
-	auth := "auth." + s.domain
+func (s *Server) installMediated() { s.installMediatedOn("auth." + s.domain) }
+
+// installMediatedOn registers the mediated sign-in endpoint and its code
+// step on the host auth.
+func (s *Server) installMediatedOn(auth string) {
 	s.HandleFunc(auth, "POST "+mediatedPath, s.handleMediated)
 	s.HandleFunc(auth, "POST "+mediatedPath+"/{id}", s.handleMediatedCode)
 }
@@ -187,7 +191,7 @@ func (s *Server) handleMediated(w http.ResponseWriter, r *http.Request) {
 	delete(s.signIn.failures, key)
 	s.mu.Unlock()
 	if a.RequiresCode {
-		s.askForCode(w, c, a, scopes)
+		s.askForCode(w, hostOnly(r.Host), c, a, scopes)
 		return
 	}
 	s.completeMediated(w, r, c, a.ID, scopes)
@@ -264,9 +268,9 @@ func (s *Server) credentialFailed(key string) {
 
 // askForCode starts a sign-in waiting for a one-time code (Poppy 0.1 §4.7
 // "One-time codes").
-func (s *Server) askForCode(w http.ResponseWriter, c *Caller, a Account, scopes []string) {
+func (s *Server) askForCode(w http.ResponseWriter, host string, c *Caller, a Account, scopes []string) {
 	id := "sgn_" + randomString(9)
-	si := &mediatedSignIn{sessionID: c.SessionID, clientID: c.ClientID, account: a.ID, scopes: scopes,
+	si := &mediatedSignIn{sessionID: c.SessionID, clientID: c.ClientID, host: host, account: a.ID, scopes: scopes,
 		code: sixDigits(), sentTo: a.SentTo, expires: s.timeNow().Add(signInLife)}
 	s.mu.Lock()
 	s.signIn.signIns[id] = si
@@ -317,13 +321,19 @@ func (s *Server) handleMediatedCode(w http.ResponseWriter, r *http.Request) {
 		// Poppy 0.1 §4.7: the agent "submits only the code, not the credentials again"
 		e = s.agentBug("4.7", "invalid_request", "the code step carries credentials")
 	}
+	id := r.PathValue("id")
+	s.mu.Lock()
+	si := s.signIn.signIns[id]
+	s.mu.Unlock()
+	if e == nil && si != nil && si.host != hostOnly(r.Host) {
+		// Poppy 0.1 §4.7: the code goes to the endpoint the credentials went to (its example: POST https://auth.example.com/poppy/sign-in/sgn_3Hq8)
+		e = s.agentBug("4.7", "invalid_request", "the code of a sign-in started at %s was sent to %s", si.host, hostOnly(r.Host))
+	}
 	if e != nil {
 		s.writeMediated(w, e.status, failed(e))
 		return
 	}
-	id := r.PathValue("id")
 	s.mu.Lock()
-	si := s.signIn.signIns[id]
 	ref, again := s.checkCodeLocked(si, c, req.Code)
 	s.mu.Unlock()
 	switch {

@@ -129,10 +129,7 @@ const openAPIDocument = `{
 // is set.
 func (s *Server) installOpenAPI() {
 	api := "api." + s.domain
-	var doc map[string]any
-	if err := json.Unmarshal([]byte(strings.ReplaceAll(openAPIDocument, "{{api}}", s.URL(api, storeBase))), &doc); err != nil {
-		panic("poppytest: the store API's document: " + err.Error())
-	}
+	doc := storeDocument(s.URL(api, storeBase))
 	if s.opts.OpenAPI != nil {
 		s.opts.OpenAPI(doc)
 	}
@@ -140,7 +137,16 @@ func (s *Server) installOpenAPI() {
 	if s.opts.OpenAPIResource != "" {
 		s.setOpenAPIResource(s.opts.OpenAPIResource)
 	}
-	s.installStoreAPI()
+	s.installStoreAPI(api)
+}
+
+// storeDocument is the store API's document with server as its server.
+func storeDocument(server string) map[string]any {
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(strings.ReplaceAll(openAPIDocument, "{{api}}", server)), &doc); err != nil {
+		panic("poppytest: the store API's document: " + err.Error())
+	}
+	return doc
 }
 
 // setOpenAPIResource gives the openapi entry of the served poppy.json whose
@@ -169,11 +175,12 @@ func (s *Server) setOpenAPIResource(r string) {
 // openAPIURL is the store API document's URL.
 func (s *Server) openAPIURL() string { return s.URL("api."+s.domain, openAPIPath) }
 
-// storeResource is the resource of the store API's entry in the served
-// poppy.json: "" when it has none, so any general DPoP Session Token works.
-func (s *Server) storeResource() string {
+// storeResource is the resource of the entry in the served poppy.json of
+// the store API whose document is on api (api.<domain>): "" when it has
+// none, so any general DPoP Session Token works.
+func (s *Server) storeResource(api string) string {
 	for _, a := range s.poppyAPIs() {
-		if a["type"] == "openapi" && a["url"] == s.openAPIURL() {
+		if a["type"] == "openapi" && a["url"] == s.URL(api, openAPIPath) {
 			r, _ := a["resource"].(string)
 			return r
 		}

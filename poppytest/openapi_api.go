@@ -30,9 +30,9 @@ const (
 	scopeWrite = "poppy:write"
 )
 
-// installStoreAPI registers the operations of the store API's document.
-func (s *Server) installStoreAPI() {
-	api := "api." + s.domain
+// installStoreAPI registers the operations of the store API's document on
+// the host api.
+func (s *Server) installStoreAPI(api string) {
 	s.HandleFunc(api, "GET "+storeBase+"/products", s.handleProducts)
 	s.HandleFunc(api, "GET "+storeBase+"/orders", s.account(scopeRead, s.handleOrders))
 	s.HandleFunc(api, "GET "+storeBase+"/orders/{order_id}", s.account(scopeRead, s.handleOrder))
@@ -100,7 +100,7 @@ func exchangeOut(x Exchange) exchangeWire {
 // handleProducts lists the catalog: it needs a Session Token (Poppy 0.1
 // §4.3: "on every API and conversation request") but no account.
 func (s *Server) handleProducts(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.Authenticate(w, r, s.storeResource()); !ok {
+	if _, ok := s.Authenticate(w, r, s.storeResource(hostOnly(r.Host))); !ok {
 		return
 	}
 	query := nameWords(r.URL.Query().Get("q"))
@@ -124,7 +124,7 @@ func nameWords(s string) []string {
 // account wraps an account operation: the caller must hold scope.
 func (s *Server) account(scope string, h func(http.ResponseWriter, *http.Request, *Caller)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		c, ok := s.Authenticate(w, r, s.storeResource())
+		c, ok := s.Authenticate(w, r, s.storeResource(hostOnly(r.Host)))
 		if !ok || !s.RequireScopes(w, c, scope) {
 			return
 		}

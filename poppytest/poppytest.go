@@ -3,8 +3,9 @@
 //
 // Like net/http/httptest, NewServer starts a TLS server on a loopback port with
 // its own freshly generated certificate authority. It serves every host of one
-// Company (Domain, www.Domain, auth.Domain, api.Domain, mcp.Domain) and the
-// agent's own host (AgentHost) from that one listener, routing by the Host
+// Company (Domain, www.Domain, auth.Domain, api.Domain, mcp.Domain, and the
+// same of each of its Options.OtherDomains) and the agent's own host
+// (AgentHost) from that one listener, routing by the Host
 // header. Server.Client and Server.Transport trust only that CA and dial every
 // one of those names, at any port, to the listener, so the agent under test
 // uses the real https URLs of the spec.
@@ -54,6 +55,20 @@ type Options struct {
 	// AgentHost is the agent's host, where the Server serves the documents
 	// given to SetAgentDocuments. Zero: "agent.example".
 	AgentHost string
+	// OtherDomains are more domains of the Company under its one issuer,
+	// such as "example.co.uk" (Poppy 0.1 §3.2: "Several domains MAY name
+	// the same issuer, such as a Company with a domain for each country,
+	// and they are then one Company"). Each is listed in the metadata's
+	// poppy_domains and has documents of its own (domains.go): its
+	// poppy.json, its store API at api.<d> (a document of its own, with one
+	// more operation, getStoreInfo), its MCP server at mcp.<d> (other tools:
+	// search_products, order_status and store_info), its website and
+	// browser-session endpoint at <d>, its mediated endpoint at auth.<d> and
+	// its conversations endpoint at api.<d>. Accounts, Sessions, tokens and
+	// conversations are the Company's, shared by every domain; the mutators
+	// below and the MCP knobs apply to Domain's documents only. Nil: Domain
+	// alone.
+	OtherDomains []string
 
 	// Mutators, applied to the default documents before they are served, so a
 	// test can break one rule at a time. Nil: the defaults are served.
@@ -191,6 +206,7 @@ type Options struct {
 type Server struct {
 	t         T
 	domain    string
+	others    []string // Options.OtherDomains, lowercased, without Domain or repeats
 	agentHost string
 	opts      Options
 	timeNow   func() time.Time
@@ -275,7 +291,8 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 		s.timeNow = time.Now
 	}
 	// Certificates follow the real clock, which TLS clients check, not Options.Now.
-	auth, err := newAuthority(s.domain, s.agentHost, time.Now())
+	s.others = otherDomains(s.domain, s.opts.OtherDomains)
+	auth, err := newAuthority(s.Domains(), s.agentHost, time.Now())
 	if err != nil {
 		panic("poppytest: " + err.Error()) // only a broken crypto/rand gets here
 	}
@@ -302,6 +319,7 @@ func (s *Server) install() {
 	s.installSignIn()
 	s.installOpenAPI()
 	s.installWeb()
+	s.installOtherDomains()
 }
 
 func orDefault(v, def string) string {
@@ -368,6 +386,9 @@ func (s *Server) Addr() string {
 // Domain is the Company's domain, such as "example.com".
 func (s *Server) Domain() string { return s.domain }
 
+// Domains are every domain of the Company: Domain, then OtherDomains.
+func (s *Server) Domains() []string { return append([]string{s.domain}, s.others...) }
+
 // AgentHost is the agent's host, such as "agent.example".
 func (s *Server) AgentHost() string { return s.agentHost }
 
@@ -379,7 +400,8 @@ func (s *Server) Issuer() string { return s.URL("auth."+s.domain, "") }
 func (s *Server) URL(host, path string) string { return "https://" + host + path }
 
 // Hosts lists the hosts the Server answers for: Domain, www.Domain,
-// auth.Domain, api.Domain, mcp.Domain, AgentHost, then any added by Handle.
+// auth.Domain, api.Domain, mcp.Domain, AgentHost, the same hosts of each of
+// OtherDomains, then any added by Handle.
 func (s *Server) Hosts() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -388,8 +410,8 @@ func (s *Server) Hosts() []string {
 
 // Handle registers h for pattern (an http.ServeMux pattern without a host,
 // such as "POST /oauth/token") on host, replacing a handler registered
-// before with the same pattern. A new host must be Domain, AgentHost or one
-// of their subdomains, the names the certificate covers. Like ServeMux, it
+// before with the same pattern. A new host must be one of Domains, AgentHost
+// or one of their subdomains, the names the certificate covers. Like ServeMux, it
 // panics on a pattern that conflicts with another.
 func (s *Server) Handle(host, pattern string, h http.Handler) {
 	host = strings.ToLower(host)

@@ -1,8 +1,8 @@
 package poppytest
 
 // This file makes the Server's certificate authority and its one leaf
-// certificate, which covers the Company's domain, the agent's host, and
-// every subdomain of either.
+// certificate, which covers the Company's domains, the agent's host, and
+// every subdomain of each.
 
 import (
 	"crypto/ecdsa"
@@ -25,12 +25,14 @@ type authority struct {
 	caPEM []byte
 	pool  *x509.CertPool
 	leaf  tls.Certificate
-	names []string // the names the leaf covers: domain, agent host, and wildcards
+	names []string // the names the leaf covers: domains, agent host, and wildcards
 }
 
-// newAuthority makes an ECDSA P-256 CA and a leaf for domain, *.domain,
-// agentHost and *.agentHost (and 127.0.0.1), valid around now.
-func newAuthority(domain, agentHost string, now time.Time) (*authority, error) {
+// newAuthority makes an ECDSA P-256 CA and a leaf for each of domains and
+// its subdomains (*.domain), agentHost and *.agentHost (and 127.0.0.1),
+// valid around now. The first domain names the CA.
+func newAuthority(domains []string, agentHost string, now time.Time) (*authority, error) {
+	domain := domains[0]
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("CA key: %w", err)
@@ -57,7 +59,11 @@ func newAuthority(domain, agentHost string, now time.Time) (*authority, error) {
 	if err != nil {
 		return nil, fmt.Errorf("leaf key: %w", err)
 	}
-	names := []string{domain, "*." + domain, agentHost, "*." + agentHost}
+	var names []string
+	for _, d := range domains {
+		names = append(names, d, "*."+d)
+	}
+	names = append(names, agentHost, "*."+agentHost)
 	leafTmpl := &x509.Certificate{
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: domain},

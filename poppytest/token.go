@@ -290,19 +290,24 @@ func (s *Server) writeToken(w http.ResponseWriter, req *tokenRequest, res *grant
 	writeJSON(w, cmp.Or(res.status, http.StatusOK), resp)
 }
 
-// poppyAPIs returns the apis of the poppy.json served at Domain now.
+// poppyAPIs returns the apis of the poppy.json served at each of the
+// Company's domains now.
 func (s *Server) poppyAPIs() []map[string]any {
-	s.mu.Lock()
-	doc := s.docs[s.domain+poppyJSONPath]
-	s.mu.Unlock()
-	if doc == nil {
-		return nil
+	var out []map[string]any
+	for _, d := range s.Domains() { // Poppy 0.1 §3.2: every domain's APIs are the one Company's
+		s.mu.Lock()
+		doc := s.docs[d+poppyJSONPath]
+		s.mu.Unlock()
+		if doc == nil {
+			continue
+		}
+		var v struct {
+			APIs []map[string]any `json:"apis"`
+		}
+		_ = json.Unmarshal(doc.body, &v)
+		out = append(out, v.APIs...)
 	}
-	var v struct {
-		APIs []map[string]any `json:"apis"`
-	}
-	_ = json.Unmarshal(doc.body, &v)
-	return v.APIs
+	return out
 }
 
 // resources lists every url and resource of the served poppy.json's apis:

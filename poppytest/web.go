@@ -1,7 +1,8 @@
 package poppytest
 
 // This file implements the Company's side of web browsing (Poppy 0.1 §5):
-// the browser-session endpoint at https://<domain>/poppy/browser-session,
+// the browser-session endpoint at https://<domain>/poppy/browser-session
+// (on each of the Company's domains, for return_to on that domain),
 // where the agent's browser posts a signed browser assertion and gets the
 // Company's own Session cookie, with every check §5 lists. The website that
 // cookie opens is in web_site.go.
@@ -51,9 +52,15 @@ type browserClaims struct {
 // installWeb registers the browser-session endpoint and the website.
 func (s *Server) installWeb() {
 	s.web = &webState{cookies: map[string]string{}}
-	s.HandleFunc(s.domain, "POST "+browserPath, s.handleBrowserSession)
-	s.HandleFunc(s.domain, browserPath, s.handleBrowserSessionMethod)
-	s.installSite()
+	s.installWebOn(s.domain)
+}
+
+// installWebOn registers the browser-session endpoint and the website of
+// the Company's domain d.
+func (s *Server) installWebOn(d string) {
+	s.HandleFunc(d, "POST "+browserPath, s.handleBrowserSession)
+	s.HandleFunc(d, browserPath, s.handleBrowserSessionMethod)
+	s.installSite(d)
 }
 
 // BrowserSessionEndpoint is the web.browser_session_endpoint of the default
@@ -76,7 +83,7 @@ func (s *Server) handleBrowserSession(w http.ResponseWriter, r *http.Request) {
 	s.web.mu.Unlock()
 	s.addSecret(value) // a credential of the browser: the agent must never show it
 	// Poppy 0.1 §5: "MUST be Secure and HttpOnly, and use SameSite=Lax or None, not Strict."
-	http.SetCookie(w, &http.Cookie{Name: WebCookie, Value: value, Path: "/", Domain: s.domain,
+	http.SetCookie(w, &http.Cookie{Name: WebCookie, Value: value, Path: "/", Domain: s.domainOf(hostOnly(r.Host)),
 		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode})
 	w.Header().Set("Cache-Control", "no-store")
 	s.countServed("browser_session")
@@ -114,7 +121,7 @@ func (s *Server) checkBrowserSession(r *http.Request) (sid, returnTo string, e *
 	if e := s.checkBrowserClaims(claims, c.id, endpoint); e != nil {
 		return "", "", e
 	}
-	if e := s.checkBrowserSessionID(claims, c.id); e != nil {
+	if e := s.checkBrowserSessionID(claims, c.id, s.domainOf(hostOnly(r.Host))); e != nil {
 		return "", "", e
 	}
 	if s.useJTI("browser "+c.id, claims.Jti, unixTime(*claims.Exp)) {
@@ -217,8 +224,10 @@ func (s *Server) checkBrowserClaims(c *browserClaims, clientID, endpoint string)
 	return nil
 }
 
-// checkBrowserSessionID checks the Session and return_to (Poppy 0.1 §5).
-func (s *Server) checkBrowserSessionID(c *browserClaims, clientID string) *oauthError {
+// checkBrowserSessionID checks the Session, and that return_to is on
+// domain, the Company's domain whose endpoint the assertion was posted to
+// (Poppy 0.1 §5).
+func (s *Server) checkBrowserSessionID(c *browserClaims, clientID, domain string) *oauthError {
 	s.mu.Lock()
 	live := s.sessions[c.SessionID]
 	var sess Session
@@ -236,22 +245,24 @@ func (s *Server) checkBrowserSessionID(c *browserClaims, clientID string) *oauth
 	case sess.Ended:
 		return newError("invalid_session", "Session %s has ended", c.SessionID)
 	}
-	if !s.onDomain(c.ReturnTo) {
+	if !onDomain(domain, c.ReturnTo) {
 		// Poppy 0.1 §5: return_to "MUST be an HTTPS URL on the Company's organization.domain or one of its subdomains."
-		return s.agentBug("5", "invalid_request", "return_to %q is not an https URL on %s", c.ReturnTo, s.domain)
+		return s.agentBug("5", "invalid_request", "return_to %q is not an https URL on %s", c.ReturnTo, domain)
 	}
 	return nil
 }
 
-// onDomain reports whether raw is an https URL on Domain or a subdomain.
-func (s *Server) onDomain(raw string) bool {
+// onDomain reports whether raw is an https URL on domain or a subdomain.
+func onDomain(domain, raw string) bool {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "https" || u.User != nil || u.Host == "" {
 		return false
 	}
-	host := hostOnly(u.Host)
-	return host == s.domain || strings.HasSuffix(host, "."+s.domain)
+	return onHost(domain, hostOnly(u.Host))
 }
+
+// onHost reports whether host is domain or one of its subdomains.
+func onHost(domain, host string) bool { return host == domain || strings.HasSuffix(host, "."+domain) }
 
 var webErrorTemplate = template.Must(template.New("web-error").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Could not join the Session</title></head>

@@ -14,9 +14,9 @@ import (
 	"slices"
 )
 
-// installSite registers the website's pages.
-func (s *Server) installSite() {
-	for _, host := range []string{s.domain, "www." + s.domain} {
+// installSite registers the website's pages on the Company's domain d.
+func (s *Server) installSite(d string) {
+	for _, host := range []string{d, "www." + d} {
 		s.HandleFunc(host, "GET /{$}", s.handleHome)
 		s.HandleFunc(host, "GET /orders", s.handleOrdersPage)
 	}

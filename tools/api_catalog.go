@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"mime"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -71,23 +70,14 @@ func companyPrefix(co *discovery.Company) string { return apiPrefix(co, 1) }
 
 // apiPrefix is the prefix of the tools of the Company's n-th OpenAPI API
 // (from 1): "_api_", then "_api2_" and so on, after its domain label.
-func apiPrefix(co *discovery.Company, n int) string {
-	d := co.Domain
-	if co.Document != nil && co.Document.Organization != nil && co.Document.Organization.Domain != "" {
-		d = co.Document.Organization.Domain // the same Company whichever host the User typed
-	}
-	p := domainLabel(d) + "_api"
-	if n > 1 {
-		p += strconv.Itoa(n)
-	}
-	return p + "_"
-}
+func apiPrefix(co *discovery.Company, n int) string { return toolPrefix(orgDomain(co), kindAPI, n) }
 
 // APIToolPrefix is the prefix of the tools of the first OpenAPI API of a
 // Company at domain (example.com: "example_com_api_"), as TOOLS.md wants:
 // short, unique per Company, the same on every run, and apart from the
-// relayed MCP tools ("example_com_mcp_", relay.go), with the same label.
-func APIToolPrefix(domain string) string { return domainLabel(domain) + "_api_" }
+// relayed MCP tools ("example_com_mcp_", relay.go), with the same label
+// (names.go).
+func APIToolPrefix(domain string) string { return toolPrefix(domain, kindAPI, 1) }
 
 // apis returns the Company's openapi entries with their catalogs. An entry
 // whose document cannot be used carries the error.

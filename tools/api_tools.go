@@ -309,7 +309,7 @@ func (s *Server) callOperation(ctx context.Context, domain, name string, args ma
 	if t == nil {
 		return unknownOperation(co, name)
 	}
-	_, sess, err := s.session(ctx, domain, false)
+	_, _, sess, err := s.session(ctx, domain, false)
 	if err != nil {
 		return s.sessionFailure(domain, err)
 	}

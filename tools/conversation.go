@@ -217,11 +217,10 @@ type convTarget struct {
 // convFor returns the conversations of the Company at domain, starting its
 // Session when needed. Its failure result is phrased for the model.
 func (s *Server) convFor(ctx context.Context, domain string) (*convTarget, *mcp.CallToolResult) {
-	rt, sess, err := s.session(ctx, domain, false)
+	rt, co, sess, err := s.session(ctx, domain, false)
 	if err != nil {
 		return nil, s.sessionFailure(domain, err)
 	}
-	co := rt.Company()
 	var protocols []discovery.Protocol
 	if co.Document.Agent != nil {
 		protocols = co.Document.Agent.Protocols

@@ -3,6 +3,7 @@ package tools_test
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"log/slog"
 	"net"
 	"net/http"
@@ -48,6 +49,10 @@ type harnessOptions struct {
 	// Resolve maps more names, past the network guard, as --resolve does
 	// (poppytest's own names are always mapped). Nil: none.
 	Resolve func(hostport string) (addr string, ok bool)
+	// Companies are more Companies poppy-mcp can reach beside the
+	// harness's own: their names are mapped, their CAs trusted and the
+	// agent's documents served on their AgentHost. Nil: none.
+	Companies []*poppytest.Server
 }
 
 // clientID is where poppytest serves the agent's documents.
@@ -84,6 +89,9 @@ func newHarnessWith(t *testing.T, opts *poppytest.Options, hopts *harnessOptions
 		t.Fatal(err)
 	}
 	company.SetAgentDocuments(agentJSON, jwks)
+	for _, other := range hopts.Companies {
+		other.SetAgentDocuments(agentJSON, jwks)
+	}
 	pg, err := pages.New(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +100,7 @@ func newHarnessWith(t *testing.T, opts *poppytest.Options, hopts *harnessOptions
 	logs := &syncBuffer{}
 	// As serve builds it: one guarded base transport, poppytest's names
 	// mapped to its listener (as --resolve would), one Holds for every request.
-	guard := companyGuard(company)
+	guard := companyGuard(append([]*poppytest.Server{company}, hopts.Companies...)...)
 	if extra, own := hopts.Resolve, guard.Resolve; extra != nil {
 		guard.Resolve = func(hp string) (string, bool) {
 			if addr, ok := extra(hp); ok {
@@ -116,20 +124,29 @@ func newHarnessWith(t *testing.T, opts *poppytest.Options, hopts *harnessOptions
 		base: base, holds: holds}
 }
 
-// companyGuard are the network guard's options for a poppytest Company:
-// its hosts, at any port, are mapped to its loopback listener, the way
-// --resolve maps a Company under development, and its CA is trusted.
+// companyGuard are the network guard's options for poppytest Companies:
+// their hosts, at any port, are mapped to their loopback listeners, the way
+// --resolve maps a Company under development, and their CAs are trusted.
 // Every other name and address stays behind the guard.
-func companyGuard(company *poppytest.Server) *netguard.Options {
+func companyGuard(companies ...*poppytest.Server) *netguard.Options {
+	pool := x509.NewCertPool()
+	for _, c := range companies {
+		pool.AppendCertsFromPEM(c.CAPEM())
+	}
 	return &netguard.Options{
 		Resolve: func(hostport string) (string, bool) {
 			host, _, err := net.SplitHostPort(hostport)
-			if err != nil || !slices.Contains(company.Hosts(), host) {
+			if err != nil {
 				return "", false
 			}
-			return company.Addr(), true
+			for _, c := range companies {
+				if slices.Contains(c.Hosts(), host) {
+					return c.Addr(), true
+				}
+			}
+			return "", false
 		},
-		RootCAs: company.CertPool(),
+		RootCAs: pool,
 	}
 }
 

@@ -12,12 +12,9 @@ package tools
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base32"
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,22 +29,20 @@ import (
 )
 
 func init() {
-	sessionHooks = append(sessionHooks, func(ctx context.Context, s *Server, rt *runtime) { s.relayMCPServers(ctx, rt) })
+	sessionHooks = append(sessionHooks, func(ctx context.Context, s *Server, rt *runtime, co *discovery.Company) {
+		s.relayMCPServers(ctx, rt, co)
+	})
 }
 
 // relaySyncWait bounds how long a Session hook waits for a relay's first
 // listing; past it, listing goes on in the background.
 const relaySyncWait = 10 * time.Second
 
-// relayStates holds each Server's relays, so this capability keeps its
-// state in its own file.
-var relayStates sync.Map // *Server -> *relayState
-
 // relayState is a Server's relays. It is safe for concurrent use.
 type relayState struct {
 	// mu guards relays and each entry's sess.
 	mu     sync.Mutex
-	relays map[string]*relayEntry // by MCP url
+	relays map[string]*relayEntry // by prefix, a space and MCP url
 }
 
 // relayEntry is one relayed MCP server.
@@ -59,16 +54,15 @@ type relayEntry struct {
 // relays returns the Server's relay state, creating it with a closer that
 // runs when the Server closes.
 func (s *Server) relays() *relayState {
-	st, loaded := relayStates.LoadOrStore(s, &relayState{relays: map[string]*relayEntry{}})
-	rs := st.(*relayState)
-	if !loaded {
+	s.relayOnce.Do(func() {
+		rs := &relayState{relays: map[string]*relayEntry{}}
+		s.relayState = rs
 		s.Go(func(ctx context.Context) {
 			<-ctx.Done()
 			rs.closeAll()
-			relayStates.Delete(s)
 		})
-	}
-	return rs
+	})
+	return s.relayState
 }
 
 func (st *relayState) closeAll() {
@@ -82,9 +76,8 @@ func (st *relayState) closeAll() {
 }
 
 // relayMCPServers is the Session hook: it relays every usable MCP server of
-// rt's Company with rt's Session.
-func (s *Server) relayMCPServers(ctx context.Context, rt *runtime) {
-	co := rt.Company()
+// one of rt's Company's domains, whose documents co are, with rt's Session.
+func (s *Server) relayMCPServers(ctx context.Context, rt *runtime, co *discovery.Company) {
 	rt.mu.Lock()
 	sess := rt.session
 	rt.mu.Unlock()
@@ -128,13 +121,16 @@ func relayable(co *discovery.Company, api discovery.API) error {
 	return nil
 }
 
-// relayFor returns the relay of an MCP server, creating it; a relay made
-// for another Session is reconnected with sess's token.
+// relayFor returns the relay of an MCP server under prefix, creating it; a
+// relay made for another Session is reconnected with sess's token. A server
+// that two domains of a Company list is relayed under each one's prefix, so
+// its names do not depend on which domain was used first.
 func (s *Server) relayFor(co *discovery.Company, api discovery.API, prefix string, sess *auth.Session) (*relayEntry, error) {
 	st := s.relays()
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if e := st.relays[api.URL]; e != nil {
+	key := prefix + " " + api.URL
+	if e := st.relays[key]; e != nil {
 		if e.sess != sess {
 			e.sess = sess
 			e.relay.Upstream().Reset() // the next request connects with the new Session's token
@@ -148,8 +144,12 @@ func (s *Server) relayFor(co *discovery.Company, api discovery.API, prefix strin
 			st.mu.Lock()
 			cur := e.sess
 			st.mu.Unlock()
+			at, err := sessionAt(cur, co) // the Session at the domain that lists the server
+			if err != nil {
+				return nil, err
+			}
 			// Poppy 0.1 §4.3: a Bearer Session Token with resource = the server's url, sent there only.
-			return cur.BearerClient(api.URL)
+			return at.BearerClient(api.URL)
 		},
 		Logger: s.log,
 	})
@@ -168,7 +168,7 @@ func (s *Server) relayFor(co *discovery.Company, api discovery.API, prefix strin
 		},
 		Logger: s.log,
 	})
-	st.relays[api.URL] = e
+	st.relays[key] = e
 	return e, nil
 }
 
@@ -197,112 +197,12 @@ func (s *Server) firstSync(ctx context.Context, domain string, r *mcpproxy.Relay
 }
 
 // relayPrefix is the prefix of the n-th MCP server of a Company (from 1).
-func relayPrefix(co *discovery.Company, n int) string {
-	d := co.Domain
-	if co.Document.Organization != nil && co.Document.Organization.Domain != "" {
-		d = co.Document.Organization.Domain // the same Company whichever host the User typed
-	}
-	p := domainLabel(d) + "_mcp"
-	if n > 1 {
-		p += strconv.Itoa(n)
-	}
-	return p + "_"
-}
-
-// domainLabel is a domain without "www.", lower case, each run of other
-// characters than [a-z0-9-] made one "_"; one longer than 20 keeps 8, then
-// "__" (which no kept label has) and 50 bits of a hash of the whole, so
-// labels stay short, unique and stable: finding a domain with the label of
-// another takes about 2^50 tries, and claimPrefixes refuses what is left.
-func domainLabel(domain string) string {
-	d := strings.TrimPrefix(strings.ToLower(domain), "www.")
-	var b strings.Builder
-	for _, r := range d {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
-			b.WriteRune(r)
-		case b.Len() > 0 && !strings.HasSuffix(b.String(), "_"):
-			b.WriteByte('_')
-		}
-	}
-	p := strings.Trim(b.String(), "_")
-	if len(p) > 20 {
-		p = strings.TrimRight(p[:8], "_") + "__" + labelHash(d)
-	}
-	if p == "" {
-		p = "co"
-	}
-	return p
-}
-
-// labelHash is the first 50 bits of the SHA-256 of d, in ten lower-case
-// base32 digits.
-func labelHash(d string) string {
-	sum := sha256.Sum256([]byte(d))
-	return labelEncoding.EncodeToString(sum[:7])[:10]
-}
-
-var labelEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
-
-// prefixClaims holds each Server's tool-name prefixes, so this capability
-// keeps its state in its own file.
-var prefixClaims sync.Map // *Server -> *prefixRegistry
-
-// prefixRegistry records which Company, by its issuer (Poppy 0.1 §3.2: "A
-// Company is identified by its auth.issuer"), announces tools under each
-// prefix. It is safe for concurrent use.
-type prefixRegistry struct {
-	// mu guards owners.
-	mu     sync.Mutex
-	owners map[string]string // prefix or built-in tool name -> issuer ("" for poppy-mcp's own)
-}
-
-// prefixes returns the Server's registry, creating it with the names of
-// the Server's own tools, which no Company's tool may take.
-func (s *Server) prefixes() *prefixRegistry {
-	if r, ok := prefixClaims.Load(s); ok {
-		return r.(*prefixRegistry)
-	}
-	fresh := &prefixRegistry{owners: map[string]string{}}
-	for name := range s.mcp.ListTools() { // before any claim: the built-in tools only
-		fresh.owners[name] = ""
-	}
-	r, loaded := prefixClaims.LoadOrStore(s, fresh)
-	if !loaded && !s.Go(func(ctx context.Context) { <-ctx.Done(); prefixClaims.Delete(s) }) {
-		prefixClaims.Delete(s) // the Server is closed
-	}
-	return r.(*prefixRegistry)
-}
+func relayPrefix(co *discovery.Company, n int) string { return toolPrefix(orgDomain(co), kindMCP, n) }
 
 // claimPrefixes records prefixes as the tool-name prefixes of the Company
-// with issuer, all or none. Another Company's tools would replace its
-// tools (mcp-go's AddTools replaces a tool of the same name) and receive
-// the user's calls, so it refuses a prefix that begins, or is begun by,
-// another Company's prefix or a built-in tool's name: only then can two
-// tool names be the same. A Company keeps its prefixes for the Server's
-// life, so names never move from one Company to another.
+// with issuer, all or none (prefixRegistry.claim).
 func (s *Server) claimPrefixes(issuer string, prefixes ...string) error {
-	r := s.prefixes()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, p := range prefixes {
-		for q, owner := range r.owners {
-			if owner != issuer && (strings.HasPrefix(p, q) || strings.HasPrefix(q, p)) {
-				return fmt.Errorf("tools: the tool-name prefix %s is taken by %s", p, ownerName(owner, q))
-			}
-		}
-	}
-	for _, p := range prefixes {
-		r.owners[p] = issuer
-	}
-	return nil
-}
-
-func ownerName(issuer, name string) string {
-	if issuer == "" {
-		return "poppy-mcp's tool " + name
-	}
-	return "the Company of " + issuer + " (" + name + ")"
+	return s.names.claim(issuer, prefixes...)
 }
 
 // The mark of a relayed result.

@@ -81,8 +81,12 @@ type Server struct {
 	companies map[string]*discovery.Company // by normalized domain; guarded by mu
 	runtimes  map[string]*runtime           // by issuer; guarded by mu
 
-	apiState *apiState     // OpenAPI catalogs and per-operation tools (api*.go); set once by its toolset; has its own lock
-	convs    *convTrackers // the conversation Trackers (conversation.go); set once by New; has its own lock
+	apiState *apiState       // OpenAPI catalogs and per-operation tools (api*.go); set once by its toolset; has its own lock
+	names    *prefixRegistry // which Company owns each tool-name prefix (names.go); set once by New; has its own lock
+
+	relayOnce  sync.Once     // makes relayState
+	relayState *relayState   // the relayed MCP servers (relay.go); set once by relays; has its own lock
+	convs      *convTrackers // the conversation Trackers (conversation.go); set once by New; has its own lock
 }
 
 // New builds the MCP server with every tool registered.
@@ -102,11 +106,14 @@ func New(deps Deps) *Server {
 		server.WithToolHandlerMiddleware(s.bound), // every call gets a deadline (deadline.go)
 		server.WithInstructions(instructions),
 	)
+	var builtins []string
 	for _, set := range toolsets {
 		for _, t := range set(s) {
 			s.mcp.AddTool(t.tool, t.handler)
+			builtins = append(builtins, t.tool.Name)
 		}
 	}
+	s.names = newPrefixRegistry(builtins)
 	return s
 }
 
@@ -114,10 +121,11 @@ func New(deps Deps) *Server {
 // registers its own in an init function, so capabilities stay in their files.
 var toolsets []func(*Server) []tool
 
-// sessionHooks run once a Session with a Company exists (TOOLS.md: a
-// Company's MCP servers are connected and its API tools announced then).
-// Capabilities register them in init functions; they must not block long.
-var sessionHooks []func(ctx context.Context, s *Server, rt *runtime)
+// sessionHooks run once a Session with a Company exists, for each of its
+// domains, with that domain's documents: a Company's MCP servers are
+// connected and its API tools announced then. Capabilities register
+// them in init functions; they must not block long.
+var sessionHooks []func(ctx context.Context, s *Server, rt *runtime, co *discovery.Company)
 
 const instructions = "poppy-mcp is the user's Personal Agent for Companies that speak the Personal Agent Protocol (Poppy). " +
 	"Start with discover_company for the Company's domain. poppy-mcp keeps sessions, tokens and cursors itself: " +

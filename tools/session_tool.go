@@ -43,18 +43,18 @@ type sessionResult struct {
 
 func (s *Server) startSession(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	domain := stringArg(req, "domain")
-	rt, sess, err := s.session(ctx, domain, boolArg(req, "new"))
+	rt, co, sess, err := s.session(ctx, domain, boolArg(req, "new"))
 	if err != nil {
 		s.log.WarnContext(ctx, "no Session", "domain", domain, "err", err.Error())
 		return s.sessionFailure(domain, err), nil
 	}
 	if _, given := req.GetArguments()["scopes"]; given {
-		if fail := s.narrow(ctx, rt, sess, scopesArg(req)); fail != nil {
+		if fail := s.narrow(ctx, rt, co, sess, scopesArg(req)); fail != nil {
 			return fail, nil
 		}
 	}
 	info := sess.Info()
-	res := sessionResult{Domain: rt.Company().Domain, SessionID: info.ID, SignedIn: info.SignedIn,
+	res := sessionResult{Domain: co.Domain, SessionID: info.ID, SignedIn: info.SignedIn,
 		Scopes: info.Scopes, ExpiresAt: info.ExpiresAt.UTC().Format(time.RFC3339)}
 	if res.Scopes == nil {
 		res.Scopes = []string{}
@@ -99,14 +99,14 @@ func (s *Server) sessionFailure(domain string, err error) *mcp.CallToolResult {
 // 0.1 §4.8: "scope MAY ask for fewer scopes than the Account Token has, for
 // example read-only access for a task that only looks things up. It can't
 // ask for more."
-func (s *Server) narrow(ctx context.Context, rt *runtime, sess *auth.Session, scopes []string) *mcp.CallToolResult {
-	domain := rt.Company().Domain
+func (s *Server) narrow(ctx context.Context, rt *runtime, co *discovery.Company, sess *auth.Session, scopes []string) *mcp.CallToolResult {
+	domain := co.Domain
 	err := sess.Narrow(ctx, scopes)
 	switch {
 	case errors.Is(err, auth.ErrNoAccountToken):
 		return failure(map[string]string{"error": "not_signed_in"},
 			"Scopes narrow a signed-in Session, and poppy-mcp holds no sign-in for %s. Sign in first (%s with domain %s).",
-			domain, s.signInTool(rt.Company().Document.Auth, scopes), domain)
+			domain, s.signInTool(co.Document.Auth, scopes), domain)
 	case errors.Is(err, auth.ErrInvalidScope):
 		var granted []string
 		if acct, _ := sess.Held(ctx); acct != nil {
@@ -114,7 +114,7 @@ func (s *Server) narrow(ctx context.Context, rt *runtime, sess *auth.Session, sc
 		}
 		return failure(map[string]any{"error": "scope_not_granted", "granted": granted},
 			"The sign-in for %s granted %s, not all of %s: a Session cannot get more. Call %s with domain %s and those scopes to sign in for more.",
-			domain, strings.Join(granted, " "), strings.Join(scopes, " "), s.signInTool(rt.Company().Document.Auth, scopes), domain)
+			domain, strings.Join(granted, " "), strings.Join(scopes, " "), s.signInTool(co.Document.Auth, scopes), domain)
 	case err != nil:
 		return s.sessionFailure(domain, err)
 	}

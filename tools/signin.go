@@ -299,31 +299,42 @@ func (s *Server) alreadyCovered(ctx context.Context, rt *runtime, sess *auth.Ses
 		domain, strings.Join(scopes, " "))
 }
 
+// signInStart is what a sign-in tool starts from: the Company's runtime and
+// Session, the documents of the domain the tool was given (Poppy 0.1 §3.2:
+// the Session is the Company's, the endpoints the domain's), and the scopes
+// asked for.
+type signInStart struct {
+	rt     *runtime
+	co     *discovery.Company
+	sess   *auth.Session
+	scopes []string
+}
+
 // beginSignIn is how every sign-in tool starts: the Session, the answer to
 // a URL elicitation of its flow (a retried call), the scopes checked against
 // what the type offers, and a held Account Token or signed-in Session that
 // makes a new sign-in needless. done is the result to give at once, if any.
-func (s *Server) beginSignIn(ctx context.Context, req mcp.CallToolRequest, kind, tool string) (rt *runtime, sess *auth.Session, scopes []string, done *mcp.CallToolResult) {
+func (s *Server) beginSignIn(ctx context.Context, req mcp.CallToolRequest, kind, tool string) (start *signInStart, done *mcp.CallToolResult) {
 	domain := stringArg(req, "domain")
-	rt, sess, err := s.session(ctx, domain, false)
+	rt, co, sess, err := s.session(ctx, domain, false)
 	if err != nil {
-		return nil, nil, nil, s.sessionFailure(domain, err)
+		return nil, s.sessionFailure(domain, err)
 	}
 	if f, action := elicited(req, rt); f != nil {
 		// The local page's URL went only to the client: declined, it is closed.
 		if f.page != "" && action != "accept" && f.end(statusFailed, nil, nil, "The user did not open the sign-in page ("+action+").") {
 			f.close()
 		}
-		return nil, nil, nil, s.flowResult(rt, f, action)
+		return nil, s.flowResult(rt, f, action)
 	}
-	scopes = scopesArg(req)
-	if r := s.checkScopes(rt.Company(), kind, tool, scopes); r != nil {
-		return nil, nil, nil, r
+	scopes := scopesArg(req)
+	if r := s.checkScopes(co, kind, tool, scopes); r != nil {
+		return nil, r
 	}
 	if r := s.alreadyCovered(ctx, rt, sess, domain, scopes); r != nil {
-		return nil, nil, nil, r
+		return nil, r
 	}
-	return rt, sess, scopes, nil
+	return &signInStart{rt: rt, co: co, sess: sess, scopes: scopes}, nil
 }
 
 // covers reports whether have holds every scope of want.

@@ -36,10 +36,11 @@ func (s *Server) signInDeviceTool() tool {
 
 func (s *Server) signInDevice(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	domain := stringArg(req, "domain")
-	rt, sess, scopes, done := s.beginSignIn(ctx, req, "device", "sign_in_device")
+	start, done := s.beginSignIn(ctx, req, "device", "sign_in_device")
 	if done != nil {
 		return done, nil
 	}
+	rt, sess, scopes := start.rt, start.sess, start.scopes
 	if f := rt.currentFlow(); f != nil && f.device != nil && sameScopes(f.scopes, scopes) && isPending(f) && f.domain == domain {
 		return s.offerDevice(ctx, rt, f), nil // the user may already be on the page: no second code
 	}

@@ -77,10 +77,11 @@ func (s *Server) redirectURI() (string, bool) {
 
 func (s *Server) signInDirect(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	domain := stringArg(req, "domain")
-	rt, sess, scopes, done := s.beginSignIn(ctx, req, "direct", "sign_in_direct")
+	start, done := s.beginSignIn(ctx, req, "direct", "sign_in_direct")
 	if done != nil {
 		return done, nil
 	}
+	rt, sess, scopes := start.rt, start.sess, start.scopes
 	redirect, ok := s.redirectURI()
 	if !ok || s.deps.Pages == nil {
 		next := "Use sign_in_device with the same scopes (or sign_in_mediated), if the Company offers them."
@@ -99,7 +100,7 @@ func (s *Server) signInDirect(ctx context.Context, req mcp.CallToolRequest) (*mc
 	rt.replaceFlow(f)
 	s.log.Info("direct sign-in started", "issuer", rt.issuer, "scopes", strings.Join(scopes, " "))
 	if elicitsURL(ctx) {
-		return elicitURL(f, f.page, "Sign in to "+whereTo(rt.Company(), "")+" on its own page, to let your assistant use your account."), nil
+		return elicitURL(f, f.page, "Sign in to "+whereTo(start.co, "")+" on its own page, to let your assistant use your account."), nil
 	}
 	return s.flowResult(rt, f, ""), nil
 }

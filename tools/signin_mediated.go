@@ -52,18 +52,23 @@ func (s *Server) signInMediatedTool() tool {
 
 func (s *Server) signInMediated(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	domain := stringArg(req, "domain")
-	rt, sess, scopes, done := s.beginSignIn(ctx, req, "mediated", "sign_in_mediated")
+	start, done := s.beginSignIn(ctx, req, "mediated", "sign_in_mediated")
 	if done != nil {
 		return done, nil
 	}
-	co := rt.Company()
+	rt, co, scopes := start.rt, start.co, start.scopes
 	if s.deps.Pages == nil {
 		return failure(map[string]string{"error": "no_pages"},
 			"This poppy-mcp serves no local pages, so it cannot collect credentials. Use sign_in_device or sign_in_direct if %s offers them.", domain), nil
 	}
+	// Poppy 0.1 §3.2: the Session is the Company's; the endpoint is this domain's.
+	at, err := sessionAt(start.sess, co)
+	if err != nil {
+		return s.sessionFailure(domain, err), nil
+	}
 	f := newFlow("mediated", domain, scopes)
 	m := co.Document.Auth.Mediated
-	mp := &mediatedPage{s: s, rt: rt, sess: sess, f: f, fields: m.Fields,
+	mp := &mediatedPage{s: s, rt: rt, sess: start.sess, at: at, f: f, fields: m.Fields,
 		domain: co.Domain, claim: claimedName(co), endpoint: hostOf(m.Endpoint)}
 	url, closePage := s.deps.Pages.OpenForUser(mp.serve, mediatedPageTTL)
 	f.page, f.close, f.expires = url, closePage, signInClock().Add(mediatedPageTTL)
@@ -122,6 +127,7 @@ type mediatedPage struct {
 	s      *Server
 	rt     *runtime
 	sess   *auth.Session
+	at     *auth.Site // the Session at the domain whose auth.mediated.endpoint takes the credentials
 	f      *signInFlow
 	fields []discovery.Field
 	// domain is the Company's domain and endpoint the host of
@@ -158,7 +164,7 @@ func (p *mediatedPage) serve(w http.ResponseWriter, r *http.Request, done func()
 	var st *auth.MediatedStep
 	var err error
 	if p.step == nil {
-		st, err = p.sess.SignInMediated(ctx, p.f.scopes, p.credentials(r))
+		st, err = p.at.SignInMediated(ctx, p.f.scopes, p.credentials(r))
 	} else {
 		// Poppy 0.1 §4.7: the agent "submits only the code, not the credentials again"
 		st, err = p.sess.SubmitCode(ctx, p.step, auth.NewSecret(r.PostForm.Get("code")))

@@ -37,7 +37,7 @@ type signOutResult struct {
 
 func (s *Server) signOut(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	domain := stringArg(req, "domain")
-	rt, sess, err := s.session(ctx, domain, false)
+	rt, _, sess, err := s.session(ctx, domain, false)
 	if err != nil {
 		return s.sessionFailure(domain, err), nil
 	}

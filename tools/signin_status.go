@@ -65,7 +65,7 @@ type statusResult struct {
 
 func (s *Server) signInStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	domain := stringArg(req, "domain")
-	rt, err := s.runtimeFor(ctx, domain)
+	rt, _, err := s.runtimeFor(ctx, domain)
 	if err != nil {
 		return s.sessionFailure(domain, err), nil
 	}

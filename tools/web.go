@@ -171,7 +171,7 @@ func (s *Server) openJoin(ctx context.Context, co *discovery.Company, domain, ta
 		return nil, failure(map[string]string{"error": "no_pages", "next": "Use the Company's APIs or Company Agent instead."},
 			"This poppy-mcp serves no local pages, so it cannot join a browser to the Session. Use the Company's APIs or Company Agent instead.")
 	}
-	_, sess, err := s.session(ctx, domain, false)
+	_, _, sess, err := s.session(ctx, domain, false)
 	if err != nil {
 		return nil, s.sessionFailure(domain, err)
 	}
@@ -229,20 +229,26 @@ func (s *Server) joinPage(domain, host, target string, expires time.Time) pages.
 			pages.Message(w, http.StatusGone, "Link expired", "This link has expired. Ask for a new one with open_website.")
 			return
 		}
-		_, sess, err := s.session(r.Context(), domain, false)
+		_, co, sess, err := s.session(r.Context(), domain, false)
 		if err != nil {
 			s.log.Info("join page: no Session", "domain", domain, "err", err)
 			pages.Message(w, http.StatusBadGateway, "Could not join", "poppy-mcp has no Session with this Company now. Ask for a new link.")
 			return
 		}
-		// Poppy 0.1 §5 step 1: signed now, when the browser is about to post it, so it is fresh.
-		assertion, err := sess.BrowserAssertion(target)
+		// Poppy 0.1 §3.2, §5: the Session is the Company's; the endpoint and
+		// the pages are those of the domain the page was opened for.
+		at, err := sessionAt(sess, co)
+		var assertion auth.Secret
+		if err == nil {
+			// Poppy 0.1 §5 step 1: signed now, when the browser is about to post it, so it is fresh.
+			assertion, err = at.BrowserAssertion(target)
+		}
 		if err != nil {
 			s.log.Info("join page: cannot sign", "domain", domain, "err", err)
 			pages.Message(w, http.StatusInternalServerError, "Could not join", "poppy-mcp could not sign the browser assertion.")
 			return
 		}
-		writeJoinForm(w, joinForm{Endpoint: sess.Company().BrowserSessionEndpoint, Target: target,
+		writeJoinForm(w, joinForm{Endpoint: at.Company().BrowserSessionEndpoint, Target: target,
 			Assertion: assertion.Reveal(), Nonce: cspNonce()}, host)
 	}
 }
