@@ -36,4 +36,6 @@ if [ ${#apt[@]} -gt 0 ]; then
   fi
 fi
 command -v chromium >/dev/null && echo "install-test-deps: $(chromium --version 2>/dev/null | head -1)"
-have_postgres && echo "install-test-deps: PostgreSQL $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 | cut -d/ -f5)"
+if have_postgres; then
+  echo "install-test-deps: PostgreSQL $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 | cut -d/ -f5)"
+fi
