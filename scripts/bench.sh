@@ -17,7 +17,6 @@ if [ -z "${POPPY_TEST_POSTGRES:-}" ] && POPPY_TEST_POSTGRES=$(bash scripts/pg-te
   export POPPY_TEST_POSTGRES
 fi
 run ./store 'BenchmarkStore|BenchmarkOpen'
-unset POPPY_TEST_POSTGRES
 for b in $(grep -rl --include='*_test.go' 'func Benchmark' mcpproxy tools conversation 2>/dev/null | xargs -r -n1 dirname | sort -u); do
   run "./$b" '.'
 done
