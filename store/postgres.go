@@ -101,6 +101,16 @@ func describePostgres(cfg *pgx.ConnConfig) string {
 	return d
 }
 
+// DescribePostgres names the database dsn connects to, as Store.Where
+// would once it is open: for messages, never with the password.
+func DescribePostgres(dsn string) string {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return "PostgreSQL database (a connection string that does not parse)"
+	}
+	return describePostgres(cfg)
+}
+
 // IsPostgresURL reports whether s names a PostgreSQL database by URL
 // (postgres:// or postgresql://), the form the --store flag takes.
 func IsPostgresURL(s string) bool {

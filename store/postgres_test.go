@@ -30,8 +30,12 @@ func TestPostgresNeedsSharedKey(t *testing.T) {
 	if s.KeySource() != "env" {
 		t.Errorf("KeySource = %q, want env", s.KeySource())
 	}
-	if s.Dir() != "" || !strings.Contains(s.Where(), "PostgreSQL database") {
-		t.Errorf("Dir = %q, Where = %q", s.Dir(), s.Where())
+	if s.Dir() != "" || !strings.HasPrefix(s.Where(), "PostgreSQL database ") || s.Where() != DescribePostgres(where) {
+		t.Errorf("Dir = %q, Where = %q, DescribePostgres = %q", s.Dir(), s.Where(), DescribePostgres(where))
+	}
+	if d := DescribePostgres("postgres://u:hunter2@db.test:5433/poppy"); strings.Contains(d, "hunter2") ||
+		!strings.Contains(d, `"poppy" on db.test:5433 as "u"`) {
+		t.Errorf("DescribePostgres = %q", d)
 	}
 }
 

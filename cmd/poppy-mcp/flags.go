@@ -44,10 +44,7 @@ func (c *common) openStore(ctx context.Context) (*store.Store, string, error) {
 				todo: "give postgres://USER@HOST/DATABASE (the password in PGPASSWORD), or leave --store out to keep the state in SQLite in --state-dir"}
 		}
 		st, err := store.OpenPostgres(ctx, c.store, nil)
-		if err != nil {
-			return nil, "the PostgreSQL database of --store", err
-		}
-		return st, st.Where(), nil
+		return st, store.DescribePostgres(c.store), err
 	}
 	dir, err := c.stateDirectory()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -98,5 +99,11 @@ func TestInitWithPostgresStore(t *testing.T) {
 	defer st.Close()
 	if _, err := st.Secret(context.Background(), "agent-key"); err != nil {
 		t.Errorf("the signing key is not in PostgreSQL: %v", err)
+	}
+	// A replica started with another key is refused, and told what to do.
+	_, errOut, code := runBinary(t, []string{"POPPY_STATE_KEY=" + newKey()}, "serve", "--store", dbURL, "--state-dir", state)
+	if code != 1 || !strings.Contains(errOut, "does not open the state in PostgreSQL database") ||
+		!strings.Contains(errOut, "the same on every replica") {
+		t.Errorf("serve with another key: exit %d, stderr %s", code, errOut)
 	}
 }
