@@ -33,7 +33,7 @@ type AccountStore interface {
 	PutAccountToken(ctx context.Context, t store.AccountToken) error
 	AccountToken(ctx context.Context, issuer, userID, account string) (store.AccountToken, error)
 	DeleteAccountToken(ctx context.Context, issuer, userID, account string) error
-	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error)
+	WaitLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error)
 	ReleaseLease(ctx context.Context, l store.Lease) error
 }
 

@@ -14,7 +14,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"time"
 
@@ -29,8 +28,6 @@ const (
 	// leaseWork bounds the work done under a lease, so it ends before the
 	// lease does.
 	leaseWork = 30 * time.Second
-	// leasePoll is how often a process waiting for a lease asks again.
-	leasePoll = 25 * time.Millisecond
 )
 
 // leaseName names the lease of the Account Token of a User at a Company.
@@ -61,25 +58,17 @@ func withLease(ctx context.Context, st AccountStore, name string, f func(ctx con
 }
 
 // acquire takes the lease name with a holder ID of its own, waiting while
-// another holder has it.
+// another holder has it (the store wakes the wait when it is released).
 func acquire(ctx context.Context, st AccountStore, name string) (store.Lease, error) {
 	b := make([]byte, 16)
 	rand.Read(b)
 	holder := base64.RawURLEncoding.EncodeToString(b)
-	t := time.NewTicker(leasePoll)
-	defer t.Stop()
-	for {
-		l, err := st.AcquireLease(ctx, name, holder, leaseTTL)
-		if !errors.Is(err, store.ErrLeaseHeld) {
-			if err != nil {
-				return store.Lease{}, fmt.Errorf("auth: lease the Account Token: %w", err)
-			}
-			return l, nil
-		}
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return store.Lease{}, fmt.Errorf("auth: another process is using the Account Token: %w", ctx.Err())
-		}
+	l, err := st.WaitLease(ctx, name, holder, leaseTTL)
+	switch {
+	case err == nil:
+		return l, nil
+	case ctx.Err() != nil:
+		return store.Lease{}, fmt.Errorf("auth: another process is using the Account Token: %w", ctx.Err())
 	}
+	return store.Lease{}, fmt.Errorf("auth: lease the Account Token: %w", err)
 }

@@ -11,7 +11,12 @@ run() { echo "# go test -run='^\$' -bench='$2' -benchmem -count=$count $1"; go t
 run ./cache 'BenchmarkHit|BenchmarkDirect'
 run ./auth 'BenchmarkProof|BenchmarkWhoami'
 run ./openapi2tools 'BenchmarkTranslateGitHub|BenchmarkDecodeGitHub|BenchmarkUnmarshalCatalogGitHub'
-run ./store 'BenchmarkUserID|BenchmarkSecretRoundTrip'
+# The store on both backends: PostgreSQL is a throwaway cluster unless POPPY_TEST_POSTGRES names one.
+if [ -z "${POPPY_TEST_POSTGRES:-}" ] && POPPY_TEST_POSTGRES=$(bash scripts/pg-test-server.sh start 2>/dev/null); then
+  trap 'bash scripts/pg-test-server.sh stop "$POPPY_TEST_POSTGRES"' EXIT
+  export POPPY_TEST_POSTGRES
+fi
+run ./store 'BenchmarkStore|BenchmarkOpen'
 for b in $(grep -rl --include='*_test.go' 'func Benchmark' mcpproxy tools conversation 2>/dev/null | xargs -r -n1 dirname | sort -u); do
   run "./$b" '.'
 done

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -34,14 +36,14 @@ func (s *Store) PutConversation(ctx context.Context, c Conversation) error {
 	if c.Issuer == "" || c.ID == "" {
 		return errors.New("store: put conversation: Issuer and ID are required")
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO conversations
-		(issuer, id, domain, user_id, account, parent_id, cursor, status, responder, closed, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (issuer, id) DO UPDATE SET domain = excluded.domain, user_id = excluded.user_id,
+	_, err := s.conn().exec(ctx, `INSERT INTO conversations
+		(local_user, issuer, id, domain, user_id, account, parent_id, cursor, status, responder, closed, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (local_user, issuer, id) DO UPDATE SET domain = excluded.domain, user_id = excluded.user_id,
 		account = excluded.account, parent_id = excluded.parent_id, cursor = excluded.cursor,
 		status = excluded.status, responder = excluded.responder, closed = excluded.closed,
 		updated_at = excluded.updated_at`,
-		c.Issuer, c.ID, c.Domain, c.UserID, c.Account, c.ParentID, c.Cursor, c.Status, c.Responder,
+		s.user, c.Issuer, c.ID, c.Domain, c.UserID, c.Account, c.ParentID, c.Cursor, c.Status, c.Responder,
 		c.Closed, unixNano(s.now()))
 	if err != nil {
 		return fmt.Errorf("store: put conversation %s: %w", c.ID, err)
@@ -64,8 +66,9 @@ func scanConversation(row interface{ Scan(...any) error }) (Conversation, error)
 // Conversation returns the conversation with the given issuer and ID, or
 // an error matching ErrNotFound.
 func (s *Store) Conversation(ctx context.Context, issuer, id string) (Conversation, error) {
-	c, err := scanConversation(s.db.QueryRowContext(ctx,
-		`SELECT `+conversationColumns+` FROM conversations WHERE issuer = ? AND id = ?`, issuer, id))
+	c, err := scanConversation(s.conn().queryRow(ctx,
+		`SELECT `+conversationColumns+` FROM conversations WHERE local_user = ? AND issuer = ? AND id = ?`,
+		s.user, issuer, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Conversation{}, notFound("conversation " + id)
 	}
@@ -75,16 +78,16 @@ func (s *Store) Conversation(ctx context.Context, issuer, id string) (Conversati
 	return c, nil
 }
 
-// Conversations returns the conversations started at domain ("" for every
-// domain): open ones first, then most recently stored first.
+// Conversations returns the local user's conversations started at domain
+// ("" for every domain): open ones first, then most recently stored first.
 func (s *Store) Conversations(ctx context.Context, domain string) ([]Conversation, error) {
-	q := `SELECT ` + conversationColumns + ` FROM conversations`
-	args := []any{}
+	q := `SELECT ` + conversationColumns + ` FROM conversations WHERE local_user = ?`
+	args := []any{s.user}
 	if domain != "" {
-		q += ` WHERE domain = ?`
+		q += ` AND domain = ?`
 		args = append(args, domain)
 	}
-	rows, err := s.db.QueryContext(ctx, q+` ORDER BY closed, updated_at DESC, issuer, id`, args...)
+	rows, err := s.conn().query(ctx, q+` ORDER BY closed, updated_at DESC, issuer, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: conversations: %w", err)
 	}
@@ -99,12 +102,13 @@ func (s *Store) DeleteConversation(ctx context.Context, issuer, id string) error
 		return fmt.Errorf("store: delete conversation %s: %w", id, err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx,
-		`DELETE FROM seen_events WHERE issuer = ? AND conversation_id = ?`, issuer, id); err != nil {
+	c := conn{e: tx, d: s.d}
+	if _, err := c.exec(ctx, `DELETE FROM seen_events WHERE local_user = ? AND issuer = ? AND conversation_id = ?`,
+		s.user, issuer, id); err != nil {
 		return fmt.Errorf("store: delete conversation %s: %w", id, err)
 	}
-	if _, err := tx.ExecContext(ctx,
-		`DELETE FROM conversations WHERE issuer = ? AND id = ?`, issuer, id); err != nil {
+	if _, err := c.exec(ctx, `DELETE FROM conversations WHERE local_user = ? AND issuer = ? AND id = ?`,
+		s.user, issuer, id); err != nil {
 		return fmt.Errorf("store: delete conversation %s: %w", id, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -121,17 +125,17 @@ func (s *Store) MarkSeen(ctx context.Context, issuer, conversationID string, eve
 	if len(eventIDs) == 0 {
 		return nil
 	}
+	if len(eventIDs) <= markSeenBatch {
+		return s.markSeen(ctx, s.conn(), issuer, conversationID, eventIDs)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: mark seen: %w", err)
 	}
 	defer tx.Rollback()
-	now := unixNano(s.now())
-	for _, ev := range eventIDs {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO seen_events (issuer, conversation_id, event_id, seen_at)
-			VALUES (?, ?, ?, ?) ON CONFLICT (issuer, conversation_id, event_id) DO NOTHING`,
-			issuer, conversationID, ev, now); err != nil {
-			return fmt.Errorf("store: mark seen: %w", err)
+	for batch := range slices.Chunk(eventIDs, markSeenBatch) {
+		if err := s.markSeen(ctx, conn{e: tx, d: s.d}, issuer, conversationID, batch); err != nil {
+			return err
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -140,11 +144,32 @@ func (s *Store) MarkSeen(ctx context.Context, issuer, conversationID string, eve
 	return nil
 }
 
+// markSeenBatch is how many events one statement of MarkSeen marks (five
+// parameters each, far below either database's limit).
+const markSeenBatch = 100
+
+// markSeen marks eventIDs seen in one statement.
+func (s *Store) markSeen(ctx context.Context, c conn, issuer, conversationID string, eventIDs []string) error {
+	now := unixNano(s.now())
+	q := `INSERT INTO seen_events (local_user, issuer, conversation_id, event_id, seen_at) VALUES ` +
+		strings.Repeat(`(?, ?, ?, ?, ?), `, len(eventIDs)-1) + `(?, ?, ?, ?, ?)
+		ON CONFLICT (local_user, issuer, conversation_id, event_id) DO NOTHING`
+	args := make([]any, 0, 5*len(eventIDs))
+	for _, ev := range eventIDs {
+		args = append(args, s.user, issuer, conversationID, ev, now)
+	}
+	if _, err := c.exec(ctx, q, args...); err != nil {
+		return fmt.Errorf("store: mark seen: %w", err)
+	}
+	return nil
+}
+
 // Seen reports whether MarkSeen recorded the event in the conversation.
 func (s *Store) Seen(ctx context.Context, issuer, conversationID, eventID string) (bool, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM seen_events
-		WHERE issuer = ? AND conversation_id = ? AND event_id = ?`, issuer, conversationID, eventID).Scan(&n)
+	err := s.conn().queryRow(ctx, `SELECT COUNT(*) FROM seen_events
+		WHERE local_user = ? AND issuer = ? AND conversation_id = ? AND event_id = ?`,
+		s.user, issuer, conversationID, eventID).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("store: seen: %w", err)
 	}
@@ -153,7 +178,8 @@ func (s *Store) Seen(ctx context.Context, issuer, conversationID, eventID string
 
 // PutBlob stores cached derived data under name (a translated OpenAPI
 // catalog keyed by its URL, say) with a version (its ETag), replacing any.
-// Blobs are not encrypted: never put a secret in one.
+// Blobs are shared by every local user and not encrypted: never put a
+// secret or anything of one person's in one.
 func (s *Store) PutBlob(ctx context.Context, name, version string, data []byte) error {
 	if name == "" {
 		return errors.New("store: empty blob name")
@@ -161,7 +187,7 @@ func (s *Store) PutBlob(ctx context.Context, name, version string, data []byte) 
 	if data == nil {
 		data = []byte{} // the column is NOT NULL
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO blobs (name, version, data, updated_at) VALUES (?, ?, ?, ?)
+	_, err := s.conn().exec(ctx, `INSERT INTO blobs (name, version, data, updated_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET version = excluded.version, data = excluded.data,
 		updated_at = excluded.updated_at`, name, version, data, unixNano(s.now()))
 	if err != nil {
@@ -173,7 +199,7 @@ func (s *Store) PutBlob(ctx context.Context, name, version string, data []byte) 
 // Blob returns the version and data stored under name, or an error
 // matching ErrNotFound.
 func (s *Store) Blob(ctx context.Context, name string) (version string, data []byte, err error) {
-	err = s.db.QueryRowContext(ctx, `SELECT version, data FROM blobs WHERE name = ?`, name).Scan(&version, &data)
+	err = s.conn().queryRow(ctx, `SELECT version, data FROM blobs WHERE name = ?`, name).Scan(&version, &data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil, notFound(fmt.Sprintf("blob %q", name))
 	}
@@ -185,7 +211,7 @@ func (s *Store) Blob(ctx context.Context, name string) (version string, data []b
 
 // DeleteBlob removes a blob. Deleting a missing one is not an error.
 func (s *Store) DeleteBlob(ctx context.Context, name string) error {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM blobs WHERE name = ?`, name); err != nil {
+	if _, err := s.conn().exec(ctx, `DELETE FROM blobs WHERE name = ?`, name); err != nil {
 		return fmt.Errorf("store: delete blob %q: %w", name, err)
 	}
 	return nil

@@ -11,12 +11,33 @@ import (
 	"testing"
 )
 
-// rawState returns the bytes of the database file and its WAL.
-func rawState(t *testing.T, dir string) []byte {
+// rawState returns the bytes the state at where keeps: SQLite's database
+// file and its WAL, or what PostgreSQL returns of every row of the tables
+// that hold values (read past the Store, as anyone with the database can).
+func rawState(t *testing.T, b *backend, where string) []byte {
 	t.Helper()
+	if b == postgresBackend {
+		var all []byte
+		for _, q := range []string{`SELECT value FROM secrets`, `SELECT token FROM account_tokens`,
+			`SELECT data FROM blobs`, `SELECT value FROM meta`} {
+			rows, err := b.raw(t, where).Query(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var v []byte
+				if err := rows.Scan(&v); err != nil {
+					t.Fatal(err)
+				}
+				all = append(all, v...)
+			}
+			rows.Close()
+		}
+		return all
+	}
 	var all []byte
 	for _, f := range []string{dbFileName, dbFileName + "-wal"} {
-		b, err := os.ReadFile(filepath.Join(dir, f))
+		b, err := os.ReadFile(filepath.Join(where, f))
 		if err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
@@ -25,13 +46,18 @@ func rawState(t *testing.T, dir string) []byte {
 	return all
 }
 
-func TestCiphertextAtRest(t *testing.T) {
+func TestCiphertextAtRest(t *testing.T) { forEachBackend(t, testCiphertextAtRest) }
+
+func testCiphertextAtRest(t *testing.T, b *backend) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := openTest(t, dir, nil)
+	where := b.fresh(t)
+	s := b.openAt(t, where, nil)
 	const secret, token = "PLAINTEXT-PRIVATE-KEY-d41d8cd9", "PLAINTEXT-ACCOUNT-TOKEN-8f00b204"
 	const visible = "VISIBLE-BLOB-MARKER-e9800998"
 	if err := s.PutSecret(ctx, "agent-key", []byte(secret)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ForUser("alice").PutSecret(ctx, "dpop/x", []byte(secret)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.PutAccountToken(ctx, AccountToken{Issuer: "https://auth.example.com", UserID: "usr_a",
@@ -42,10 +68,10 @@ func TestCiphertextAtRest(t *testing.T) {
 		t.Fatal(err)
 	}
 	check := func(when string) {
-		raw := rawState(t, dir)
+		raw := rawState(t, b, where)
 		// The scan can see plaintext: the blob, which is not encrypted, is there.
 		if !bytes.Contains(raw, []byte(visible)) {
-			t.Fatalf("%s: the unencrypted blob is not in the raw files; the scan is broken", when)
+			t.Fatalf("%s: the unencrypted blob is not in the raw state; the scan is broken", when)
 		}
 		for _, p := range []string{secret, token} {
 			if bytes.Contains(raw, []byte(p)) {
@@ -54,20 +80,22 @@ func TestCiphertextAtRest(t *testing.T) {
 		}
 	}
 	check("open")
-	s.Close() // checkpoints the WAL into the database file
+	s.Close() // checkpoints SQLite's WAL into the database file
 	check("closed")
 }
 
-func TestWrongKey(t *testing.T) {
+func TestWrongKey(t *testing.T) { forEachBackend(t, testWrongKey) }
+
+func testWrongKey(t *testing.T, b *backend) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := openTest(t, dir, nil)
+	where := b.fresh(t)
+	s := b.openAt(t, where, nil)
 	if err := s.PutSecret(ctx, "agent-key", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
 	other := bytes.Repeat([]byte{0x17}, keySize)
-	_, err := Open(ctx, dir, &Options{Key: other})
+	_, err := b.open(ctx, where, &Options{Key: other})
 	if !errors.Is(err, ErrWrongKey) {
 		t.Fatalf("Open with another key: err = %v, want ErrWrongKey", err)
 	}
@@ -76,15 +104,17 @@ func TestWrongKey(t *testing.T) {
 		t.Errorf("error %q does not say clearly what failed", msg)
 	}
 	// The right key still works: the failed Open changed nothing.
-	if v, err := openTest(t, dir, nil).Secret(ctx, "agent-key"); err != nil || string(v) != "v" {
+	if v, err := b.openAt(t, where, nil).Secret(ctx, "agent-key"); err != nil || string(v) != "v" {
 		t.Errorf("Secret with the right key = %q, %v", v, err)
 	}
 }
 
-func TestRecordsBoundToTheirRow(t *testing.T) {
+func TestRecordsBoundToTheirRow(t *testing.T) { forEachBackend(t, testRecordsBoundToTheirRow) }
+
+func testRecordsBoundToTheirRow(t *testing.T, b *backend) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := openTest(t, dir, nil)
+	where := b.fresh(t)
+	s := b.openAt(t, where, nil)
 	const iss = "https://auth.example.com"
 	for _, name := range []string{"a", "b"} {
 		if err := s.PutSecret(ctx, name, []byte("value of "+name)); err != nil {
@@ -97,7 +127,7 @@ func TestRecordsBoundToTheirRow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	db := rawDB(t, dir)
+	db := b.raw(t, where)
 	mustExec(t, db, `UPDATE secrets SET value = (SELECT value FROM secrets WHERE name = 'a') WHERE name = 'b'`)
 	_, err := s.Secret(ctx, "b")
 	if !errors.Is(err, ErrWrongKey) || !strings.Contains(err.Error(), `cannot decrypt secret "b"`) {
@@ -145,7 +175,7 @@ func FuzzOpenSealed(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	aad := secretAAD("x")
+	aad := recordAAD("secret", "x")
 	// A fixed nonce keeps the seed the same in every fuzz worker process.
 	nonce := make([]byte, aead.NonceSize())
 	valid := aead.Seal(append([]byte{sealVersion}, nonce...), nonce, []byte("hello"), aad)

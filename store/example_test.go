@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
@@ -123,4 +124,42 @@ func ExampleStore_Blob() {
 	// Output:
 	// not cached yet
 	// "v42" catalog bytes
+}
+
+func ExampleStore_ForUser() {
+	ctx := context.Background()
+	s, done := exampleStore(ctx)
+	defer done()
+
+	// A hosted agent keeps each person's records apart: the same Company
+	// gives two people two User IDs, and a secret of one is not the other's.
+	alice, bob := s.ForUser("local-user-1"), s.ForUser("local-user-2")
+	a, _ := alice.UserID(ctx, "https://auth.example.com")
+	b, _ := bob.UserID(ctx, "https://auth.example.com")
+	_ = alice.PutSecret(ctx, "dpop/https://auth.example.com/"+a, []byte("alice's key"))
+	_, err := bob.Secret(ctx, "dpop/https://auth.example.com/"+a)
+	fmt.Println(a != b, errors.Is(err, store.ErrNotFound))
+	// Output: true true
+}
+
+func ExampleOpenPostgres() {
+	ctx := context.Background()
+	// Every replica opens the same database with the same POPPY_STATE_KEY;
+	// the password comes from PGPASSWORD or ~/.pgpass.
+	s, err := store.OpenPostgres(ctx, "postgres://poppy@db.internal/poppy?search_path=agent", nil)
+	if err != nil {
+		log.Fatal(err) // without POPPY_STATE_KEY: an error matching store.ErrNoKey
+	}
+	defer s.Close()
+
+	// A replica that must run one job at a time waits for its lease, woken by
+	// the holder's release on any replica.
+	l, err := s.WaitLease(ctx, "resend-pending", "replica-7", 30*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.ReleaseLease(ctx, l)
+
+	// And tells the others, which listen with s.Listen(ctx, "work").
+	_ = s.Notify(ctx, "work", "conversation cnv_42 has news")
 }

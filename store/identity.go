@@ -43,7 +43,7 @@ func (s *Store) PutAgentMetadata(ctx context.Context, m AgentMetadata) error {
 	if err != nil {
 		return fmt.Errorf("store: agent metadata: %w", err)
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO agent_metadata
+	_, err = s.conn().exec(ctx, `INSERT INTO agent_metadata
 		(id, client_id, client_name, logo_uri, jwks_uri, redirect_uris, extensions, updated_at)
 		VALUES (1, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET client_id = excluded.client_id, client_name = excluded.client_name,
@@ -62,7 +62,7 @@ func (s *Store) AgentMetadata(ctx context.Context) (AgentMetadata, error) {
 	var m AgentMetadata
 	var redirects, extensions string
 	var updated int64
-	err := s.db.QueryRowContext(ctx, `SELECT client_id, client_name, logo_uri, jwks_uri, redirect_uris, extensions, updated_at
+	err := s.conn().queryRow(ctx, `SELECT client_id, client_name, logo_uri, jwks_uri, redirect_uris, extensions, updated_at
 		FROM agent_metadata WHERE id = 1`).Scan(&m.ClientID, &m.ClientName, &m.LogoURI, &m.JWKSURI, &redirects, &extensions, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, notFound("agent metadata")

@@ -9,10 +9,12 @@ import (
 
 // TestAgentMetadataRoundTrip: the metadata init stores is what a later
 // Open reads, replaced as a whole by the next put.
-func TestAgentMetadataRoundTrip(t *testing.T) {
+func TestAgentMetadataRoundTrip(t *testing.T) { forEachBackend(t, testAgentMetadataRoundTrip) }
+
+func testAgentMetadataRoundTrip(t *testing.T, b *backend) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := openTest(t, dir, &Options{Key: testKey, Now: newClock().Now})
+	where := b.fresh(t)
+	s := b.openAt(t, where, &Options{Key: testKey, Now: newClock().Now})
 	if _, err := s.AgentMetadata(ctx); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("AgentMetadata before any put: err = %v, want ErrNotFound", err)
 	}
@@ -23,7 +25,7 @@ func TestAgentMetadataRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	got, err := openTest(t, dir, nil).AgentMetadata(ctx)
+	got, err := b.openAt(t, where, nil).ForUser("someone").AgentMetadata(ctx) // shared by everyone
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +33,7 @@ func TestAgentMetadataRoundTrip(t *testing.T) {
 		!slices.Equal(got.RedirectURIs, want.RedirectURIs) || got.Extensions["com.example.ext"] != "1" || got.UpdatedAt.IsZero() {
 		t.Errorf("AgentMetadata = %+v, want %+v", got, want)
 	}
-	s2 := openTest(t, t.TempDir(), nil)
+	s2 := b.openNew(t, nil)
 	if err := s2.PutAgentMetadata(ctx, AgentMetadata{ClientID: want.ClientID, JWKSURI: want.JWKSURI}); err != nil {
 		t.Fatal(err)
 	}

@@ -163,15 +163,8 @@ type found struct {
 // resolveKey returns the state key and its source, creating a key on the
 // first Open of a directory when no source has one.
 func (s *Store) resolveKey(ctx context.Context, opts *Options) ([]byte, string, error) {
-	if opts.Key != nil {
-		return bytes.Clone(opts.Key), sourceOption, nil
-	}
-	if v := os.Getenv(envKey); v != "" {
-		key, err := decodeKey(v)
-		if err != nil {
-			return nil, "", &keyError{fmt.Sprintf("store: %s must be base64 or base64url of %d bytes", envKey, keySize)}
-		}
-		return key, sourceEnv, nil
+	if key, source, err := explicitKey(opts); err != nil || key != nil {
+		return key, source, err
 	}
 	id, err := s.storeID(ctx)
 	if err != nil {
@@ -190,6 +183,22 @@ func (s *Store) resolveKey(ctx context.Context, opts *Options) ([]byte, string, 
 		return f.key, f.source, err
 	}
 	return s.createKey(ctx, kf)
+}
+
+// explicitKey returns the key Options.Key or POPPY_STATE_KEY gives, and its
+// source, or a nil key when neither gives one.
+func explicitKey(opts *Options) ([]byte, string, error) {
+	if opts.Key != nil {
+		return bytes.Clone(opts.Key), sourceOption, nil
+	}
+	if v := os.Getenv(envKey); v != "" {
+		key, err := decodeKey(v)
+		if err != nil {
+			return nil, "", &keyError{fmt.Sprintf("store: %s must be base64 or base64url of %d bytes", envKey, keySize)}
+		}
+		return key, sourceEnv, nil
+	}
+	return nil, "", nil
 }
 
 // find looks in the keychain, then in the key file.
@@ -247,7 +256,7 @@ func (s *Store) createKey(ctx context.Context, kf *keyFinder) (key []byte, sourc
 	if f.key != nil {
 		return f.key, f.source, tx.Commit()
 	}
-	if _, err := metaValue(ctx, tx, metaKeyCheck); !errors.Is(err, ErrNotFound) {
+	if _, err := metaValue(ctx, conn{e: tx, d: s.d}, metaKeyCheck); !errors.Is(err, ErrNotFound) {
 		return nil, "", missingKeyError(kf, f, err)
 	}
 	key = make([]byte, keySize)
@@ -364,11 +373,11 @@ func writeKeyFile(dir, path string, key []byte) ([]byte, error) {
 func (s *Store) storeID(ctx context.Context) (string, error) {
 	id := make([]byte, 16)
 	rand.Read(id)
-	if _, err := s.db.ExecContext(ctx,
+	if _, err := s.conn().exec(ctx,
 		`INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`,
 		metaStoreID, []byte(base64.RawURLEncoding.EncodeToString(id))); err != nil {
 		return "", fmt.Errorf("store: store ID: %w", err)
 	}
-	v, err := metaValue(ctx, s.db, metaStoreID)
+	v, err := metaValue(ctx, s.conn(), metaStoreID)
 	return string(v), err
 }

@@ -1,13 +1,17 @@
 package store
 
 // This file implements leases: named locks shared by every process (and,
-// with a shared database, every replica) that opens the state, so work that
-// must run once at a time, such as refreshing, rotating or revoking one
-// Account Token (Poppy 0.1 §4.8, §4.9), runs once at a time. A lease is one
-// row written in short single-statement transactions: no database lock is
-// ever held while the holder does its work, which may be a network round
-// trip. A lease expires, so a holder that crashed loses it and another takes
-// over; a holder that needs longer renews it.
+// with PostgreSQL, every replica) that opens the state, so work that must
+// run once at a time, such as refreshing, rotating or revoking one Account
+// Token (Poppy 0.1 §4.8, §4.9), runs once at a time. A lease is one row
+// written in short single-statement transactions: no database lock is ever
+// held while the holder does its work, which may be a network round trip.
+// A lease expires, so a holder that crashed loses it and another takes
+// over; a holder that needs longer renews it. Expiry is judged by the
+// database's clock in the same statement that takes the lease, so
+// replicas whose clocks disagree still agree on who holds it. Leases are
+// per local user (Store.ForUser): two people's leases of one name are two
+// leases.
 
 import (
 	"context"
@@ -34,8 +38,8 @@ type Lease struct {
 	// Make it unique to one piece of work (a random ID), so two holders never
 	// mistake one lease for their own.
 	Holder string
-	// ExpiresAt is when the lease ends unless renewed, by the Store's clock
-	// (Options.Now).
+	// ExpiresAt is when the lease ends unless renewed, by the database's
+	// clock.
 	ExpiresAt time.Time
 }
 
@@ -43,6 +47,8 @@ type Lease struct {
 type leaseHeldError struct {
 	name  string
 	until time.Time
+	// left is how long until the lease expires, by the database's clock.
+	left time.Duration
 }
 
 func (e *leaseHeldError) Error() string {
@@ -51,37 +57,96 @@ func (e *leaseHeldError) Error() string {
 
 func (e *leaseHeldError) Is(target error) bool { return target == ErrLeaseHeld }
 
+func checkLease(what, name, holder string, ttl time.Duration) error {
+	if name == "" || holder == "" || ttl <= 0 {
+		return fmt.Errorf("store: %s lease: name, holder and a positive ttl are required", what)
+	}
+	return nil
+}
+
 // AcquireLease gives holder the lease name for ttl from now, when nobody
 // holds it, its lease has expired, or holder already holds it (which renews
 // it). Otherwise it fails with an error matching ErrLeaseHeld, at once: the
-// caller decides whether and how long to wait.
+// caller decides whether and how long to wait, or calls WaitLease.
 func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (Lease, error) {
-	if name == "" || holder == "" || ttl <= 0 {
-		return Lease{}, errors.New("store: acquire lease: name, holder and a positive ttl are required")
-	}
-	now := s.now()
-	l := Lease{Name: name, Holder: holder, ExpiresAt: now.Add(ttl)}
-	// One statement: the row is taken over only when it is free, expired or
-	// already this holder's, atomically in every process and in PostgreSQL.
-	res, err := s.db.ExecContext(ctx, `INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-		WHERE leases.holder = excluded.holder OR leases.expires_at <= ?`,
-		name, holder, unixNano(l.ExpiresAt), unixNano(now))
-	if err != nil {
-		return Lease{}, fmt.Errorf("store: acquire lease %q: %w", name, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return Lease{}, fmt.Errorf("store: acquire lease %q: %w", name, err)
-	} else if n == 1 {
-		return l, nil
-	}
-	cur, err := s.lease(ctx, name)
-	if errors.Is(err, ErrNotFound) {
-		cur.ExpiresAt = now // released since: free now, for the next try
-	} else if err != nil {
+	if err := checkLease("acquire", name, holder, ttl); err != nil {
 		return Lease{}, err
 	}
-	return Lease{}, &leaseHeldError{name: name, until: cur.ExpiresAt}
+	// One statement: the row is taken over only when it is free, expired or
+	// already this holder's, atomically in every process and replica.
+	var expires int64
+	err := s.conn().queryRow(ctx, s.d.now(`INSERT INTO leases (local_user, name, holder, expires_at)
+		VALUES (?, ?, ?, NOW_NS + ?)
+		ON CONFLICT (local_user, name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+		WHERE leases.holder = excluded.holder OR leases.expires_at <= NOW_NS
+		RETURNING expires_at`), s.user, name, holder, ttl.Nanoseconds()).Scan(&expires)
+	if err == nil {
+		return Lease{Name: name, Holder: holder, ExpiresAt: fromUnixNano(expires)}, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return Lease{}, fmt.Errorf("store: acquire lease %q: %w", name, err)
+	}
+	held := &leaseHeldError{name: name}
+	cur, left, err := s.lease(ctx, name)
+	switch {
+	case errors.Is(err, ErrNotFound): // released since: free now, for the next try
+	case err != nil:
+		return Lease{}, err
+	default:
+		held.until, held.left = cur.ExpiresAt, left
+	}
+	return Lease{}, held
+}
+
+// WaitLease is AcquireLease that waits while another holder has the
+// lease, until ctx ends: it tries again when the lease is released (a
+// notification, see Notify), when it expires, and at the latest after a
+// short interval (100 ms on SQLite, which hears another process's release
+// only so; 2 s on PostgreSQL, in case a notification was lost), never in a
+// busy loop.
+func (s *Store) WaitLease(ctx context.Context, name, holder string, ttl time.Duration) (Lease, error) {
+	if err := checkLease("wait for", name, holder, ttl); err != nil {
+		return Lease{}, err
+	}
+	// Listening first, so a release between a try and the wait is heard.
+	released, stop, err := s.notes.listen(ctx, leaseChannel)
+	if err != nil {
+		released, stop = nil, func() {} // no notifications now: look again at intervals
+	}
+	defer stop()
+	key := leaseKey(s.user, name)
+	for {
+		l, err := s.AcquireLease(ctx, name, holder, ttl)
+		var held *leaseHeldError
+		if !errors.As(err, &held) {
+			return l, err
+		}
+		if err := waitRelease(ctx, released, key, min(max(held.left, 0), s.leaseRecheck)); err != nil {
+			return Lease{}, fmt.Errorf("store: wait for lease %q: %w", name, err)
+		}
+	}
+}
+
+// waitRelease waits up to d for the release of the lease with key, or
+// until ctx ends.
+func waitRelease(ctx context.Context, released <-chan string, key string, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case got, ok := <-released:
+			if !ok {
+				released = nil // the Store is closing: the next try says so
+			}
+			if got == key {
+				return nil
+			}
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // RenewLease extends a lease its holder still has to ttl from now. It fails
@@ -91,46 +156,49 @@ func (s *Store) RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lea
 	if ttl <= 0 {
 		return Lease{}, errors.New("store: renew lease: ttl must be positive")
 	}
-	now := s.now()
-	next := Lease{Name: l.Name, Holder: l.Holder, ExpiresAt: now.Add(ttl)}
-	res, err := s.db.ExecContext(ctx, `UPDATE leases SET expires_at = ?
-		WHERE name = ? AND holder = ? AND expires_at > ?`,
-		unixNano(next.ExpiresAt), l.Name, l.Holder, unixNano(now))
+	var expires int64
+	err := s.conn().queryRow(ctx, s.d.now(`UPDATE leases SET expires_at = NOW_NS + ?
+		WHERE local_user = ? AND name = ? AND holder = ? AND expires_at > NOW_NS
+		RETURNING expires_at`), ttl.Nanoseconds(), s.user, l.Name, l.Holder).Scan(&expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Lease{}, fmt.Errorf("store: renew lease %q: %w", l.Name, ErrLeaseLost)
+	}
 	if err != nil {
 		return Lease{}, fmt.Errorf("store: renew lease %q: %w", l.Name, err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return Lease{}, fmt.Errorf("store: renew lease %q: %w", l.Name, err)
-	} else if n != 1 {
-		return Lease{}, fmt.Errorf("store: renew lease %q: %w", l.Name, ErrLeaseLost)
-	}
-	return next, nil
+	return Lease{Name: l.Name, Holder: l.Holder, ExpiresAt: fromUnixNano(expires)}, nil
 }
 
-// ReleaseLease gives a lease up, so another holder can take it at once.
-// Releasing a lease that expired, or that another holder took since, changes
-// nothing and is not an error.
+// ReleaseLease gives a lease up, so another holder can take it at once;
+// those waiting in WaitLease, in any process on PostgreSQL, hear of it.
+// Releasing a lease that expired, or that another holder took since,
+// changes nothing and is not an error.
 func (s *Store) ReleaseLease(ctx context.Context, l Lease) error {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM leases WHERE name = ? AND holder = ?`,
-		l.Name, l.Holder); err != nil {
+	res, err := s.conn().exec(ctx, `DELETE FROM leases WHERE local_user = ? AND name = ? AND holder = ?`,
+		s.user, l.Name, l.Holder)
+	if err != nil {
 		return fmt.Errorf("store: release lease %q: %w", l.Name, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n > 0 {
+		// At most once: a waiter that misses it looks again soon anyway.
+		_ = s.notify(ctx, leaseChannel, leaseKey(s.user, l.Name))
 	}
 	return nil
 }
 
-// lease returns the row of the lease name, expired or not, or an error
-// matching ErrNotFound.
-func (s *Store) lease(ctx context.Context, name string) (Lease, error) {
+// lease returns the row of the lease name, expired or not, with how long
+// it has left by the database's clock, or an error matching ErrNotFound.
+func (s *Store) lease(ctx context.Context, name string) (Lease, time.Duration, error) {
 	l := Lease{Name: name}
-	var expires int64
-	err := s.db.QueryRowContext(ctx, `SELECT holder, expires_at FROM leases WHERE name = ?`, name).
-		Scan(&l.Holder, &expires)
+	var expires, left int64
+	err := s.conn().queryRow(ctx, s.d.now(`SELECT holder, expires_at, expires_at - NOW_NS FROM leases
+		WHERE local_user = ? AND name = ?`), s.user, name).Scan(&l.Holder, &expires, &left)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Lease{}, notFound("lease " + name)
+		return Lease{}, 0, notFound("lease " + name)
 	}
 	if err != nil {
-		return Lease{}, fmt.Errorf("store: lease %q: %w", name, err)
+		return Lease{}, 0, fmt.Errorf("store: lease %q: %w", name, err)
 	}
 	l.ExpiresAt = fromUnixNano(expires)
-	return l, nil
+	return l, time.Duration(left), nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,11 +18,13 @@ import (
 
 // Helper processes are this test binary run again with these variables set.
 const (
-	helperEnv    = "POPPY_STORE_HELPER_DIR"
-	helperIDEnv  = "POPPY_STORE_HELPER_ID"
-	helperPrefix = "HELPER-RESULT "
-	helperRounds = 25
-	helperProcs  = 4
+	helperEnv        = "POPPY_STORE_HELPER_DIR" // the state: a directory, or a PostgreSQL DSN
+	helperBackendEnv = "POPPY_STORE_HELPER_BACKEND"
+	helperIDEnv      = "POPPY_STORE_HELPER_ID"
+	helperStartEnv   = "POPPY_STORE_HELPER_START" // the file whose creation starts the race
+	helperPrefix     = "HELPER-RESULT "
+	helperRounds     = 25
+	helperProcs      = 4
 )
 
 func helperIssuer(i int) string { return fmt.Sprintf("https://auth.company-%d.example", i) }
@@ -34,27 +37,32 @@ type helperResult struct {
 }
 
 // TestHelperProcess is not a test: it is the body of a helper process
-// started by TestProcessesShareOneDir, and does nothing otherwise.
+// started by TestProcessesShareOneState, and does nothing otherwise.
 func TestHelperProcess(t *testing.T) {
 	dir := os.Getenv(helperEnv)
 	if dir == "" {
 		t.Skip("only runs as a helper process")
 	}
-	res, err := helperMain(dir, os.Getenv(helperIDEnv))
+	b := sqliteBackend
+	if os.Getenv(helperBackendEnv) == postgresBackend.name {
+		b = postgresBackend
+	}
+	res, err := helperMain(b, dir, os.Getenv(helperIDEnv))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		os.Exit(1)
 	}
-	b, _ := json.Marshal(res)
-	fmt.Println(helperPrefix + string(b))
+	out, _ := json.Marshal(res)
+	fmt.Println(helperPrefix + string(out))
 	os.Exit(0)
 }
 
 // helperMain waits for the start signal, then races the other helpers on
-// a fresh directory: migrations, state key creation, UserID and PutSecret.
-func helperMain(dir, id string) (*helperResult, error) {
+// a fresh state: migrations, state key creation (SQLite), UserID, PutSecret
+// and a lease.
+func helperMain(b *backend, where, id string) (*helperResult, error) {
 	ctx := context.Background()
-	start := filepath.Join(dir, "..", "start")
+	start := os.Getenv(helperStartEnv)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		if _, err := os.Stat(start); err == nil {
 			break
@@ -63,7 +71,7 @@ func helperMain(dir, id string) (*helperResult, error) {
 			return nil, fmt.Errorf("no start signal")
 		}
 	}
-	s, err := Open(ctx, dir, &Options{Keychain: NoKeychain{}})
+	s, err := b.open(ctx, where, &Options{Keychain: NoKeychain{}})
 	if err != nil {
 		return nil, err
 	}
@@ -86,27 +94,39 @@ func helperMain(dir, id string) (*helperResult, error) {
 		if err := s.MarkSeen(ctx, "https://auth.example.com", "cnv_1", fmt.Sprintf("evt_%d", i)); err != nil {
 			return nil, err
 		}
+		if err := leaseTurn(ctx, s, "counter", fmt.Sprintf("helper %s round %d", id, i)); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
 }
 
-// TestProcessesShareOneDir starts several processes on one new state
-// directory at once, as an assistant starting several poppy-mcp servers
-// does. They must agree on every User ID and on the state key, and none
-// may fail with "database is locked".
-func TestProcessesShareOneDir(t *testing.T) {
+func TestProcessesShareOneState(t *testing.T) { forEachBackend(t, testProcessesShareOneState) }
+
+// testProcessesShareOneState starts several processes on one new state at
+// once, as an assistant starting several poppy-mcp servers does, or a
+// hosted deployment its replicas. They must agree on every User ID and on
+// the state key, take turns under a lease, and none may fail with
+// "database is locked" or a migration's conflict.
+func testProcessesShareOneState(t *testing.T, b *backend) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	t.Setenv(envKey, "") // the helpers race on creating state.key
 	root := t.TempDir()
 	dir := filepath.Join(root, "state")
+	wantSource := "file"
+	t.Setenv(envKey, "") // on SQLite, the helpers race on creating state.key
+	if b == postgresBackend {
+		dir, wantSource = b.fresh(t), "env"
+		t.Setenv(envKey, base64.StdEncoding.EncodeToString(testKey)) // one key for every replica
+	}
 	outs := make([]bytes.Buffer, helperProcs)
 	errs := make([]bytes.Buffer, helperProcs)
 	cmds := make([]*exec.Cmd, helperProcs)
 	for i := range cmds {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), helperEnv+"="+dir, fmt.Sprintf("%s=%d", helperIDEnv, i))
+		cmd.Env = append(os.Environ(), helperEnv+"="+dir, fmt.Sprintf("%s=%d", helperIDEnv, i),
+			helperBackendEnv+"="+b.name, helperStartEnv+"="+filepath.Join(root, "start"))
 		cmd.Stdout, cmd.Stderr = &outs[i], &errs[i]
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -133,7 +153,7 @@ func TestProcessesShareOneDir(t *testing.T) {
 		}
 		results = append(results, res)
 	}
-	checkHelpers(t, dir, results)
+	checkHelpers(t, b, dir, wantSource, results)
 }
 
 func parseHelper(out string) (helperResult, error) {
@@ -149,17 +169,17 @@ func parseHelper(out string) (helperResult, error) {
 
 // checkHelpers compares the helpers' results with each other and with the
 // state they left.
-func checkHelpers(t *testing.T, dir string, results []helperResult) {
+func checkHelpers(t *testing.T, b *backend, where, wantSource string, results []helperResult) {
 	t.Helper()
 	ctx := context.Background()
-	s := openTest(t, dir, &Options{})
-	if s.KeySource() != "file" {
-		t.Errorf("KeySource after the race = %q, want file", s.KeySource())
+	s := b.openAt(t, where, &Options{})
+	if s.KeySource() != wantSource {
+		t.Errorf("KeySource after the race = %q, want %s", s.KeySource(), wantSource)
 	}
 	written := map[string]bool{}
 	for i, res := range results {
-		if res.KeySource != "file" {
-			t.Errorf("helper %d: KeySource = %q, want file", i, res.KeySource)
+		if res.KeySource != wantSource {
+			t.Errorf("helper %d: KeySource = %q, want %s", i, res.KeySource, wantSource)
 		}
 		for j, uid := range res.UserIDs {
 			if want := results[0].UserIDs[j]; uid != want {
@@ -182,5 +202,9 @@ func checkHelpers(t *testing.T, dir string, results []helperResult) {
 	}
 	if seen, err := s.Seen(ctx, "https://auth.example.com", "cnv_1", fmt.Sprintf("evt_%d", helperRounds-1)); err != nil || !seen {
 		t.Errorf("Seen after the race = %v, %v", seen, err)
+	}
+	if v, err := s.Secret(ctx, "counter"); err != nil || string(v) != fmt.Sprint(helperRounds*len(results)) {
+		t.Errorf("counter after the race = %q, %v; want %d: two processes held the lease at once",
+			v, err, helperRounds*len(results))
 	}
 }

@@ -12,9 +12,10 @@ import (
 	"time"
 )
 
-// UserID returns the User ID for the Company identified by issuer, creating
-// it on first use. Every process sharing the state directory gets the same
-// ID, even when several create it at once.
+// UserID returns the User ID of s's local user for the Company identified
+// by issuer, creating it on first use. Every process or replica sharing the
+// state gets the same ID, even when several create it at once; two local
+// users get two different IDs.
 func (s *Store) UserID(ctx context.Context, issuer string) (string, error) {
 	if issuer == "" {
 		return "", errors.New("store: user ID: empty issuer")
@@ -29,9 +30,9 @@ func (s *Store) UserID(ctx context.Context, issuer string) (string, error) {
 	b := make([]byte, 16)
 	rand.Read(b)
 	// Of processes racing here, the first insert wins and every one reads it.
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO user_ids (issuer, user_id, created_at) VALUES (?, ?, ?)
-		ON CONFLICT (issuer) DO NOTHING`,
-		issuer, "usr_"+base64.RawURLEncoding.EncodeToString(b), unixNano(s.now())); err != nil {
+	if _, err := s.conn().exec(ctx, `INSERT INTO user_ids (local_user, issuer, user_id, created_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (local_user, issuer) DO NOTHING`,
+		s.user, issuer, "usr_"+base64.RawURLEncoding.EncodeToString(b), unixNano(s.now())); err != nil {
 		return "", fmt.Errorf("store: user ID for %s: %w", issuer, err)
 	}
 	return s.userID(ctx, issuer)
@@ -39,7 +40,8 @@ func (s *Store) UserID(ctx context.Context, issuer string) (string, error) {
 
 func (s *Store) userID(ctx context.Context, issuer string) (string, error) {
 	var id string
-	err := s.db.QueryRowContext(ctx, `SELECT user_id FROM user_ids WHERE issuer = ?`, issuer).Scan(&id)
+	err := s.conn().queryRow(ctx, `SELECT user_id FROM user_ids WHERE local_user = ? AND issuer = ?`,
+		s.user, issuer).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", ErrNotFound
 	}
@@ -65,7 +67,8 @@ type Session struct {
 	UpdatedAt time.Time
 }
 
-// PutSession stores sess, replacing the Session with the same Issuer and ID.
+// PutSession stores sess, replacing the local user's Session with the same
+// Issuer and ID.
 func (s *Store) PutSession(ctx context.Context, sess Session) error {
 	if sess.Issuer == "" || sess.ID == "" {
 		return errors.New("store: put session: Issuer and ID are required")
@@ -74,13 +77,13 @@ func (s *Store) PutSession(ctx context.Context, sess Session) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions
-		(issuer, id, user_id, domain, account, signed_in, scopes, expires_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (issuer, id) DO UPDATE SET user_id = excluded.user_id, domain = excluded.domain,
+	_, err = s.conn().exec(ctx, `INSERT INTO sessions
+		(local_user, issuer, id, user_id, domain, account, signed_in, scopes, expires_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (local_user, issuer, id) DO UPDATE SET user_id = excluded.user_id, domain = excluded.domain,
 		account = excluded.account, signed_in = excluded.signed_in, scopes = excluded.scopes,
 		expires_at = excluded.expires_at, updated_at = excluded.updated_at`,
-		sess.Issuer, sess.ID, sess.UserID, sess.Domain, sess.Account, sess.SignedIn, scopes,
+		s.user, sess.Issuer, sess.ID, sess.UserID, sess.Domain, sess.Account, sess.SignedIn, scopes,
 		unixNano(sess.ExpiresAt), unixNano(s.now()))
 	if err != nil {
 		return fmt.Errorf("store: put session %s: %w", sess.ID, err)
@@ -104,8 +107,8 @@ func scanSession(row interface{ Scan(...any) error }) (Session, error) {
 // Session returns the Session with the given issuer and ID, or an error
 // matching ErrNotFound.
 func (s *Store) Session(ctx context.Context, issuer, id string) (Session, error) {
-	sess, err := scanSession(s.db.QueryRowContext(ctx,
-		`SELECT `+sessionColumns+` FROM sessions WHERE issuer = ? AND id = ?`, issuer, id))
+	sess, err := scanSession(s.conn().queryRow(ctx,
+		`SELECT `+sessionColumns+` FROM sessions WHERE local_user = ? AND issuer = ? AND id = ?`, s.user, issuer, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, notFound("session " + id)
 	}
@@ -117,8 +120,8 @@ func (s *Store) Session(ctx context.Context, issuer, id string) (Session, error)
 
 // Sessions returns the Sessions at issuer, most recently stored first.
 func (s *Store) Sessions(ctx context.Context, issuer string) ([]Session, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions
-		WHERE issuer = ? ORDER BY updated_at DESC, id`, issuer)
+	rows, err := s.conn().query(ctx, `SELECT `+sessionColumns+` FROM sessions
+		WHERE local_user = ? AND issuer = ? ORDER BY updated_at DESC, id`, s.user, issuer)
 	if err != nil {
 		return nil, fmt.Errorf("store: sessions: %w", err)
 	}
@@ -127,8 +130,8 @@ func (s *Store) Sessions(ctx context.Context, issuer string) ([]Session, error) 
 
 // DeleteSession removes a Session. Deleting a missing one is not an error.
 func (s *Store) DeleteSession(ctx context.Context, issuer, id string) error {
-	if _, err := s.db.ExecContext(ctx,
-		`DELETE FROM sessions WHERE issuer = ? AND id = ?`, issuer, id); err != nil {
+	if _, err := s.conn().exec(ctx,
+		`DELETE FROM sessions WHERE local_user = ? AND issuer = ? AND id = ?`, s.user, issuer, id); err != nil {
 		return fmt.Errorf("store: delete session %s: %w", id, err)
 	}
 	return nil
@@ -147,9 +150,10 @@ type AccountToken struct {
 	Token Secret
 }
 
-// accountTokenAAD binds a sealed Account Token to its (issuer, user, account).
-func accountTokenAAD(issuer, userID, account string) []byte {
-	return recordAAD("account-token", issuer, userID, account)
+// accountTokenAAD binds a sealed Account Token to its (issuer, user,
+// account) of s's local user.
+func (s *Store) accountTokenAAD(issuer, userID, account string) []byte {
+	return s.userAAD("account-token", issuer, userID, account)
 }
 
 // PutAccountToken stores t, replacing the Account Token for the same
@@ -163,12 +167,12 @@ func (s *Store) PutAccountToken(ctx context.Context, t AccountToken) error {
 		return err
 	}
 	// Poppy 0.1 §4.8: "Personal Agents MUST store Account Tokens as secrets".
-	sealed := s.seal(t.Token.b, accountTokenAAD(t.Issuer, t.UserID, t.Account))
-	_, err = s.db.ExecContext(ctx, `INSERT INTO account_tokens
-		(issuer, user_id, account, scopes, expires_at, token, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (issuer, user_id, account) DO UPDATE SET scopes = excluded.scopes,
+	sealed := s.seal(t.Token.b, s.accountTokenAAD(t.Issuer, t.UserID, t.Account))
+	_, err = s.conn().exec(ctx, `INSERT INTO account_tokens
+		(local_user, issuer, user_id, account, scopes, expires_at, token, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (local_user, issuer, user_id, account) DO UPDATE SET scopes = excluded.scopes,
 		expires_at = excluded.expires_at, token = excluded.token, updated_at = excluded.updated_at`,
-		t.Issuer, t.UserID, t.Account, scopes, unixNano(t.ExpiresAt), sealed, unixNano(s.now()))
+		s.user, t.Issuer, t.UserID, t.Account, scopes, unixNano(t.ExpiresAt), sealed, unixNano(s.now()))
 	if err != nil {
 		return fmt.Errorf("store: put account token for %s: %w", t.Account, err)
 	}
@@ -178,8 +182,9 @@ func (s *Store) PutAccountToken(ctx context.Context, t AccountToken) error {
 // AccountTokens returns the Account Tokens of a User at issuer, by account,
 // expired ones included (the caller compares ExpiresAt with its clock).
 func (s *Store) AccountTokens(ctx context.Context, issuer, userID string) ([]AccountToken, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT issuer, user_id, account, scopes, expires_at, token
-		FROM account_tokens WHERE issuer = ? AND user_id = ? ORDER BY account`, issuer, userID)
+	rows, err := s.conn().query(ctx, `SELECT issuer, user_id, account, scopes, expires_at, token
+		FROM account_tokens WHERE local_user = ? AND issuer = ? AND user_id = ? ORDER BY account`,
+		s.user, issuer, userID)
 	if err != nil {
 		return nil, fmt.Errorf("store: account tokens: %w", err)
 	}
@@ -189,9 +194,9 @@ func (s *Store) AccountTokens(ctx context.Context, issuer, userID string) ([]Acc
 // AccountToken returns the Account Token of a User at issuer for account,
 // or an error matching ErrNotFound.
 func (s *Store) AccountToken(ctx context.Context, issuer, userID, account string) (AccountToken, error) {
-	t, err := s.scanAccountToken(s.db.QueryRowContext(ctx, `SELECT issuer, user_id, account, scopes,
-		expires_at, token FROM account_tokens WHERE issuer = ? AND user_id = ? AND account = ?`,
-		issuer, userID, account))
+	t, err := s.scanAccountToken(s.conn().queryRow(ctx, `SELECT issuer, user_id, account, scopes,
+		expires_at, token FROM account_tokens WHERE local_user = ? AND issuer = ? AND user_id = ? AND account = ?`,
+		s.user, issuer, userID, account))
 	if errors.Is(err, sql.ErrNoRows) {
 		return AccountToken{}, notFound("account token for " + account)
 	}
@@ -210,7 +215,7 @@ func (s *Store) scanAccountToken(row interface{ Scan(...any) error }) (AccountTo
 		return AccountToken{}, err
 	}
 	t.Scopes, t.ExpiresAt = splitScopes(scopes), fromUnixNano(expires)
-	plain, err := s.open(sealed, accountTokenAAD(t.Issuer, t.UserID, t.Account),
+	plain, err := s.open(sealed, s.accountTokenAAD(t.Issuer, t.UserID, t.Account),
 		fmt.Sprintf("the account token for %s at %s", t.Account, t.Issuer))
 	if err != nil {
 		return AccountToken{}, err
@@ -222,8 +227,8 @@ func (s *Store) scanAccountToken(row interface{ Scan(...any) error }) (AccountTo
 // DeleteAccountToken removes an Account Token. Deleting a missing one is
 // not an error.
 func (s *Store) DeleteAccountToken(ctx context.Context, issuer, userID, account string) error {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM account_tokens
-		WHERE issuer = ? AND user_id = ? AND account = ?`, issuer, userID, account); err != nil {
+	if _, err := s.conn().exec(ctx, `DELETE FROM account_tokens
+		WHERE local_user = ? AND issuer = ? AND user_id = ? AND account = ?`, s.user, issuer, userID, account); err != nil {
 		return fmt.Errorf("store: delete account token for %s: %w", account, err)
 	}
 	return nil

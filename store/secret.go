@@ -94,46 +94,59 @@ func (s *Secret) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// secretAAD is the additional data of the secret called name.
-func secretAAD(name string) []byte { return recordAAD("secret", name) }
+// secretAAD is the additional data of the local user's secret called name.
+func (s *Store) secretAAD(name string) []byte { return s.userAAD("secret", name) }
 
-// PutSecret stores value encrypted under name, replacing any secret of
-// that name. Names are free-form; by convention "agent-key",
-// "dpop/<issuer>/<user>", "account/<issuer>/<user>/<account>".
+// userAAD is the additional data of a record of s's local user: for anyone
+// but the default user, the local user key is its last part, so a
+// ciphertext moved to another person's row does not decrypt. The default
+// user's records are sealed as they were before people were kept apart.
+func (s *Store) userAAD(kind string, parts ...string) []byte {
+	if s.user != "" {
+		parts = append(parts[:len(parts):len(parts)], s.user)
+	}
+	return recordAAD(kind, parts...)
+}
+
+// PutSecret stores value encrypted under name for the local user,
+// replacing any secret of theirs of that name. Names are free-form; by
+// convention "agent-key" (the default user's only), "dpop/<issuer>/<user>",
+// "conversation/pending/<issuer>/<user>/<id>".
 func (s *Store) PutSecret(ctx context.Context, name string, value []byte) error {
 	if name == "" {
 		return errors.New("store: empty secret name")
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO secrets (name, value, updated_at) VALUES (?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-		name, s.seal(value, secretAAD(name)), unixNano(s.now()))
+	_, err := s.conn().exec(ctx, `INSERT INTO secrets (local_user, name, value, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (local_user, name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+		s.user, name, s.seal(value, s.secretAAD(name)), unixNano(s.now()))
 	if err != nil {
 		return fmt.Errorf("store: put secret %q: %w", name, err)
 	}
 	return nil
 }
 
-// Secret returns the secret stored under name, or an error matching
+// Secret returns the local user's secret stored under name, or an error matching
 // ErrNotFound. A secret that does not decrypt (another state key, a
 // ciphertext copied from another row) gives an error matching ErrWrongKey.
 func (s *Store) Secret(ctx context.Context, name string) ([]byte, error) {
 	var sealed []byte
-	err := s.db.QueryRowContext(ctx, `SELECT value FROM secrets WHERE name = ?`, name).Scan(&sealed)
+	err := s.conn().queryRow(ctx, `SELECT value FROM secrets WHERE local_user = ? AND name = ?`,
+		s.user, name).Scan(&sealed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound(fmt.Sprintf("secret %q", name))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: secret %q: %w", name, err)
 	}
-	return s.open(sealed, secretAAD(name), fmt.Sprintf("secret %q", name))
+	return s.open(sealed, s.secretAAD(name), fmt.Sprintf("secret %q", name))
 }
 
-// SecretNames returns the names of the secrets that begin with prefix, in
+// SecretNames returns the names of the local user's secrets that begin with prefix, in
 // order, so that a kind of secret kept under one prefix (the messages not
 // yet known delivered, say) can be found again after a restart.
 func (s *Store) SecretNames(ctx context.Context, prefix string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT name FROM secrets
-		WHERE substr(name, 1, length(?)) = ? ORDER BY name`, prefix, prefix)
+	rows, err := s.conn().query(ctx, `SELECT name FROM secrets
+		WHERE local_user = ? AND substr(name, 1, length(?)) = ? ORDER BY name`, s.user, prefix, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("store: secret names: %w", err)
 	}
@@ -143,10 +156,10 @@ func (s *Store) SecretNames(ctx context.Context, prefix string) ([]string, error
 	}, "secret names")
 }
 
-// DeleteSecret removes the secret stored under name. Deleting a missing
-// secret is not an error.
+// DeleteSecret removes the local user's secret stored under name. Deleting
+// a missing secret is not an error.
 func (s *Store) DeleteSecret(ctx context.Context, name string) error {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM secrets WHERE name = ?`, name); err != nil {
+	if _, err := s.conn().exec(ctx, `DELETE FROM secrets WHERE local_user = ? AND name = ?`, s.user, name); err != nil {
 		return fmt.Errorf("store: delete secret %q: %w", name, err)
 	}
 	return nil
@@ -252,17 +265,17 @@ const (
 // the state has none yet. Of processes racing here, the first insert wins
 // and the others verify against it.
 func (s *Store) checkKey(ctx context.Context) error {
-	what := "the state in " + s.dir + " with the key from " + s.keySource
+	what := "the state in " + s.where + " with the key from " + s.keySource
 	aad := recordAAD("key-check")
-	sealed, err := metaValue(ctx, s.db, metaKeyCheck)
+	sealed, err := metaValue(ctx, s.conn(), metaKeyCheck)
 	if errors.Is(err, ErrNotFound) {
-		_, err = s.db.ExecContext(ctx,
+		_, err = s.conn().exec(ctx,
 			`INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`,
 			metaKeyCheck, s.seal([]byte(keyCheckPlaintext), aad))
 		if err != nil {
 			return fmt.Errorf("store: key check: %w", err)
 		}
-		sealed, err = metaValue(ctx, s.db, metaKeyCheck)
+		sealed, err = metaValue(ctx, s.conn(), metaKeyCheck)
 	}
 	if err != nil {
 		return err
@@ -277,15 +290,10 @@ func (s *Store) checkKey(ctx context.Context) error {
 	return nil
 }
 
-// queryRower is what both *sql.DB and *sql.Tx offer for one-row queries.
-type queryRower interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // metaValue returns the value of a meta row, or ErrNotFound.
-func metaValue(ctx context.Context, q queryRower, name string) ([]byte, error) {
+func metaValue(ctx context.Context, c conn, name string) ([]byte, error) {
 	var v []byte
-	err := q.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = ?`, name).Scan(&v)
+	err := c.queryRow(ctx, `SELECT value FROM meta WHERE name = ?`, name).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}

@@ -114,12 +114,14 @@ func FuzzSecretUnmarshalJSON(f *testing.F) {
 	})
 }
 
-// TestConcurrentUse runs goroutines on two Stores over one directory (two
-// connection pools, as two processes would have) under -race.
-func TestConcurrentUse(t *testing.T) {
+func TestConcurrentUse(t *testing.T) { forEachBackend(t, testConcurrentUse) }
+
+// testConcurrentUse runs goroutines on two Stores over one state (two
+// connection pools, as two processes or replicas would have) under -race.
+func testConcurrentUse(t *testing.T, b *backend) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	stores := []*Store{openTest(t, dir, nil), openTest(t, dir, nil)}
+	where := b.fresh(t)
+	stores := []*Store{b.openAt(t, where, nil), b.openAt(t, where, nil)}
 	const workers, rounds = 8, 20
 	ids := make([][]string, workers)
 	var wg sync.WaitGroup

@@ -1,9 +1,7 @@
 package store
 
-// This file holds what is particular to SQLite: the DSN with its pragmas and
-// the schema's DDL. The statements elsewhere in the package are portable
-// SQL (INSERT ... ON CONFLICT, standard SELECTs) apart from the "?"
-// placeholder, which a PostgreSQL dialect would rebind to $n.
+// This file holds what is particular to SQLite: the DSN with its pragmas,
+// the dialect and the schema's migrations.
 
 import (
 	"context"
@@ -11,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -49,8 +48,20 @@ func dsn(dbPath string) string {
 	return u.String()
 }
 
-// openDB opens and pings the database file at dbPath.
-func openDB(ctx context.Context, dbPath string) (*sql.DB, error) {
+// sqliteDialect is SQLite's: "?" placeholders, the machine's clock (every
+// process sharing the file shares it) with millisecond precision, and
+// transactions that take the write lock at BEGIN (see dsn), which
+// serialises migrating.
+var sqliteDialect = &dialect{
+	name:       "sqlite",
+	nowNanos:   "CAST(unixepoch('subsec') * 1000000000 AS INTEGER)",
+	migrations: sqliteMigrations,
+	// Releases in other processes are seen only by looking again.
+	leaseRecheck: 100 * time.Millisecond,
+}
+
+// openSQLite opens and pings the database file at dbPath.
+func openSQLite(ctx context.Context, dbPath string) (*sql.DB, error) {
 	db, err := sql.Open("sqlite", dsn(dbPath))
 	if err != nil {
 		return nil, fmt.Errorf("store: open database: %w", err)
@@ -66,11 +77,10 @@ func openDB(ctx context.Context, dbPath string) (*sql.DB, error) {
 	return db, nil
 }
 
-// migrations is the schema, one numbered step per entry: migrations[i] takes
-// the schema from version i to i+1. Never edit a step once released; append.
+// sqliteMigrations is SQLite's schema history (see dialect.migrations).
 // Times are Unix nanoseconds (0 for the zero time); scopes are
 // space-separated as in OAuth.
-var migrations = [][]string{
+var sqliteMigrations = [][]string{
 	{ // 1: the first schema
 		`CREATE TABLE meta (
 			name TEXT PRIMARY KEY,
@@ -141,7 +151,8 @@ var migrations = [][]string{
 			extensions TEXT NOT NULL,
 			updated_at BIGINT NOT NULL)`,
 	},
-	migrationLeases, // 3
+	migrationLeases,     // 3
+	migrationLocalUsers, // 4
 }
 
 // migrationLeases adds the leases of lease.go: one row per lease, taken and
@@ -153,46 +164,80 @@ var migrationLeases = []string{
 		expires_at BIGINT NOT NULL)`,
 }
 
-// migrate brings the schema up to date in one transaction. The transaction
-// takes the write lock at BEGIN, so processes opening the same directory at
-// once apply each step exactly once.
-func migrate(ctx context.Context, db *sql.DB, now time.Time) (err error) {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("store: migrate: %w", err)
+// migrationLocalUsers keys every per-person table by the local user, so a
+// hosted agent keeps people apart (Store.ForUser). SQLite cannot change a
+// primary key in place: each table is rebuilt, and what it held goes to
+// the default user "", the only one before.
+var migrationLocalUsers = slices.Concat(
+	rebuild("secrets", `local_user TEXT NOT NULL,
+		name TEXT NOT NULL,
+		value BLOB NOT NULL,
+		updated_at BIGINT NOT NULL,
+		PRIMARY KEY (local_user, name)`, "name, value, updated_at"),
+	rebuild("user_ids", `local_user TEXT NOT NULL,
+		issuer TEXT NOT NULL,
+		user_id TEXT NOT NULL UNIQUE,
+		created_at BIGINT NOT NULL,
+		PRIMARY KEY (local_user, issuer)`, "issuer, user_id, created_at"),
+	rebuild("sessions", `local_user TEXT NOT NULL,
+		issuer TEXT NOT NULL,
+		id TEXT NOT NULL,
+		user_id TEXT NOT NULL,
+		domain TEXT NOT NULL,
+		account TEXT NOT NULL,
+		signed_in INTEGER NOT NULL,
+		scopes TEXT NOT NULL,
+		expires_at BIGINT NOT NULL,
+		updated_at BIGINT NOT NULL,
+		PRIMARY KEY (local_user, issuer, id)`,
+		"issuer, id, user_id, domain, account, signed_in, scopes, expires_at, updated_at"),
+	[]string{`CREATE INDEX sessions_by_time ON sessions (local_user, issuer, updated_at)`},
+	rebuild("account_tokens", `local_user TEXT NOT NULL,
+		issuer TEXT NOT NULL,
+		user_id TEXT NOT NULL,
+		account TEXT NOT NULL,
+		scopes TEXT NOT NULL,
+		expires_at BIGINT NOT NULL,
+		token BLOB NOT NULL,
+		updated_at BIGINT NOT NULL,
+		PRIMARY KEY (local_user, issuer, user_id, account)`,
+		"issuer, user_id, account, scopes, expires_at, token, updated_at"),
+	rebuild("conversations", `local_user TEXT NOT NULL,
+		issuer TEXT NOT NULL,
+		id TEXT NOT NULL,
+		domain TEXT NOT NULL,
+		user_id TEXT NOT NULL,
+		account TEXT NOT NULL,
+		parent_id TEXT NOT NULL,
+		cursor TEXT NOT NULL,
+		status TEXT NOT NULL,
+		responder TEXT NOT NULL,
+		closed INTEGER NOT NULL,
+		updated_at BIGINT NOT NULL,
+		PRIMARY KEY (local_user, issuer, id)`,
+		"issuer, id, domain, user_id, account, parent_id, cursor, status, responder, closed, updated_at"),
+	[]string{`CREATE INDEX conversations_by_domain ON conversations (local_user, domain, closed, updated_at)`},
+	rebuild("seen_events", `local_user TEXT NOT NULL,
+		issuer TEXT NOT NULL,
+		conversation_id TEXT NOT NULL,
+		event_id TEXT NOT NULL,
+		seen_at BIGINT NOT NULL,
+		PRIMARY KEY (local_user, issuer, conversation_id, event_id)`,
+		"issuer, conversation_id, event_id, seen_at"),
+	rebuild("leases", `local_user TEXT NOT NULL,
+		name TEXT NOT NULL,
+		holder TEXT NOT NULL,
+		expires_at BIGINT NOT NULL,
+		PRIMARY KEY (local_user, name)`, "name, holder, expires_at"),
+)
+
+// rebuild gives table the columns (with local_user first), keeping its rows
+// for the default user. Its indexes go with the old table.
+func rebuild(table, columns, kept string) []string {
+	return []string{
+		`CREATE TABLE ` + table + `_new (` + columns + `)`,
+		`INSERT INTO ` + table + `_new (local_user, ` + kept + `) SELECT '', ` + kept + ` FROM ` + table,
+		`DROP TABLE ` + table,
+		`ALTER TABLE ` + table + `_new RENAME TO ` + table,
 	}
-	defer func() {
-		if err != nil {
-			tx.Rollback()
-		}
-	}()
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
-		version INTEGER PRIMARY KEY,
-		applied_at BIGINT NOT NULL)`); err != nil {
-		return fmt.Errorf("store: migrate: %w", err)
-	}
-	var version int
-	if err := tx.QueryRowContext(ctx,
-		`SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&version); err != nil {
-		return fmt.Errorf("store: migrate: %w", err)
-	}
-	if version > len(migrations) {
-		return fmt.Errorf("store: the state database has schema version %d, newer than this poppy-mcp knows (%d)",
-			version, len(migrations))
-	}
-	for v := version; v < len(migrations); v++ {
-		for _, stmt := range migrations[v] {
-			if _, err := tx.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("store: migrate to version %d: %w", v+1, err)
-			}
-		}
-		if _, err := tx.ExecContext(ctx,
-			`INSERT INTO schema_version (version, applied_at) VALUES (?, ?)`, v+1, unixNano(now)); err != nil {
-			return fmt.Errorf("store: migrate to version %d: %w", v+1, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: migrate: %w", err)
-	}
-	return nil
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/base64"
 	"errors"
 	"os"
@@ -36,38 +35,11 @@ func (c *clock) Now() time.Time {
 	return c.t
 }
 
-// openTest opens a Store in dir with testKey unless opts says otherwise,
-// and closes it when the test ends.
-func openTest(t testing.TB, dir string, opts *Options) *Store {
-	t.Helper()
-	if opts == nil {
-		opts = &Options{Key: testKey}
-	}
-	if opts.Keychain == nil {
-		opts.Keychain = NoKeychain{}
-	}
-	s, err := Open(context.Background(), dir, opts)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
+func TestSecretRoundTrip(t *testing.T) { forEachBackend(t, testSecretRoundTrip) }
 
-// rawDB opens the state database directly, bypassing the Store.
-func rawDB(t *testing.T, dir string) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("sqlite", dsn(filepath.Join(dir, dbFileName)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-func TestSecretRoundTrip(t *testing.T) {
+func testSecretRoundTrip(t *testing.T, b *backend) {
 	ctx := context.Background()
-	s := openTest(t, t.TempDir(), nil)
+	s := b.openNew(t, nil)
 	if s.KeySource() != "option" {
 		t.Errorf("KeySource = %q, want option", s.KeySource())
 	}
@@ -102,9 +74,11 @@ func TestSecretRoundTrip(t *testing.T) {
 
 // TestSecretNames: names are listed by prefix, taken literally (no
 // wildcard in it matches more).
-func TestSecretNames(t *testing.T) {
+func TestSecretNames(t *testing.T) { forEachBackend(t, testSecretNames) }
+
+func testSecretNames(t *testing.T, b *backend) {
 	ctx := context.Background()
-	s := openTest(t, t.TempDir(), nil)
+	s := b.openNew(t, nil)
 	for _, name := range []string{"pending/a_1/x", "pending/a_1/y", "pending/aX1/z", "other"} {
 		if err := s.PutSecret(ctx, name, []byte("v")); err != nil {
 			t.Fatal(err)
@@ -119,10 +93,12 @@ func TestSecretNames(t *testing.T) {
 	}
 }
 
-func TestUserID(t *testing.T) {
+func TestUserID(t *testing.T) { forEachBackend(t, testUserID) }
+
+func testUserID(t *testing.T, b *backend) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := openTest(t, dir, nil)
+	where := b.fresh(t)
+	s := b.openAt(t, where, nil)
 	a, err := s.UserID(ctx, "https://auth.example.com")
 	if err != nil {
 		t.Fatal(err)
@@ -136,24 +112,26 @@ func TestUserID(t *testing.T) {
 	if err != nil || again != a {
 		t.Errorf("second UserID = %q, %v; want %q", again, err, a)
 	}
-	b, err := s.UserID(ctx, "https://auth.other.example")
-	if err != nil || b == a {
-		t.Errorf("UserID for another issuer = %q, %v; want a different ID from %q", b, err, a)
+	other, err := s.UserID(ctx, "https://auth.other.example")
+	if err != nil || other == a {
+		t.Errorf("UserID for another issuer = %q, %v; want a different ID from %q", other, err, a)
 	}
 	if _, err := s.UserID(ctx, ""); err == nil {
 		t.Error("UserID with an empty issuer succeeded")
 	}
 	s.Close()
-	s2 := openTest(t, dir, nil)
+	s2 := b.openAt(t, where, nil)
 	if got, err := s2.UserID(ctx, "https://auth.example.com"); err != nil || got != a {
 		t.Errorf("UserID after reopen = %q, %v; want %q", got, err, a)
 	}
 }
 
-func TestSessionRoundTrip(t *testing.T) {
+func TestSessionRoundTrip(t *testing.T) { forEachBackend(t, testSessionRoundTrip) }
+
+func testSessionRoundTrip(t *testing.T, b *backend) {
 	ctx := context.Background()
 	clk := newClock()
-	s := openTest(t, t.TempDir(), &Options{Key: testKey, Now: clk.Now})
+	s := b.openNew(t, &Options{Key: testKey, Now: clk.Now})
 	const iss = "https://auth.example.com"
 	exp := time.Date(2026, 10, 8, 20, 0, 0, 123, time.UTC)
 	old := Session{Issuer: iss, UserID: "usr_a", ID: "ses_1", Domain: "example.com", ExpiresAt: exp}
@@ -217,9 +195,11 @@ func sessionIDs(list []Session) []string {
 	return ids
 }
 
-func TestAccountTokenRoundTrip(t *testing.T) {
+func TestAccountTokenRoundTrip(t *testing.T) { forEachBackend(t, testAccountTokenRoundTrip) }
+
+func testAccountTokenRoundTrip(t *testing.T, b *backend) {
 	ctx := context.Background()
-	s := openTest(t, t.TempDir(), nil)
+	s := b.openNew(t, nil)
 	const iss = "https://auth.example.com"
 	personal := AccountToken{Issuer: iss, UserID: "usr_a", Account: "personal",
 		Scopes: []string{"poppy:read"}, Token: NewSecretString("rt-personal-1")}
@@ -260,10 +240,12 @@ func TestAccountTokenRoundTrip(t *testing.T) {
 	}
 }
 
-func TestConversationRoundTrip(t *testing.T) {
+func TestConversationRoundTrip(t *testing.T) { forEachBackend(t, testConversationRoundTrip) }
+
+func testConversationRoundTrip(t *testing.T, b *backend) {
 	ctx := context.Background()
 	clk := newClock()
-	s := openTest(t, t.TempDir(), &Options{Key: testKey, Now: clk.Now})
+	s := b.openNew(t, &Options{Key: testKey, Now: clk.Now})
 	const iss = "https://auth.example.com"
 	closed := Conversation{ID: "cnv_1", Domain: "example.com", Issuer: iss, UserID: "usr_a",
 		Cursor: "c1", Status: "closed", Closed: true}
@@ -319,9 +301,11 @@ func TestConversationRoundTrip(t *testing.T) {
 	}
 }
 
-func TestBlobRoundTrip(t *testing.T) {
+func TestBlobRoundTrip(t *testing.T) { forEachBackend(t, testBlobRoundTrip) }
+
+func testBlobRoundTrip(t *testing.T, b *backend) {
 	ctx := context.Background()
-	s := openTest(t, t.TempDir(), nil)
+	s := b.openNew(t, nil)
 	const name = "openapi:https://api.example.com/openapi.json"
 	if _, _, err := s.Blob(ctx, name); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Blob before Put: err = %v, want ErrNotFound", err)
@@ -387,35 +371,34 @@ func checkMode(t *testing.T, path string, want os.FileMode) {
 	}
 }
 
-func TestMigrationsIdempotent(t *testing.T) {
+func TestMigrationsIdempotent(t *testing.T) { forEachBackend(t, testMigrationsIdempotent) }
+
+func testMigrationsIdempotent(t *testing.T, b *backend) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := openTest(t, dir, nil)
+	where := b.fresh(t)
+	s := b.openAt(t, where, nil)
 	if err := s.PutBlob(ctx, "b", "1", []byte("kept")); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
 	for range 3 {
-		openTest(t, dir, nil).Close()
+		b.openAt(t, where, nil).Close()
 	}
-	db := rawDB(t, dir)
+	db := b.raw(t, where)
 	var n, max int
 	if err := db.QueryRow(`SELECT COUNT(*), MAX(version) FROM schema_version`).Scan(&n, &max); err != nil {
 		t.Fatal(err)
 	}
-	if n != len(migrations) || max != len(migrations) {
-		t.Errorf("schema_version has %d rows, max %d; want %d", n, max, len(migrations))
+	if want := len(b.d.migrations); n != want || max != want {
+		t.Errorf("schema_version has %d rows, max %d; want %d", n, max, want)
 	}
-	if _, data, err := openTest(t, dir, nil).Blob(ctx, "b"); err != nil || string(data) != "kept" {
+	if _, data, err := b.openAt(t, where, nil).Blob(ctx, "b"); err != nil || string(data) != "kept" {
 		t.Errorf("Blob after reopen = %q, %v", data, err)
 	}
 
 	// A database from a newer poppy-mcp is refused, not mangled.
-	if _, err := db.Exec(`INSERT INTO schema_version (version, applied_at) VALUES (?, 0)`,
-		len(migrations)+1); err != nil {
-		t.Fatal(err)
-	}
-	_, err := Open(ctx, dir, &Options{Key: testKey})
+	b.exec(t, db, `INSERT INTO schema_version (version, applied_at) VALUES (?, 0)`, len(b.d.migrations)+1)
+	_, err := b.open(ctx, where, &Options{Key: testKey})
 	if err == nil || !strings.Contains(err.Error(), "newer") {
 		t.Errorf("Open of a newer schema: err = %v, want a 'newer' error", err)
 	}
@@ -430,54 +413,6 @@ func TestDefaultDir(t *testing.T) {
 	t.Setenv("HOME", "/home/u")
 	if d, err := DefaultDir(); err != nil || d != filepath.Join("/home/u", ".local", "state", "poppy-mcp") {
 		t.Errorf("DefaultDir without XDG_STATE_HOME = %q, %v", d, err)
-	}
-}
-
-// BenchmarkUserID measures the common case: the User ID exists already.
-func BenchmarkUserID(b *testing.B) {
-	ctx := context.Background()
-	s := openTest(b, b.TempDir(), nil)
-	if _, err := s.UserID(ctx, "https://auth.example.com"); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := s.UserID(ctx, "https://auth.example.com"); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkSecretRoundTrip stores and reads back a 256-byte secret: one
-// committed write and one read, with encryption and decryption.
-func BenchmarkSecretRoundTrip(b *testing.B) {
-	ctx := context.Background()
-	s := openTest(b, b.TempDir(), nil)
-	value := make([]byte, 256)
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := s.PutSecret(ctx, "dpop/https://auth.example.com/usr_a", value); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.Secret(ctx, "dpop/https://auth.example.com/usr_a"); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkOpen measures opening an existing state directory, which every
-// poppy-mcp start does.
-func BenchmarkOpen(b *testing.B) {
-	ctx := context.Background()
-	dir := b.TempDir()
-	openTest(b, dir, nil).Close()
-	b.ReportAllocs()
-	for b.Loop() {
-		s, err := Open(ctx, dir, &Options{Key: testKey})
-		if err != nil {
-			b.Fatal(err)
-		}
-		s.Close()
 	}
 }
 

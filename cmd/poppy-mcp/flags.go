@@ -17,6 +17,7 @@ import (
 // common holds the flags shared by subcommands (TOOLS.md "Flags shared where they apply").
 type common struct {
 	stateDir  string
+	store     string // --store: a PostgreSQL URL; "" keeps the state in SQLite in stateDir
 	clientID  string
 	logLevel  string
 	resolve   resolveFlag
@@ -27,23 +28,39 @@ type common struct {
 
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.stateDir, "state-dir", "", "state directory (default $XDG_STATE_HOME/poppy-mcp)")
+	fs.StringVar(&c.store, "store", os.Getenv("POPPY_STORE"), "keep the state in PostgreSQL: postgres://USER@HOST/DB (or POPPY_STORE; needs POPPY_STATE_KEY); default SQLite in the state directory")
 	fs.StringVar(&c.clientID, "client-id", os.Getenv("POPPY_CLIENT_ID"), "the agent's client_id URL (or POPPY_CLIENT_ID)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.Var(&c.resolve, "resolve", "HOST:PORT:ADDR, map a name to a local address like curl's, past the network guard (repeatable)")
 }
 
-// openStore opens the state store in --state-dir, or the default directory.
+// openStore opens the state: in PostgreSQL with --store, else in SQLite in
+// --state-dir or the default directory. It also returns where the state is,
+// for messages (never a password).
 func (c *common) openStore(ctx context.Context) (*store.Store, string, error) {
-	dir := c.stateDir
-	if dir == "" {
-		d, err := store.DefaultDir()
-		if err != nil {
-			return nil, "", err
+	if c.store != "" {
+		if !store.IsPostgresURL(c.store) {
+			return nil, "--store", &startupError{what: "--store must be a postgres:// URL",
+				todo: "give postgres://USER@HOST/DATABASE (the password in PGPASSWORD), or leave --store out to keep the state in SQLite in --state-dir"}
 		}
-		dir = d
+		st, err := store.OpenPostgres(ctx, c.store, nil)
+		return st, store.DescribePostgres(c.store), err
+	}
+	dir, err := c.stateDirectory()
+	if err != nil {
+		return nil, "", err
 	}
 	st, err := store.Open(ctx, dir, nil)
 	return st, dir, err
+}
+
+// stateDirectory is --state-dir, or the default directory. With --store it
+// still holds the files that are not state (the HTTP bearer token).
+func (c *common) stateDirectory() (string, error) {
+	if c.stateDir != "" {
+		return c.stateDir, nil
+	}
+	return store.DefaultDir()
 }
 
 // logger returns a text logger on stderr at the chosen level. stdout is never

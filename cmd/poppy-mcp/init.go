@@ -59,7 +59,11 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "Publish these two files over HTTPS:\n  %s  at %s\n  %s  at %s\n",
 		filepath.Join(*out, "agent.json"), md.ClientID, filepath.Join(*out, "jwks.json"), md.JWKSURI)
-	fmt.Fprintf(stdout, "Then run: poppy-mcp serve (it uses this identity; --state-dir if you gave one here)\n")
+	again := "--state-dir if you gave one here"
+	if c.store != "" {
+		again = "with the same --store and POPPY_STATE_KEY"
+	}
+	fmt.Fprintf(stdout, "Then run: poppy-mcp serve (it uses this identity; %s)\n", again)
 	return 0
 }
 

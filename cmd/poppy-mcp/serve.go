@@ -189,7 +189,11 @@ func (a *app) start(ctx context.Context, c *common, demo bool, o *appOptions) (e
 		return stateError(dir, err)
 	}
 	if o.http != nil {
-		if err := o.http.resolveToken(a.store.Dir(), o.stderr); err != nil {
+		tokenDir, err := c.stateDirectory()
+		if err != nil {
+			return err
+		}
+		if err := o.http.resolveToken(tokenDir, o.stderr); err != nil {
 			return err
 		}
 	}
@@ -247,7 +251,7 @@ func (a *app) newAgent(ctx context.Context, c *common, base http.RoundTripper, h
 	}
 	id, err := auth.NewIdentity(ctx, choice.clientID, choice.opts)
 	if errors.Is(err, auth.ErrNoIdentity) {
-		logger.Warn("no signing key in the state directory " + a.store.Dir() + " for " + choice.clientID +
+		logger.Warn("no signing key in the state in " + a.store.Where() + " for " + choice.clientID +
 			": run `poppy-mcp init --client-id " + choice.clientID + "`; only discovery works until then")
 		return nil, nil
 	}

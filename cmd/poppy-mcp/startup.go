@@ -55,10 +55,20 @@ func unwrapNet(err error) error {
 // stateError is the state directory dir that could not be opened.
 func stateError(dir string, err error) error {
 	where := "the state in " + dir
+	postgres := strings.HasPrefix(dir, "PostgreSQL database ") // --store's (store.DescribePostgres)
+	var se *startupError
 	switch {
+	case errors.As(err, &se):
+		return se
+	case errors.Is(err, store.ErrWrongKey) && postgres:
+		return &startupError{what: "the state key does not open " + where + " (it was made with another key)",
+			todo: "set POPPY_STATE_KEY to the key it was made with, the same on every replica, or point --store at another database or schema to start afresh"}
 	case errors.Is(err, store.ErrWrongKey):
 		return &startupError{what: "the state key does not open " + where + " (it was made with another key)",
 			todo: "set POPPY_STATE_KEY to the key it was made with, or give another --state-dir to start afresh"}
+	case errors.Is(err, store.ErrNoKey) && postgres && os.Getenv("POPPY_STATE_KEY") == "":
+		return &startupError{what: "state kept in PostgreSQL needs POPPY_STATE_KEY, the same key on every replica (a keychain or state.key belongs to one machine)",
+			todo: "set POPPY_STATE_KEY on every replica to one key from `head -c 32 /dev/urandom | base64`, kept safe"}
 	case errors.Is(err, store.ErrNoKey) && os.Getenv("POPPY_STATE_KEY") != "":
 		return &startupError{what: "POPPY_STATE_KEY is not a state key (it must be 32 bytes in base64)",
 			todo: "set it to the key " + where + " was made with, or for a new state directory to one from `head -c 32 /dev/urandom | base64`"}

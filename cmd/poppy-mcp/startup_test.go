@@ -54,6 +54,10 @@ func TestServeStartupErrors(t *testing.T) {
 			[]string{"cannot be found", "state.key", "another --state-dir"}},
 		"busy --pages-addr": {[]string{"POPPY_STATE_KEY=" + key}, []string{"--state-dir", state, "--pages-addr", busy.Addr().String()},
 			[]string{"cannot listen on --pages-addr " + busy.Addr().String(), "leave --pages-addr out"}},
+		"--store not PostgreSQL": {[]string{"POPPY_STATE_KEY=" + key}, []string{"--store", "mysql://u:hunter2@db.test/poppy"},
+			[]string{"--store must be a postgres:// URL", "leave --store out"}},
+		"--store without a shared key": {[]string{"POPPY_STATE_KEY="}, []string{"--store", "postgres://u:hunter2@db.test/poppy"},
+			[]string{"PostgreSQL needs POPPY_STATE_KEY", "every replica", "head -c 32 /dev/urandom | base64"}},
 		"busy --http": {[]string{"POPPY_STATE_KEY=" + key}, []string{"--state-dir", state, "--http", busy.Addr().String()},
 			[]string{"cannot listen on --http " + busy.Addr().String(), "pick another port"}},
 	} {
@@ -63,6 +67,9 @@ func TestServeStartupErrors(t *testing.T) {
 			last := lines[len(lines)-1]
 			if code != 1 || strings.Contains(errOut, "panic") || strings.Contains(errOut, "goroutine") || !strings.HasPrefix(last, "poppy-mcp serve: ") {
 				t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+			}
+			if strings.Contains(errOut, "hunter2") {
+				t.Errorf("stderr shows the database password: %s", errOut)
 			}
 			for _, want := range tc.want {
 				if !strings.Contains(last, want) {
