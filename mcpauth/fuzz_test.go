@@ -112,3 +112,23 @@ func FuzzKeySet(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCookie: a browser's cookie value opens only when this key sealed it
+// for this cookie's name; anything else is no one's, never a panic.
+func FuzzCookie(f *testing.F) {
+	s, _ := newSealer([]byte(strings.Repeat("k", 32)), "fuzz")
+	good := s.seal(SessionCookie, personState{Issuer: fuzzIssuer, Subject: "alice", Expires: 1})
+	f.Add(good)
+	f.Add(good[:len(good)-1])
+	f.Add("")
+	f.Add(strings.Repeat("A", 40))
+	f.Fuzz(func(t *testing.T, value string) {
+		var p personState
+		if s.open(SessionCookie, value, &p) && value != good && p != (personState{Issuer: fuzzIssuer, Subject: "alice", Expires: 1}) {
+			t.Fatalf("opened a forged cookie %q: %+v", value, p)
+		}
+		if s.open(loginCookiePrefix+"x", value, &p) {
+			t.Fatalf("a session cookie opened as a login cookie: %q", value)
+		}
+	})
+}

@@ -62,6 +62,7 @@ func (l *lockedBuffer) String() string {
 type deployment struct {
 	idp, other *oidctest.Provider
 	res        *mcpauth.Resource
+	mux        *http.ServeMux
 	srv        *httptest.Server
 	logs       *lockedBuffer
 	skew       atomic.Int64 // added to the Resource's clock, in nanoseconds
@@ -89,12 +90,12 @@ func newDeployment(t *testing.T, opts *mcpauth.Options) *deployment {
 		t.Fatal(err)
 	}
 	d.res = res
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", res.Require(whoamiServer()))
+	d.mux = http.NewServeMux()
+	d.mux.Handle("/mcp", res.Require(whoamiServer()))
 	for _, p := range res.MetadataPaths() {
-		mux.Handle(p, res.MetadataHandler())
+		d.mux.Handle(p, res.MetadataHandler())
 	}
-	d.srv = httptest.NewTLSServer(mux)
+	d.srv = httptest.NewTLSServer(d.mux)
 	t.Cleanup(d.srv.Close)
 	return d
 }
@@ -117,14 +118,20 @@ func (d *deployment) documents(ps ...*oidctest.Provider) *discovery.Client {
 	return discovery.New(&http.Client{Transport: netguard.New(&o).Transport()}, nil)
 }
 
-// client is an HTTP client that reaches the deployment as https://agent.test,
-// sending token (when not "") as a bearer token.
-func (d *deployment) client(token string) *http.Client {
+// transport reaches the deployment as https://agent.test.
+func (d *deployment) transport() *http.Transport {
 	tr := d.srv.Client().Transport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{RootCAs: tr.TLSClientConfig.RootCAs, ServerName: "example.com"}
 	tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, d.srv.Listener.Addr().String())
 	}
+	return tr
+}
+
+// client is an HTTP client that reaches the deployment as https://agent.test,
+// sending token (when not "") as a bearer token.
+func (d *deployment) client(token string) *http.Client {
+	tr := d.transport()
 	if token == "" {
 		return &http.Client{Transport: tr, Timeout: 20 * time.Second}
 	}

@@ -68,31 +68,52 @@ func (r *Resource) Verify(ctx context.Context, raw string) (*Token, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.checkHeader(h); err != nil {
+	if err := r.checkType(h); err != nil {
 		return nil, err
+	}
+	var c accessClaims
+	if err := r.signed(ctx, raw, h, &c); err != nil {
+		return nil, err
+	}
+	return r.checkClaims(&c)
+}
+
+// signed checks what every JWT of the issuer must pass (an allowed
+// algorithm, no critical extension, iss, a signature by one of the
+// issuer's keys) and decodes its verified claims into dest.
+func (r *Resource) signed(ctx context.Context, raw string, h *header, dest any) error {
+	if !slices.Contains(r.algs, jose.SignatureAlgorithm(h.Alg)) {
+		// RFC 8725 §3.1: "Libraries MUST enable the caller to specify a
+		// supported set of algorithms and MUST NOT use any other algorithms".
+		return invalidToken("the token's algorithm " + printable(h.Alg) + " is not allowed")
+	}
+	if len(h.Crit) > 0 {
+		// RFC 7515 §4.1.11: critical extensions not understood make the JWS invalid.
+		return invalidToken("the token names critical header extensions")
 	}
 	tok, err := jwt.ParseSigned(raw, r.algs) // the allowlist again, in the library that verifies
 	if err != nil {
-		return nil, invalidToken("the token is not a signed JWT")
+		return invalidToken("the token is not a signed JWT")
 	}
 	var unverified jwt.Claims
 	if err := tok.UnsafeClaimsWithoutVerification(&unverified); err != nil {
-		return nil, invalidToken("the token's claims are not JSON")
+		return invalidToken("the token's claims are not JSON")
 	}
 	// A token of another issuer is refused before any key is looked for,
 	// so it cannot make poppy-mcp fetch anything.
 	if unverified.Issuer != r.issuer {
-		return nil, invalidToken("the token was not issued by " + r.issuer)
+		return invalidToken("the token was not issued by " + r.issuer)
 	}
 	keys, err := r.keys.lookup(ctx, h.Kid, jose.SignatureAlgorithm(h.Alg))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var c accessClaims
-	if !verifiedWithAny(tok, keys, &c) {
-		return nil, invalidToken("the token's signature does not verify")
+	for _, k := range keys {
+		if tok.Claims(k.Key, dest) == nil {
+			return nil
+		}
 	}
-	return r.checkClaims(&c)
+	return invalidToken("the token's signature does not verify")
 }
 
 // readHeader decodes the JOSE header of a compact JWS.
@@ -114,14 +135,8 @@ func readHeader(raw string) (*header, error) {
 	return &h, nil
 }
 
-// checkHeader refuses algorithms off the allowlist, token types that name
-// another kind of JWT, and extensions it does not understand.
-func (r *Resource) checkHeader(h *header) error {
-	if !slices.Contains(r.algs, jose.SignatureAlgorithm(h.Alg)) {
-		// RFC 8725 §3.1: "Libraries MUST enable the caller to specify a
-		// supported set of algorithms and MUST NOT use any other algorithms".
-		return invalidToken("the token's algorithm " + printable(h.Alg) + " is not allowed")
-	}
+// checkType refuses a token whose typ names another kind of JWT.
+func (r *Resource) checkType(h *header) error {
 	switch typ := strings.TrimPrefix(strings.ToLower(h.Typ), "application/"); {
 	case typ == "at+jwt":
 	case r.strictType:
@@ -134,22 +149,7 @@ func (r *Resource) checkHeader(h *header) error {
 		// DPoP proof, a logout token) is not an access token.
 		return invalidToken("the token's typ " + printable(h.Typ) + " is not an access token's")
 	}
-	if len(h.Crit) > 0 {
-		// RFC 7515 §4.1.11: critical extensions not understood make the JWS invalid.
-		return invalidToken("the token names critical header extensions")
-	}
 	return nil
-}
-
-// verifiedWithAny reports whether one of keys verifies tok, decoding its
-// claims into c.
-func verifiedWithAny(tok *jwt.JSONWebToken, keys []jose.JSONWebKey, c *accessClaims) bool {
-	for _, k := range keys {
-		if tok.Claims(k.Key, c) == nil {
-			return true
-		}
-	}
-	return false
 }
 
 // checkClaims checks the verified claims: issuer, subject, audience and
