@@ -151,11 +151,12 @@ type keySet struct {
 	fetching sync.Mutex
 
 	// mu guards the fields below.
-	mu      sync.Mutex
-	meta    *issuerMetadata
-	keys    []jose.JSONWebKey
-	fetched time.Time // when keys were fetched; zero: never
-	tried   time.Time // when a fetch was last tried
+	mu       sync.Mutex
+	meta     *issuerMetadata
+	keys     []jose.JSONWebKey
+	fetched  time.Time // when keys were fetched; zero: never
+	tried    time.Time // when a fetch was last tried
+	attempts int       // fetches finished, so callers that waited for one do not repeat it
 }
 
 // lookup returns the keys that may have signed a token with kid and alg:
@@ -163,22 +164,25 @@ type keySet struct {
 // none yet or it is old, and again, at most once per minRefresh, when none
 // fits.
 func (k *keySet) lookup(ctx context.Context, kid string, alg jose.SignatureAlgorithm) ([]jose.JSONWebKey, error) {
-	keys, fetched, _ := k.state()
+	keys, fetched, _, seen := k.state()
 	if fetched.IsZero() || k.now().Sub(fetched) > keysMaxAge {
-		if err := k.refresh(ctx, false); err != nil && fetched.IsZero() {
+		err := k.refresh(ctx, false, seen) // a failed refetch keeps the keys held
+		if keys, fetched, _, seen = k.state(); fetched.IsZero() {
+			if err == nil { // another caller's fetch, which failed
+				err = &Error{Status: ErrUnavailable.Status, Description: "the issuer's keys could not be fetched"}
+			}
 			return nil, err
 		}
-		keys, _, _ = k.state()
 	}
 	if found := matching(keys, kid, alg); len(found) > 0 {
 		return found, nil
 	}
-	if _, _, tried := k.state(); k.now().Sub(tried) >= k.minRefresh {
+	if _, _, tried, _ := k.state(); k.now().Sub(tried) >= k.minRefresh {
 		// An unknown key: the issuer may have rotated. Asked at most once
 		// per minRefresh, so that made-up key IDs cannot make poppy-mcp
 		// hammer the issuer.
-		if err := k.refresh(ctx, true); err == nil {
-			keys, _, _ = k.state()
+		if err := k.refresh(ctx, true, seen); err == nil {
+			keys, _, _, _ = k.state()
 		}
 	}
 	if found := matching(keys, kid, alg); len(found) > 0 {
@@ -197,43 +201,55 @@ func matching(keys []jose.JSONWebKey, kid string, alg jose.SignatureAlgorithm) [
 	return found
 }
 
-func (k *keySet) state() ([]jose.JSONWebKey, time.Time, time.Time) {
+// state is the keys, when they were fetched, when a fetch was last tried,
+// and how many were.
+func (k *keySet) state() ([]jose.JSONWebKey, time.Time, time.Time, int) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.keys, k.fetched, k.tried
+	return k.keys, k.fetched, k.tried, k.attempts
 }
 
 // metadata returns the issuer's metadata, fetching it (and the keys) the
 // first time.
 func (k *keySet) metadata(ctx context.Context) (*issuerMetadata, error) {
 	k.mu.Lock()
-	m := k.meta
+	m, seen := k.meta, k.attempts
 	k.mu.Unlock()
 	if m != nil {
 		return m, nil
 	}
-	if err := k.refresh(ctx, false); err != nil {
-		return nil, err
-	}
+	err := k.refresh(ctx, false, seen)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.meta, nil
+	if k.meta == nil && err == nil { // another caller's fetch, which failed
+		err = &Error{Status: ErrUnavailable.Status, Description: "no usable metadata for the issuer " + k.issuer}
+	}
+	return k.meta, err
 }
 
-// refresh fetches the metadata (until it has it once) and the key set. A
-// caller that waited while another fetched uses that fetch instead;
-// revalidate asks past any cached copy (the key the token names is new).
-func (k *keySet) refresh(ctx context.Context, revalidate bool) error {
-	asked := k.now()
+// refresh fetches the metadata (until it has it once) and the key set,
+// unless a fetch was tried since the caller saw seen attempts: then the
+// caller uses that one. revalidate asks past any cached copy (the key the
+// token names is new).
+func (k *keySet) refresh(ctx context.Context, revalidate bool, seen int) error {
+	// Others may wait for this fetch: a client that goes away does not end
+	// it (the document fetcher bounds it in time).
+	ctx = context.WithoutCancel(ctx)
 	k.fetching.Lock()
 	defer k.fetching.Unlock()
-	if _, _, tried := k.state(); tried.After(asked) {
+	k.mu.Lock()
+	if k.attempts != seen {
+		k.mu.Unlock()
 		return nil // fetched while this caller waited
 	}
-	k.mu.Lock()
 	k.tried = k.now()
 	m := k.meta
 	k.mu.Unlock()
+	defer func() { // counted once done, so that those who waited for it see it
+		k.mu.Lock()
+		k.attempts++
+		k.mu.Unlock()
+	}()
 	var err error
 	if m == nil {
 		if m, err = k.fetchMetadata(ctx); err != nil {

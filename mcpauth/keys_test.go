@@ -1,9 +1,11 @@
 package mcpauth_test
 
 import (
+	"context"
 	"encoding/base64"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,5 +109,26 @@ func TestNewRefusesUnsafeChoices(t *testing.T) {
 		if _, err := mcpauth.New(c.issuer, c.resource, &c.opts); err == nil || !strings.HasPrefix(err.Error(), "mcpauth: ") {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestConcurrentFirstTokens: many tokens arriving at once before the keys
+// are known make one fetch of the key set, not one each.
+func TestConcurrentFirstTokens(t *testing.T) {
+	d := newDeployment(t, nil)
+	tok := d.idp.AccessToken(t, mcpClient, "alice")
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := d.res.Verify(context.Background(), tok); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := d.idp.Served("/keys"); n != 1 {
+		t.Errorf("10 first tokens fetched the key set %d times", n)
 	}
 }

@@ -5,13 +5,19 @@ package mcpauth
 // nonce, poppy-mcp being a client of the issuer (serve --auth-client-id).
 // The pages a person opens (mediated sign-in, the Direct Sign-In start)
 // cannot see the MCP client's token, so the browser proves who it is this
-// way, once, and keeps a cookie for this origin that says so.
+// way, once, and keeps a cookie for this origin that says so; Login, as
+// the pages Gate, then admits it only to its person's pages.
 
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,6 +28,8 @@ import (
 
 	"github.com/go-jose/go-jose/v4/jwt"
 	"golang.org/x/oauth2"
+
+	"github.com/poppy-mcp/poppy-mcp/pages"
 )
 
 // CallbackPath is where the authorization server sends the browser back,
@@ -272,4 +280,108 @@ func randomString() string {
 	b := make([]byte, 32)
 	rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// What Login keeps in a browser's cookies is sealed: small JSON
+// values, encrypted and authenticated with AES-256-GCM under a key derived
+// from the Resource's secret, the cookie's name bound in as additional
+// data so that a value cannot be moved to another cookie. Replicas that
+// share the secret read each other's cookies.
+
+// maxCookieValue bounds a cookie value opened.
+const maxCookieValue = 4 << 10
+
+// sealer seals and opens cookie values. It is safe for concurrent use.
+type sealer struct{ aead cipher.AEAD }
+
+// newSealer derives the key for purpose from secret (RFC 5869 HKDF).
+func newSealer(secret []byte, purpose string) (sealer, error) {
+	key, err := hkdf.Key(sha256.New, secret, nil, "poppy-mcp mcpauth "+purpose, 32)
+	if err != nil {
+		return sealer{}, err
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return sealer{}, err
+	}
+	aead, err := cipher.NewGCM(block)
+	return sealer{aead}, err
+}
+
+// seal encrypts v for the cookie name.
+func (s sealer) seal(name string, v any) string {
+	plain, _ := json.Marshal(v)
+	nonce := make([]byte, s.aead.NonceSize())
+	rand.Read(nonce)
+	return base64.RawURLEncoding.EncodeToString(s.aead.Seal(nonce, nonce, plain, []byte(name)))
+}
+
+// open decrypts the cookie name's value into v, reporting whether it was
+// sealed by this key for this name.
+func (s sealer) open(name, value string, v any) bool {
+	if len(value) > maxCookieValue {
+		return false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(value)
+	if err != nil || len(b) < s.aead.NonceSize() {
+		return false
+	}
+	plain, err := s.aead.Open(nil, b[:s.aead.NonceSize()], b[s.aead.NonceSize():], []byte(name))
+	return err == nil && json.Unmarshal(plain, v) == nil
+}
+
+// setCookie sets a cookie only this origin gets: the __Host- prefix makes
+// browsers keep it only when it is Secure, has Path=/ and no Domain.
+// SameSite=Lax, not Strict: the browser arrives from another site (the
+// assistant's link, the authorization server's redirect) by a top-level
+// navigation, which Strict would send without it.
+func setCookie(w http.ResponseWriter, name, value string, life time.Duration) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: "/", Secure: true, HttpOnly: true,
+		MaxAge: int(life / time.Second), SameSite: http.SameSiteLaxMode})
+}
+
+// clearCookie tells the browser to drop the cookie name.
+func clearCookie(w http.ResponseWriter, name string) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: "/", Secure: true, HttpOnly: true, MaxAge: -1, SameSite: http.SameSiteLaxMode})
+}
+
+// Login is the pages Gate of a deployment serving several
+// people: a page opened for one person (its owner, the local user who asked
+// for it) opens only in a browser signed in as that person. A link passed
+// on, by a prompt-injected model or otherwise, opens nothing for anyone
+// else, not even another person of the same deployment.
+
+var _ pages.Gate = (*Login)(nil)
+
+// Admit admits r when its browser is signed in as the person the page was
+// opened for. A browser signed in as nobody is sent to sign in (a GET) and
+// comes back to the page; one signed in as someone else is refused, as is
+// every browser for a page opened for nobody.
+func (l *Login) Admit(w http.ResponseWriter, r *http.Request, owner string) bool {
+	if owner == "" {
+		message(w, http.StatusForbidden, "Not available", "This page was not opened for a signed-in person.")
+		return false
+	}
+	u, ok := l.Person(r)
+	if ok && subtle.ConstantTimeCompare([]byte(u.Key()), []byte(owner)) == 1 {
+		return true
+	}
+	if ok {
+		l.r.log.Info("mcpauth: a page was refused to another person", "user", u, "owner", owner[:min(12, len(owner))])
+		message(w, http.StatusForbidden, "Not your page",
+			"This link was opened for someone else. If you were sent it, do not use it: ask your own assistant for a link of your own.")
+		return false
+	}
+	back := r.URL.EscapedPath()
+	if r.Method != http.MethodGet || !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") {
+		message(w, http.StatusForbidden, "Sign in first", "Open the link from your assistant again to sign in.")
+		return false
+	}
+	l.start(w, r, back)
+	return false
+}
+
+// message writes a small page with the pages' own headers.
+func message(w http.ResponseWriter, status int, title, text string) {
+	pages.Message(w, status, title, text)
 }

@@ -14,7 +14,9 @@
 package mcpauth
 
 import (
+	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +28,7 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 )
@@ -250,4 +253,141 @@ func (r *Resource) challenge(e *Error) string {
 // poppy-mcp's own text and URLs, with quotes and backslashes escaped.
 func param(name, value string) string {
 	return name + `="` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(value) + `"`
+}
+
+// The package's one error type: a refused request, as RFC 6750
+// §3.1 names its reasons, with the HTTP status it is answered with.
+
+// Error is a request refused at /mcp, or a browser sign-in that failed.
+// Its Description never holds a token or a subject.
+type Error struct {
+	// Code is the RFC 6750 §3.1 error code: "invalid_request",
+	// "invalid_token" or "insufficient_scope"; "" for a request with no
+	// token at all (RFC 6750 §3.1: the challenge then carries no error
+	// code) and for the authorization server being unreachable.
+	Code string
+	// Description says why, for the client's developer (error_description).
+	Description string
+	// Status is the HTTP status the request is answered with.
+	Status int
+	// Err is the underlying cause, when there is one (a network error).
+	Err error
+}
+
+func (e *Error) Error() string {
+	msg := "mcpauth: "
+	if e.Code != "" {
+		msg += e.Code + ": "
+	}
+	msg += e.Description
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is compares codes and statuses, so errors.Is(err, ErrInvalidToken) holds
+// for every invalid token, whatever its description.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	return errors.As(target, &t) && t.Code == e.Code && t.Status == e.Status
+}
+
+// The refusals, for errors.Is.
+var (
+	// ErrNoToken: the request carries no bearer token (401).
+	ErrNoToken = &Error{Status: http.StatusUnauthorized, Description: "an access token is required"}
+	// ErrInvalidRequest: a malformed request, such as a token in the URL (400).
+	ErrInvalidRequest = &Error{Code: "invalid_request", Status: http.StatusBadRequest}
+	// ErrInvalidToken: the token is expired, forged, or not for this
+	// resource or issuer (401).
+	ErrInvalidToken = &Error{Code: "invalid_token", Status: http.StatusUnauthorized}
+	// ErrInsufficientScope: a valid token without a required scope (403).
+	ErrInsufficientScope = &Error{Code: "insufficient_scope", Status: http.StatusForbidden}
+	// ErrUnavailable: the authorization server's keys cannot be had now, so
+	// no token can be checked (503): a client should retry, not sign in again.
+	ErrUnavailable = &Error{Status: http.StatusServiceUnavailable, Description: "the authorization server cannot be reached"}
+)
+
+// invalidToken is an ErrInvalidToken saying why.
+func invalidToken(why string) *Error {
+	return &Error{Code: ErrInvalidToken.Code, Status: ErrInvalidToken.Status, Description: why}
+}
+
+// OAuth 2.0 Protected Resource Metadata (RFC 9728) for
+// /mcp: the document that tells an MCP client which authorization server
+// issues tokens for it, served at the well-known URL made from the
+// resource identifier and, for clients that look only there, at the root.
+
+// wellKnown is the well-known URI suffix of RFC 9728 §3.
+const wellKnown = "/.well-known/oauth-protected-resource"
+
+// Metadata is the protected resource metadata document.
+func (r *Resource) Metadata() *oauthex.ProtectedResourceMetadata {
+	return &oauthex.ProtectedResourceMetadata{
+		// RFC 9728 §2: resource, "the protected resource's resource identifier".
+		Resource: r.resource,
+		// The MCP authorization specification: "MUST include the
+		// authorization_servers field containing at least one authorization server".
+		AuthorizationServers: []string{r.issuer},
+		// RFC 6750 §2.1 only: tokens in a query or a form body are refused.
+		BearerMethodsSupported: []string{"header"},
+		ScopesSupported:        r.scopes,
+		ResourceName:           "poppy-mcp",
+	}
+}
+
+// MetadataURL is where the metadata is: RFC 9728 §3.1, the well-known
+// suffix inserted between the resource identifier's host and its path
+// (https://agent.example/mcp: https://agent.example/.well-known/oauth-protected-resource/mcp).
+// It is the URL the challenge's resource_metadata names.
+func (r *Resource) MetadataURL() string {
+	u, _ := url.Parse(r.resource) // New checked it
+	return u.Scheme + "://" + u.Host + r.MetadataPaths()[0]
+}
+
+// MetadataPaths are the paths MetadataHandler must be mounted at on the
+// resource's host: the well-known URL of RFC 9728 §3.1, and the root
+// well-known URL, which MCP clients try when the first is missing.
+func (r *Resource) MetadataPaths() []string {
+	u, _ := url.Parse(r.resource)
+	path := strings.TrimSuffix(u.EscapedPath(), "/")
+	if path == "" {
+		return []string{wellKnown}
+	}
+	return []string{wellKnown + path, wellKnown}
+}
+
+// MetadataHandler serves the metadata as application/json (RFC 9728 §3.2),
+// to any origin: it is public, and browser-based clients read it too.
+func (r *Resource) MetadataHandler() http.Handler {
+	body, _ := json.Marshal(r.Metadata())
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		switch req.Method {
+		case http.MethodOptions:
+			w.Header().Set("Access-Control-Allow-Methods", "GET, OPTIONS")
+			w.Header().Set("Access-Control-Allow-Headers", "MCP-Protocol-Version")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		case http.MethodGet, http.MethodHead:
+		default:
+			w.Header().Set("Allow", "GET, HEAD, OPTIONS")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		w.Write(body)
+	})
+}
+
+// Discover fetches the issuer's metadata and keys now, so that a
+// deployment learns at start that its --auth-issuer is wrong or out of
+// reach, rather than at the first request.
+func (r *Resource) Discover(ctx context.Context) error {
+	_, err := r.keys.metadata(ctx)
+	return err
 }
