@@ -45,7 +45,7 @@ func ExampleCredentialGate() {
 		panic(err)
 	}
 	defer s.Close()
-	u, _ := s.OpenForUser(func(w http.ResponseWriter, r *http.Request, done func()) {
+	u, _ := s.OpenForUser("", func(w http.ResponseWriter, r *http.Request, done func()) {
 		io.WriteString(w, "the sign-in form")
 	}, 0)
 	rec := httptest.NewRecorder()

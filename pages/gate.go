@@ -22,13 +22,14 @@ import (
 
 // Gate decides who may open the pages served under PublicURL. It is the seam
 // where a deployment says whose pages they are: CredentialGate for one
-// person's deployment; a deployment serving several people would admit a
-// browser signed in as the person a page was opened for.
+// person's deployment; a deployment serving several people admits a browser
+// signed in as the person a page was opened for (package mcpauth's Login).
 type Gate interface {
 	// Admit reports whether r comes from a browser that may open the page
-	// it asks for. When it does not, Admit has answered r itself (a form
-	// asking for a credential, a redirect to a sign-in, a refusal).
-	Admit(w http.ResponseWriter, r *http.Request) bool
+	// it asks for, which was opened for owner (OpenForUser; "" in one
+	// person's deployment). When it does not, Admit has answered r itself
+	// (a form asking for a credential, a redirect to a sign-in, a refusal).
+	Admit(w http.ResponseWriter, r *http.Request, owner string) bool
 }
 
 // GateCookie is the name of the cookie CredentialGate sets. The __Host-
@@ -72,11 +73,12 @@ func (g *CredentialGate) mac(credential string) []byte {
 	return m.Sum(nil)
 }
 
-// Admit admits a browser with the cookie. Without it, a POST carrying the
-// credential sets the cookie and sends the browser back to the page with a
-// 303 (the pages' own check has already refused a cross-site POST); anything
-// else gets the form.
-func (g *CredentialGate) Admit(w http.ResponseWriter, r *http.Request) bool {
+// Admit admits a browser with the cookie, whoever the page's owner: one
+// person's deployment has one. Without it, a POST carrying the credential
+// sets the cookie and sends the browser back to the page with a 303 (the
+// pages' own check has already refused a cross-site POST); anything else
+// gets the form.
+func (g *CredentialGate) Admit(w http.ResponseWriter, r *http.Request, _ string) bool {
 	if c, err := r.Cookie(GateCookie); err == nil {
 		if got, err := base64.RawURLEncoding.DecodeString(c.Value); err == nil && hmac.Equal(got, g.want) {
 			return true

@@ -52,7 +52,7 @@ func okPage(w http.ResponseWriter, r *http.Request, done func()) { io.WriteStrin
 // with the flags that keep it to this origin, and the page then opens.
 func TestGateAsksForTheCredential(t *testing.T) {
 	s := newPublic(t)
-	u, _ := s.OpenForUser(okPage, 0)
+	u, _ := s.OpenForUser("", okPage, 0)
 	rec := visit(s, http.MethodGet, u, nil)
 	if rec.Code != http.StatusUnauthorized || !strings.Contains(rec.Body.String(), `name="poppy_credential"`) || strings.Contains(rec.Body.String(), "the page") {
 		t.Fatalf("without the cookie: %d %s", rec.Code, rec.Body)
@@ -83,7 +83,7 @@ func TestGateAsksForTheCredential(t *testing.T) {
 		t.Errorf("a forged cookie: %d", rec.Code)
 	}
 	other := newPublic(t) // another process: another key
-	u2, _ := other.OpenForUser(okPage, 0)
+	u2, _ := other.OpenForUser("", okPage, 0)
 	if rec := visit(other, http.MethodGet, u2, nil, c); rec.Code != http.StatusUnauthorized {
 		t.Errorf("a cookie of another process: %d", rec.Code)
 	}
@@ -93,7 +93,7 @@ func TestGateAsksForTheCredential(t *testing.T) {
 // from another site (login CSRF).
 func TestGateRefusesCrossSiteCredential(t *testing.T) {
 	s := newPublic(t)
-	u, _ := s.OpenForUser(okPage, 0)
+	u, _ := s.OpenForUser("", okPage, 0)
 	req := httptest.NewRequest(http.MethodPost, u, strings.NewReader("poppy_credential="+testCredential))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", "https://evil.example")
@@ -108,7 +108,7 @@ func TestGateRefusesCrossSiteCredential(t *testing.T) {
 // so a DNS-rebinding page cannot reach it.
 func TestPublicPageForeignHost(t *testing.T) {
 	s := newPublic(t)
-	u, _ := s.OpenForUser(okPage, 0)
+	u, _ := s.OpenForUser("", okPage, 0)
 	for host, want := range map[string]int{"agent.example": 401, "AGENT.example:443": 401, "attacker.example": 421, "agent.example:8443": 421, "127.0.0.1:8808": 421} {
 		req := httptest.NewRequest(http.MethodGet, u, nil)
 		req.Host = host
@@ -138,7 +138,7 @@ func TestPagesStayOnTheirSurface(t *testing.T) {
 	if resp, body := get(t, local); resp.StatusCode != 200 || body != "the page" {
 		t.Errorf("the loopback page on loopback: %d %s", resp.StatusCode, body)
 	}
-	public, _ := s.OpenForUser(okPage, 0)
+	public, _ := s.OpenForUser("", okPage, 0)
 	if resp, _ := get(t, s.LoopbackURL()+"/p/"+public[strings.LastIndex(public, "/")+1:]); resp.StatusCode != http.StatusGone {
 		t.Errorf("a public page on loopback: %d", resp.StatusCode)
 	}
@@ -162,10 +162,43 @@ func TestPublicPageWithoutGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	u, _ := s.OpenForUser(okPage, 0)
+	u, _ := s.OpenForUser("", okPage, 0)
 	if rec := visit(s, http.MethodGet, u, nil); rec.Code != http.StatusForbidden {
 		t.Errorf("no gate: %d", rec.Code)
 	}
 }
 
 func encode(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+// ownerGate admits a browser whose "who" cookie names the page's owner.
+type ownerGate struct{}
+
+func (ownerGate) Admit(w http.ResponseWriter, r *http.Request, owner string) bool {
+	if c, err := r.Cookie("who"); err == nil && owner != "" && c.Value == owner {
+		return true
+	}
+	http.Error(w, "not yours", http.StatusForbidden)
+	return false
+}
+
+// TestGateSeesThePagesOwner: the Gate is told whom each page was opened
+// for, so a deployment serving several people admits to a page only its
+// owner's browser. The old Gate saw only the request: any admitted browser
+// opened every page.
+func TestGateSeesThePagesOwner(t *testing.T) {
+	s, err := New(&Options{PublicURL: "https://agent.example/pages", Gate: ownerGate{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	alices, _ := s.OpenForUser("alice", okPage, 0)
+	for who, want := range map[string]int{"alice": 200, "bob": 403, "": 403} {
+		if rec := visit(s, http.MethodGet, alices, nil, &http.Cookie{Name: "who", Value: who}); rec.Code != want {
+			t.Errorf("%q opening alice's page: %d, want %d", who, rec.Code, want)
+		}
+	}
+	nobodys, _ := s.OpenForUser("", okPage, 0)
+	if rec := visit(s, http.MethodGet, nobodys, nil, &http.Cookie{Name: "who", Value: ""}); rec.Code != 403 {
+		t.Errorf("a page opened for nobody: %d", rec.Code)
+	}
+}

@@ -8,7 +8,8 @@
 // browser (Open) are served only on a loopback listener, so the machine
 // boundary keeps everyone else out. Pages for the user's browser (OpenForUser)
 // are served there too, unless the Server has a PublicURL: then they are
-// served under it, and a Gate decides whose browser may open them.
+// served under it, and a Gate decides whose browser may open them: each such
+// page knows the person it was opened for, its owner.
 package pages
 
 import (
@@ -66,7 +67,8 @@ type Server struct {
 type page struct {
 	h       Handler
 	expires time.Time
-	public  bool // served under PublicURL, not on the loopback listener
+	public  bool   // served under PublicURL, not on the loopback listener
+	owner   string // the person it was opened for; the Gate compares
 }
 
 // New starts a Server's loopback listener.
@@ -142,17 +144,19 @@ func (s *Server) LoopbackURL() string { return s.local }
 // closes the page early. Such a page is for a browser on this machine, the
 // agent's own (Poppy 0.1 §5): it is never served under PublicURL.
 func (s *Server) Open(h Handler, ttl time.Duration) (string, func()) {
-	return s.open(h, ttl, false)
+	return s.open(h, ttl, false, "")
 }
 
-// OpenForUser serves h at a new one-time URL for the user's browser: under
-// PublicURL, behind the Gate, when the Server has one; otherwise on the
-// loopback listener, like Open.
-func (s *Server) OpenForUser(h Handler, ttl time.Duration) (string, func()) {
-	return s.open(h, ttl, s.public != "")
+// OpenForUser serves h at a new one-time URL for the browser of owner, the
+// person who asked for it (the local user's key; "" in one person's
+// deployment): under PublicURL, behind the Gate, which admits only owner's
+// browser, when the Server has one; otherwise on the loopback listener,
+// like Open.
+func (s *Server) OpenForUser(owner string, h Handler, ttl time.Duration) (string, func()) {
+	return s.open(h, ttl, s.public != "", owner)
 }
 
-func (s *Server) open(h Handler, ttl time.Duration, public bool) (string, func()) {
+func (s *Server) open(h Handler, ttl time.Duration, public bool, owner string) (string, func()) {
 	if ttl <= 0 {
 		ttl = s.ttl
 	}
@@ -160,7 +164,7 @@ func (s *Server) open(h Handler, ttl time.Duration, public bool) (string, func()
 	rand.Read(b)
 	token := base64.RawURLEncoding.EncodeToString(b)
 	s.mu.Lock()
-	s.pages[token] = &page{h: h, expires: s.now().Add(ttl), public: public}
+	s.pages[token] = &page{h: h, expires: s.now().Add(ttl), public: public, owner: owner}
 	s.gcLocked()
 	s.mu.Unlock()
 	base := s.local
@@ -265,7 +269,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, public bool) {
 		Message(w, http.StatusGone, "Link expired", errGone.Error()+". Ask your assistant for a new one.")
 		return
 	}
-	if public && (s.gate == nil || !s.gate.Admit(w, r)) {
+	if public && (s.gate == nil || !s.gate.Admit(w, r, p.owner)) {
 		if s.gate == nil {
 			Message(w, http.StatusForbidden, "Not available", "This poppy-mcp does not say who may open its pages.")
 		}

@@ -112,7 +112,7 @@ func TestPublicOrigin(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	u, _ := s.OpenForUser(func(w http.ResponseWriter, r *http.Request, done func()) { io.WriteString(w, "ok") }, 0)
+	u, _ := s.OpenForUser("", func(w http.ResponseWriter, r *http.Request, done func()) { io.WriteString(w, "ok") }, 0)
 	if !strings.HasPrefix(u, "https://agent.example/pages/p/") {
 		t.Fatalf("url %q", u)
 	}
@@ -137,4 +137,4 @@ func TestPublicOrigin(t *testing.T) {
 // admitAll is a Gate that admits everyone, for tests of what lies behind it.
 type admitAll struct{}
 
-func (admitAll) Admit(http.ResponseWriter, *http.Request) bool { return true }
+func (admitAll) Admit(http.ResponseWriter, *http.Request, string) bool { return true }

@@ -30,6 +30,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 )
 
@@ -96,7 +97,7 @@ func (s *Server) signInDirect(ctx context.Context, req mcp.CallToolRequest) (*mc
 	f := newFlow("direct", domain, scopes)
 	ds := &directSignIn{s: s, rt: rt, sess: sess, f: f, d: d, binding: randomToken()}
 	f.direct, f.expires, f.callback = d, d.Started.Add(directTTL), ds.callback
-	f.page, f.close = s.deps.Pages.OpenForUser(ds.start, directTTL)
+	f.page, f.close = s.deps.Pages.OpenForUser(mcpauth.KeyFrom(ctx), ds.start, directTTL)
 	rt.replaceFlow(f)
 	s.log.Info("direct sign-in started", "issuer", rt.issuer, "scopes", strings.Join(scopes, " "))
 	if elicitsURL(ctx) {

@@ -25,6 +25,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 )
 
@@ -70,7 +71,7 @@ func (s *Server) signInMediated(ctx context.Context, req mcp.CallToolRequest) (*
 	m := co.Document.Auth.Mediated
 	mp := &mediatedPage{s: s, rt: rt, sess: start.sess, at: at, f: f, fields: m.Fields,
 		domain: co.Domain, claim: claimedName(co), endpoint: hostOf(m.Endpoint)}
-	url, closePage := s.deps.Pages.OpenForUser(mp.serve, mediatedPageTTL)
+	url, closePage := s.deps.Pages.OpenForUser(mcpauth.KeyFrom(ctx), mp.serve, mediatedPageTTL)
 	f.page, f.close, f.expires = url, closePage, signInClock().Add(mediatedPageTTL)
 	// Poppy 0.1 §4.7: the credentials go to auth.mediated.endpoint; the
 	// user must see where, not only the name the Company gives itself.

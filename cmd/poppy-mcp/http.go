@@ -25,6 +25,7 @@ type httpOptions struct {
 	noToken      bool     // --no-http-token
 	publicURL    string   // --public-url
 	allowOrigins listFlag // --allow-origin, each scheme://host[:port]
+	auth         hostedOptions
 
 	tokenFile string // where the token came from, when resolveToken read or made it
 	url       string // the MCP endpoint's URL, once listening
@@ -37,6 +38,9 @@ func (o *httpOptions) check() error {
 	}
 	if _, _, err := net.SplitHostPort(o.addr); err != nil {
 		return fmt.Errorf("--http %q: want HOST:PORT, like 127.0.0.1:8808", o.addr)
+	}
+	if err := o.auth.check(o); err != nil {
+		return err
 	}
 	if err := o.checkToken(); err != nil {
 		return err
@@ -57,9 +61,12 @@ func (o *httpOptions) check() error {
 	return nil
 }
 
-// checkToken refuses to go without a token where one is needed.
+// checkToken refuses to go without a token where one is needed: everywhere
+// but on loopback, unless the authorization server's tokens replace it.
 func (o *httpOptions) checkToken() error {
 	switch {
+	case o.auth.issuer != "":
+		return nil
 	case o.noToken && o.token != "":
 		return errors.New("--no-http-token with a token (--http-token or POPPY_HTTP_TOKEN): choose one")
 	case o.noToken && !pages.IsLoopback(o.addr):
@@ -113,6 +120,8 @@ func serveHTTP(ctx context.Context, a *app, ln net.Listener, o httpOptions, logg
 // the token.
 func tokenSource(o httpOptions) string {
 	switch {
+	case o.auth.issuer != "":
+		return "access tokens of " + o.auth.issuer
 	case o.noToken:
 		return "none (--no-http-token)"
 	case o.tokenFile != "":
@@ -121,12 +130,18 @@ func tokenSource(o httpOptions) string {
 	return "--http-token or POPPY_HTTP_TOKEN"
 }
 
-// httpMux routes /mcp (behind the Origin check and the bearer token) and,
-// with --public-url, the agent's own documents and local pages.
+// httpMux routes /mcp (behind the Origin check, and the bearer token or,
+// in hosted mode, the authorization server's access tokens) and, with
+// --public-url, the agent's own documents and local pages.
 func (a *app) httpMux(o httpOptions, bound net.Addr, logger *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	public := o.publicURL != "" || !pages.IsLoopback(o.addr)
-	mux.Handle("/mcp", checkOrigin(allowedOrigins(o, bound), requireToken(o.token, a.tools.HTTPHandler(public))))
+	mcp, origins := a.tools.HTTPHandler(public), allowedOrigins(o, bound)
+	if a.hosted != nil {
+		a.hosted.mount(mux, checkOrigin(origins, a.hosted.resource.Require(mcp)), publicPrefix(o.publicURL), a.pages)
+	} else {
+		mux.Handle("/mcp", checkOrigin(origins, requireToken(o.token, mcp)))
+	}
 	if o.publicURL != "" {
 		a.mountPublic(mux, o.publicURL, logger)
 	}
@@ -186,15 +201,20 @@ func requireToken(token string, next http.Handler) http.Handler {
 	})
 }
 
+// publicPrefix is --public-url's path, without a trailing slash.
+func publicPrefix(publicURL string) string {
+	if pu, err := url.Parse(publicURL); err == nil {
+		return strings.TrimSuffix(pu.Path, "/")
+	}
+	return ""
+}
+
 // mountPublic serves agent.json and jwks.json at the paths their URLs name
 // when those URLs are under --public-url, the user's pages under /pages/
 // (behind the deployment's credential) and the Direct Sign-In callback.
 // Pages and callback answer only for --public-url's host.
 func (a *app) mountPublic(mux *http.ServeMux, publicURL string, logger *slog.Logger) {
-	prefix := ""
-	if pu, err := url.Parse(publicURL); err == nil {
-		prefix = strings.TrimSuffix(pu.Path, "/")
-	}
+	prefix := publicPrefix(publicURL)
 	mux.Handle(prefix+"/pages/", a.pages.Handler())
 	// Direct Sign-In returns here (Poppy 0.1 §4.5); it must be in redirect_uris.
 	callback := strings.TrimSuffix(publicURL, "/") + tools.CallbackPath

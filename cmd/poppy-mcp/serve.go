@@ -17,6 +17,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 	"github.com/poppy-mcp/poppy-mcp/internal/retryafter"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 	"github.com/poppy-mcp/poppy-mcp/store"
 	"github.com/poppy-mcp/poppy-mcp/tools"
@@ -45,8 +46,12 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs.Var(&cfg.http.allowOrigins, "allow-origin", "HTTP mode: an origin (scheme://host[:port]) whose web pages may call /mcp (repeatable)")
 	fs.StringVar(&cfg.browser, "browser", "", "drive this headless Chromium (\"auto\" finds one) and add the browse_page tool")
 	fs.StringVar(&cfg.http.publicURL, "public-url", "", "HTTP mode: the https URL this server is reachable at; serves agent.json, jwks.json and local pages there")
+	fs.StringVar(&cfg.http.auth.issuer, "auth-issuer", "", "HTTP mode with --public-url: accept the access tokens of this OAuth authorization server (its issuer URL) instead of a bearer token, one local user per person")
+	fs.Var(&cfg.http.auth.scopes, "auth-scope", "with --auth-issuer: a scope every access token must carry (repeatable)")
+	fs.StringVar(&cfg.http.auth.clientID, "auth-client-id", "", "with --auth-issuer: poppy-mcp's client ID there, to sign people's browsers in for their pages (secret in "+authClientSecretEnv+")")
+	cfg.http.auth.clientSecret = os.Getenv(authClientSecretEnv)
 	if !parse(fs, args, stderr) {
-		return nil, errors.New("usage: poppy-mcp serve [--demo] [--http ADDR [--http-token T | --no-http-token] [--public-url URL] [--allow-origin O]...] [flags]")
+		return nil, errors.New("usage: poppy-mcp serve [--demo] [--http ADDR [--http-token T | --no-http-token | --auth-issuer URL [--auth-scope S]... [--auth-client-id ID]] [--public-url URL] [--allow-origin O]...] [flags]")
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("serve takes no arguments, got %q", fs.Args())
@@ -73,6 +78,9 @@ func (cfg *serveConfig) stdioOnly(fs *flag.FlagSet) error {
 	if cfg.http.publicURL != "" {
 		return errors.New("--public-url needs --http: only HTTP mode serves the pages and documents under it")
 	}
+	if cfg.http.auth.issuer != "" || len(cfg.http.auth.scopes) > 0 || cfg.http.auth.clientID != "" {
+		return errors.New("--auth-issuer, --auth-scope and --auth-client-id need --http and --public-url: over stdio the MCP client is the one person")
+	}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "http-token", "no-http-token", "allow-origin":
@@ -92,6 +100,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 2
 	}
 	logger, _ := cfg.logger(stderr)
+	if cfg.http.auth.issuer != "" { // records logged with a request's context name its person, pseudonymously
+		logger = slog.New(mcpauth.LogHandler(logger.Handler()))
+	}
 	for _, w := range cfg.warnings {
 		logger.Warn(w)
 	}
@@ -142,6 +153,7 @@ type app struct {
 	store    *store.Store
 	pages    *pages.Server
 	identity *auth.Identity // nil without one
+	hosted   *hosted        // with --auth-issuer; else nil
 	cleanup  []func()
 }
 
@@ -184,11 +196,19 @@ func (a *app) start(ctx context.Context, c *common, demo bool, o *appOptions) (e
 	}
 	// One base transport for every Company connection, through the network guard.
 	base := netguard.New(guard).Transport()
+	// Poppy 0.1 §4.3: a 429 on any endpoint holds it for every request.
+	holds := &retryafter.Holds{}
+	// One HTTP cache for every public document.
+	docs := discovery.New(documentClient(base), &discovery.Options{Holds: holds})
 	var dir string
 	if a.store, dir, err = c.openStore(ctx); err != nil {
 		return stateError(dir, err)
 	}
-	if o.http != nil {
+	if o.http != nil && o.http.auth.issuer != "" {
+		if a.hosted, err = newHosted(ctx, o.http, a.store, docs, base, logger); err != nil {
+			return err
+		}
+	} else if o.http != nil {
 		tokenDir, err := c.stateDirectory()
 		if err != nil {
 			return err
@@ -197,17 +217,15 @@ func (a *app) start(ctx context.Context, c *common, demo bool, o *appOptions) (e
 			return err
 		}
 	}
-	if a.pages, err = newPages(c, o.http); err != nil {
+	if a.pages, err = newPages(c, o.http, a.hosted); err != nil {
 		return err
 	}
-	holds := &retryafter.Holds{} // Poppy 0.1 §4.3: a 429 on any endpoint holds it for every request
 	agent, err := a.newAgent(ctx, c, base, holds, logger)
 	if err != nil {
 		return err
 	}
-	docs := documentClient(base) // one HTTP cache for every public document
 	deps := tools.Deps{
-		Discovery: discovery.New(docs, &discovery.Options{Holds: holds}),
+		Discovery: docs,
 		Agent:     agent, Store: a.store, Pages: a.pages, Logger: logger,
 		PublicURL: c.publicURL,
 	}
@@ -223,12 +241,18 @@ func (a *app) start(ctx context.Context, c *common, demo bool, o *appOptions) (e
 
 // newPages starts the local pages: on loopback, and with --public-url the
 // user's pages under it, opened only by a browser that has shown the
-// deployment's bearer token once.
-func newPages(c *common, h *httpOptions) (*pages.Server, error) {
+// deployment's bearer token once or, in hosted mode, by the browser of the
+// person each page is for, signed in with the issuer.
+func newPages(c *common, h *httpOptions, hosted *hosted) (*pages.Server, error) {
 	opts := &pages.Options{Addr: c.pagesAddr}
 	if c.publicURL != "" {
 		opts.PublicURL = strings.TrimSuffix(c.publicURL, "/") + "/pages"
-		opts.Gate = pages.NewCredentialGate(h.token) // --public-url requires the token
+		switch {
+		case hosted == nil:
+			opts.Gate = pages.NewCredentialGate(h.token) // --public-url requires the token
+		case hosted.login != nil:
+			opts.Gate = hosted.login
+		} // hosted without a Login: no Gate, every public page answers 403
 	}
 	p, err := pages.New(opts)
 	if err != nil && c.pagesAddr != "" {

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/oidctest"
+	"github.com/poppy-mcp/poppy-mcp/poppytest"
+)
+
+// hostedDeployment is `serve --auth-issuer` behind a TLS reverse proxy at
+// poppytest's agent host (the public URL), with a real authorization server
+// (internal/oidctest) that issues its access tokens and signs browsers in.
+type hostedDeployment struct {
+	srv    *poppytest.Server
+	idp    *oidctest.Provider
+	public string // --public-url
+	mcpURL string // where serve listens, on loopback
+	state  string // --state-dir
+	logged *lockedBuffer
+}
+
+func startHosted(t *testing.T, extra ...string) *hostedDeployment {
+	t.Helper()
+	srv := poppytest.NewServer(t, nil)
+	idp := oidctest.New(t, nil)
+	public := "https://" + srv.AgentHost()
+	idp.AddClient(oidctest.Client{ID: "claude", RedirectURIs: []string{"https://client.test/cb"}, Audience: []string{public + "/mcp"}})
+	idp.AddClient(oidctest.Client{ID: "poppy-pages", Secret: "pages-secret-0123456789", RedirectURIs: []string{public + "/auth/callback"}})
+	_, resolve := companyArgs(t, srv)
+	ca := filepath.Join(t.TempDir(), "cas.pem") // both CAs, as an operator's bundle would have them
+	if err := os.WriteFile(ca, append(srv.CAPEM(), idp.CAPEM()...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"SSL_CERT_FILE=" + ca, "POPPY_STATE_KEY=" + newKey(), "POPPY_AUTH_CLIENT_SECRET=pages-secret-0123456789"}
+	state := t.TempDir()
+	if _, errOut, code := runBinary(t, env, "init", "--state-dir", state, "--out", t.TempDir(), "--client-id", public+"/agent.json"); code != 0 {
+		t.Fatalf("init: %s", errOut)
+	}
+	args := append([]string{"serve", "--state-dir", state, "--log-level", "debug", "--http", "127.0.0.1:0", "--public-url", public,
+		"--auth-issuer", idp.Issuer(), "--auth-client-id", "poppy-pages", "--resolve", idp.Host() + ":443:" + idp.Addr()}, resolve...)
+	u, logged := startLogged(t, env, append(args, extra...)...)
+	target, _ := url.Parse(strings.TrimSuffix(u, "/mcp"))
+	srv.Handle(srv.AgentHost(), "/", &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host
+	}})
+	return &hostedDeployment{srv: srv, idp: idp, public: public, mcpURL: u, state: state, logged: logged}
+}
+
+// browser is a person's browser: signed in at the issuer as person,
+// reaching it and everything poppytest serves by their names.
+func (h *hostedDeployment) browser(person string) *http.Client {
+	jar, _ := cookiejar.New(nil)
+	h.idp.SignIn(jar, person)
+	idp, rest := h.idp.Transport(), h.srv.Transport()
+	return &http.Client{Jar: jar, Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		if r.URL.Host == h.idp.Host() {
+			return idp.RoundTrip(r)
+		}
+		return rest.RoundTrip(r)
+	})}
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestHostedRefusesAndPublishes: with --auth-issuer, /mcp answers a request
+// without a token 401 with a challenge that points at its RFC 9728
+// metadata under the public URL; the metadata, fetched through the public
+// URL by the go-sdk client's own fetcher, names the issuer and the
+// resource; a token for another resource is refused.
+func TestHostedRefusesAndPublishes(t *testing.T) {
+	h := startHosted(t)
+	req, _ := http.NewRequest(http.MethodPost, h.public+"/mcp", strings.NewReader(initialize))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := h.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	meta := h.public + "/.well-known/oauth-protected-resource/mcp"
+	if resp.StatusCode != 401 || len(cs) != 1 || cs[0].Params["resource_metadata"] != meta {
+		t.Fatalf("no token: %d %v", resp.StatusCode, resp.Header.Values("WWW-Authenticate"))
+	}
+	m, err := oauthex.GetProtectedResourceMetadata(context.Background(), meta, h.public+"/mcp", h.srv.Client())
+	if err != nil || len(m.AuthorizationServers) != 1 || m.AuthorizationServers[0] != h.idp.Issuer() {
+		t.Fatalf("metadata %+v: %v", m, err)
+	}
+	h.idp.AddClient(oidctest.Client{ID: "elsewhere", RedirectURIs: []string{"https://client.test/cb"}, Audience: []string{"https://other.test/mcp"}})
+	if code := post(t, h.mcpURL, bearer(h.idp.AccessToken(t, "elsewhere", "alice"))); code != 401 {
+		t.Errorf("a token for another resource: %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(h.state, "http-token")); err == nil {
+		t.Error("hosted mode made a bearer token")
+	}
+}
+
+// TestHostedPeopleKeptApart: two people's MCP clients, each with their own
+// access token from the issuer, use poppy-mcp (alice at the 2025-11-25
+// revision, bob at 2026-07-28); a sign-in page opened for
+// alice is refused in bob's browser (signed in with the issuer as bob) and
+// opens in alice's; bob cannot use alice's MCP session; neither token, nor
+// subject, nor e-mail address is logged.
+func TestHostedPeopleKeptApart(t *testing.T) {
+	h := startHosted(t)
+	aliceToken, bobToken := h.idp.AccessToken(t, "claude", "alice"), h.idp.AccessToken(t, "claude", "bob")
+	alice, bob := connectAt(t, h.mcpURL, aliceToken, "2025-11-25"), connectAt(t, h.mcpURL, bobToken, "2026-07-28")
+	got := callTool(t, alice, "sign_in_mediated", map[string]any{"domain": "example.com", "scopes": []string{"poppy:read"}})
+	link, _ := got["sign_in_url"].(string)
+	if !strings.HasPrefix(link, h.public+"/pages/p/") {
+		t.Fatalf("sign_in_mediated = %v\nserve's log:\n%s", got, h.logged.String())
+	}
+	if d := callTool(t, bob, "discover_company", map[string]any{"domain": "example.com"}); d["domain"] != "example.com" {
+		t.Fatalf("bob's discover_company = %v", d)
+	}
+	if code, body := openPage(t, h.browser("bob"), link); code != http.StatusForbidden || strings.Contains(body, "password") {
+		t.Fatalf("bob opening alice's sign-in page: %d\n%s", code, body)
+	}
+	if code, body := openPage(t, h.browser("alice"), link); code != 200 || !strings.Contains(body, "<form") {
+		t.Fatalf("alice opening her sign-in page: %d\n%s\nserve's log:\n%s", code, body, h.logged.String())
+	}
+	sid := alice.ID()
+	if sid == "" {
+		t.Fatal("alice's go-sdk session has no ID")
+	}
+	hdr := map[string]string{"Authorization": "Bearer " + bobToken, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+	if code := postBody(t, h.mcpURL, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`, hdr); code != http.StatusNotFound {
+		t.Errorf("bob in alice's MCP session: %d, want 404", code)
+	}
+	logged := h.logged.String()
+	for _, secret := range []string{aliceToken, bobToken, aliceToken[strings.LastIndex(aliceToken, ".")+1:], "alice", "bob@people.test", "pages-secret-0123456789"} {
+		if strings.Contains(logged, secret) {
+			t.Errorf("serve logged %.24q", secret)
+		}
+	}
+}
+
+// connectAt connects the go-sdk client to the MCP URL u with token, at the
+// MCP revision rev.
+func connectAt(t *testing.T, u, token, rev string) *sdk.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-test", Version: "1"}, nil)
+	hc := &http.Client{Transport: headerTransport{bearer(token)}}
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: u, HTTPClient: hc, MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: rev})
+	if err != nil {
+		t.Fatalf("connect at %s: %v", rev, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// openPage GETs u in browser b, following redirects (through the issuer's
+// sign-in), and returns the last status and body.
+func openPage(t *testing.T, b *http.Client, u string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	resp, err := b.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// postBody posts an MCP message to u with headers and returns the status.
+func postBody(t *testing.T, u, body string, headers map[string]string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestHostedFlags: the hosted flags that cannot work are refused before
+// anything starts, each with a line that says what to do.
+func TestHostedFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"--http", "127.0.0.1:0", "--auth-issuer", "https://idp.test"}, "", "--auth-issuer needs --public-url"},
+		{[]string{"--http", "127.0.0.1:0", "--public-url", "https://a.test", "--auth-issuer", "http://idp.test"}, "", "must be the authorization server's issuer"},
+		{[]string{"--http", "127.0.0.1:0", "--public-url", "https://a.test", "--auth-issuer", "https://idp.test", "--http-token", "t"}, "", "replaces the bearer token"},
+		{[]string{"--http", "127.0.0.1:0", "--public-url", "https://a.test", "--auth-issuer", "https://idp.test"}, "POPPY_HTTP_TOKEN=t", "replaces the bearer token"},
+		{[]string{"--http", "127.0.0.1:0", "--public-url", "https://a.test", "--auth-client-id", "c"}, "", "need --auth-issuer"},
+		{[]string{"--auth-issuer", "https://idp.test"}, "", "need --http and --public-url"},
+	} {
+		t.Setenv("POPPY_HTTP_TOKEN", strings.TrimPrefix(tc.env, "POPPY_HTTP_TOKEN="))
+		if _, err := parseServe(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v %s: %v, want %q", tc.args, tc.env, err, tc.want)
+		}
+	}
+	t.Setenv("POPPY_HTTP_TOKEN", "")
+	if _, err := parseServe([]string{"--http", "0.0.0.0:0", "--public-url", "https://a.test", "--auth-issuer", "https://idp.test/realm", "--auth-scope", "mcp"}, io.Discard); err != nil {
+		t.Errorf("hosted off loopback without a bearer token: %v", err)
+	}
+}
