@@ -21,10 +21,16 @@ const storeResource = "https://api.example.com/store"
 // that no check fires wrongly.
 func TestFindings(t *testing.T) {
 	type want map[string]bool // check ID -> Security
+	noOpenAPI := func(doc map[string]any) {
+		doc["apis"] = slices.DeleteFunc(doc["apis"].([]any), func(a any) bool { return a.(map[string]any)["type"] == "openapi" })
+	}
+	accountOnly := func(doc map[string]any) { delete(doc["paths"].(map[string]any), "/products") }
 	for _, tc := range []struct {
 		name     string
 		flaws    poppytest.Flaws
 		resource bool // the store API has a resource
+		poppy    func(doc map[string]any)
+		openapi  func(doc map[string]any)
 		setup    func(srv *poppytest.Server)
 		want     want
 	}{
@@ -52,6 +58,12 @@ func TestFindings(t *testing.T) {
 		{name: "invalid_request for an unknown scope", flaws: poppytest.Flaws{UnknownScopeInvalidRequest: true}, want: want{"signin.device_scope": false}},
 		{name: "mediated without a token", flaws: poppytest.Flaws{MediatedWithoutToken: true}, want: want{"signin.mediated_no_token": false}},
 		{name: "duplicate messages", flaws: poppytest.Flaws{DuplicateMessages: true}, want: want{"conv.resend_first": false, "conv.resend": false}},
+		// Without an OpenAPI API the resource probes go to a read of an unknown conversation.
+		{name: "no OpenAPI API", poppy: noOpenAPI, want: want{}},
+		{name: "no OpenAPI API, ignores htm", poppy: noOpenAPI, flaws: poppytest.Flaws{IgnoreHTM: true}, want: want{"refuse.proof_htm": true}},
+		// With only operations that want an account, they go to one: it knows a valid token.
+		{name: "account operations only", openapi: accountOnly, want: want{}},
+		{name: "account operations only, any proof key", openapi: accountOnly, flaws: poppytest.Flaws{AnyProofKey: true}, want: want{"refuse.proof_key": true}},
 		{name: "revocation errors on an unknown token", setup: func(srv *poppytest.Server) {
 			srv.HandleFunc("auth.example.com", "POST /oauth/revoke", func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
@@ -61,7 +73,7 @@ func TestFindings(t *testing.T) {
 		}, want: want{"signin.revoke_unknown": false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := &poppytest.Options{Flaws: tc.flaws}
+			o := &poppytest.Options{Flaws: tc.flaws, PoppyJSON: tc.poppy, OpenAPI: tc.openapi}
 			if tc.resource {
 				o.OpenAPIResource = storeResource
 			}

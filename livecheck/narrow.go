@@ -8,7 +8,6 @@ package livecheck
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
 )
@@ -32,15 +31,10 @@ func (r *run) checkResourceElsewhere(ctx context.Context) outcome {
 	if t == nil || t.resource == "" {
 		return skip("no operation of an API with a resource answered, to take its token from")
 	}
-	general := &target{url: r.unknown, name: "GET " + r.ep.conversations + "/{an unknown id}/events"}
-	x, err := r.valid(ctx, general)
-	if err != nil {
-		return unavailable(general.name, err)
+	general := r.unknownTarget()
+	if o, ok := r.control(ctx, general); !ok {
+		return o
 	}
-	if x.status == http.StatusUnauthorized || x.status == http.StatusForbidden {
-		return fail("%s refused the main Session's valid token: %s", general.name, statusLine(x))
-	}
-	general.control = x
 	tok, err := r.resourceToken(ctx, t.resource)
 	if err != nil {
 		return unavailable("the resource's token", err)

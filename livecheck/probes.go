@@ -105,9 +105,7 @@ var probes = []probe{
 			return "POST " + e.token + ": renew the main Session (session_id and fresh assertions)"
 		}},
 	{id: "api.read", section: "6", run: (*run).checkRead, when: needsAPI,
-		does: func(e *endpoints) string {
-			return "GET " + describeAPIs(e) + ": the first operations without required parameters, until one answers (at most 5), " + withMainTok
-		}},
+		does: describeRead},
 	{id: "nonce.resource", section: "RFC 9449 §9", run: (*run).checkResourceNonce, when: needsAPI,
 		does: func(*endpoints) string { return "read how that API asked for a DPoP nonce, if it did (nothing sent)" }},
 	{id: "api.no_token", section: "6", run: (*run).checkNoToken, when: needsAPI,
@@ -223,15 +221,15 @@ func needsConversations(r *run) string {
 	return ""
 }
 
-// describeAPIs names the OpenAPI documents api.read reads, or the
-// conversations it falls back on.
-func describeAPIs(e *endpoints) string {
+// describeRead says what api.read sends: GETs of the operations of the
+// Company's OpenAPI documents, or a read of an unknown conversation.
+func describeRead(e *endpoints) string {
 	if len(e.openapi) == 0 {
-		return e.conversations + "/{an unknown id}/events (no OpenAPI API)"
+		return "GET " + e.conversations + "/{an unknown id}/events " + withMainTok + " (the Company lists no OpenAPI API)"
 	}
-	s := "the operations of " + e.openapi[0].URL
+	docs := e.openapi[0].URL
 	if len(e.openapi) > 1 {
-		s += " (then " + e.openapi[1].URL + ")"
+		docs += " (then " + e.openapi[1].URL + ")"
 	}
-	return s
+	return "GET the operations of " + docs + " without required parameters, " + withMainTok + ", until one answers (at most 5)"
 }

@@ -163,22 +163,42 @@ func (r *run) checkRead(ctx context.Context) outcome {
 // a valid token gets conversation_not_found for (Poppy 0.1 §7.13).
 func (r *run) fallbackTarget(ctx context.Context, tried []string) outcome {
 	why := "no OpenAPI operation without required parameters"
-	if len(tried) > 0 {
+	switch {
+	case len(r.ep.openapi) == 0:
+		why = "the Company lists no OpenAPI API"
+	case len(tried) > 0:
 		why = "no read-only operation answered (" + strings.Join(tried, "; ") + ")"
 	}
 	if r.unknown == "" {
 		return skip("%s, and no conversations to probe instead", why)
 	}
-	t := &target{url: r.unknown, name: "GET " + r.ep.conversations + "/{an unknown id}/events"}
+	t := r.unknownTarget()
+	if o, ok := r.control(ctx, t); !ok {
+		return o
+	}
+	r.target = t
+	return skip("%s; the probes below use %s, which a valid token gets %s for", why, t.name, statusLine(t.control))
+}
+
+// unknownTarget is a read of a conversation that does not exist: a
+// general service (no resource) that changes nothing.
+func (r *run) unknownTarget() *target {
+	return &target{url: r.unknown, name: "GET " + r.ep.conversations + "/{an unknown id}/events"}
+}
+
+// control sends t as a valid request of the main Session and keeps the
+// answer as t.control. A refusal of it is the Company's failure, and
+// nothing can be probed against t.
+func (r *run) control(ctx context.Context, t *target) (outcome, bool) {
 	x, err := r.valid(ctx, t)
 	if err != nil {
-		return unavailable(t.name, err)
+		return unavailable(t.name, err), false
 	}
 	if x.status == http.StatusUnauthorized || x.status == http.StatusForbidden {
-		return fail("%s refused a valid Session Token and proof: %s", t.name, statusLine(x))
+		return fail("%s refused a valid Session Token and proof: %s", t.name, statusLine(x)), false
 	}
-	t.control, r.target = x, t
-	return skip("%s; the probes below use %s, which a valid token gets %s for", why, t.name, statusLine(x))
+	t.control = x
+	return outcome{}, true
 }
 
 // candidates are the GET operations without required parameters of the
