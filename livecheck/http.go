@@ -150,9 +150,10 @@ type builder func(nonce string) (*http.Request, error)
 // nonceEvent is one use_dpop_nonce answer to a probe.
 type nonceEvent struct {
 	origin      string
-	inChallenge bool // the code came in WWW-Authenticate, as RFC 9449 §9 has resources send it
-	named       bool // DPoP-Nonce named a nonce
-	retried     bool // the probe was sent again with it
+	endpoint    string // the request's URL without query, as retryafter keys it
+	inChallenge bool   // the code came in WWW-Authenticate, as RFC 9449 §9 has resources send it
+	named       bool   // DPoP-Nonce named a nonce
+	retried     bool   // the probe was sent again with it
 	after       *exchange
 }
 
@@ -191,7 +192,8 @@ func (r *run) send(ctx context.Context, target string, build builder, nonceRetry
 			return x, nil
 		}
 		nonceRetry = false
-		r.nonceLog = append(r.nonceLog, nonceEvent{origin: o, inChallenge: scheme != "", named: x.header.Get("DPoP-Nonce") != ""})
+		r.nonceLog = append(r.nonceLog, nonceEvent{origin: o, endpoint: retryafter.Endpoint(req.URL),
+			inChallenge: scheme != "", named: x.header.Get("DPoP-Nonce") != ""})
 		if x.header.Get("DPoP-Nonce") == "" {
 			return x, nil // nothing to retry with: the nonce check says so
 		}

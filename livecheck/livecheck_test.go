@@ -29,6 +29,7 @@ func TestFindings(t *testing.T) {
 		name     string
 		flaws    poppytest.Flaws
 		resource bool // the store API has a resource
+		noNonce  bool
 		poppy    func(doc map[string]any)
 		openapi  func(doc map[string]any)
 		setup    func(srv *poppytest.Server)
@@ -36,6 +37,8 @@ func TestFindings(t *testing.T) {
 	}{
 		{name: "clean", want: want{}},
 		{name: "clean with a resource", resource: true, want: want{}},
+		{name: "clean without nonces", noNonce: true, want: want{}},
+		{name: "ignores htm, without nonces", noNonce: true, flaws: poppytest.Flaws{IgnoreHTM: true}, want: want{"refuse.proof_htm": true}},
 		{name: "replayed jti", flaws: poppytest.Flaws{ReplayedAssertions: true}, want: want{"refuse.replayed_jti": true}},
 		{name: "array aud", flaws: poppytest.Flaws{ArrayAudience: true}, want: want{"refuse.array_aud": true}},
 		{name: "wrong aud", flaws: poppytest.Flaws{AnyAudience: true}, want: want{"refuse.wrong_aud": true}},
@@ -73,7 +76,7 @@ func TestFindings(t *testing.T) {
 		}, want: want{"signin.revoke_unknown": false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := &poppytest.Options{Flaws: tc.flaws, PoppyJSON: tc.poppy, OpenAPI: tc.openapi}
+			o := &poppytest.Options{Flaws: tc.flaws, PoppyJSON: tc.poppy, OpenAPI: tc.openapi, NoNonce: tc.noNonce}
 			if tc.resource {
 				o.OpenAPIResource = storeResource
 			}
@@ -93,6 +96,9 @@ func TestFindings(t *testing.T) {
 				case !failing && ch.Status != livecheck.Passed && ch.Status != livecheck.Skipped:
 					t.Errorf("%s fired wrongly: %s: %s", ch.ID, ch.Status, ch.Message)
 				}
+			}
+			if ch := byID(rep)["nonce.token"]; tc.noNonce && (ch.Status != livecheck.Skipped || !strings.Contains(ch.Message, "does not use DPoP nonces")) {
+				t.Errorf("nonce.token without nonces: %+v", ch)
 			}
 			if rep.OK() != (len(tc.want) == 0) {
 				t.Errorf("OK() = %v with %d failing checks wanted", rep.OK(), len(tc.want))

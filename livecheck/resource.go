@@ -245,7 +245,8 @@ func (r *run) checkResourceNonce(context.Context) outcome {
 	if r.target == nil {
 		return skip("no API request to probe with")
 	}
-	return r.judgeNonce(origin(r.target.url), true, "the API")
+	o := origin(r.target.url)
+	return r.judgeNonce(func(e nonceEvent) bool { return e.origin == o && !r.atToken(e) }, true, o, "the API")
 }
 
 // accepted reports whether x is answered as the valid request was.

@@ -8,11 +8,13 @@ package livecheck
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/internal/retryafter"
 )
 
 // foreign is a host no Company has: wrong aud and iss values name it.
@@ -80,16 +82,28 @@ func (r *run) checkNoStore(context.Context) outcome {
 
 // checkTokenNonce judges how the token endpoint asked for a DPoP nonce.
 func (r *run) checkTokenNonce(context.Context) outcome {
-	return r.judgeNonce(origin(r.ep.token), false, "the token endpoint")
+	return r.judgeNonce(r.atToken, false, origin(r.ep.token), "the token endpoint")
 }
 
-// judgeNonce judges the use_dpop_nonce answers an origin gave. At a
-// resource (atResource), the code must come in a DPoP challenge.
-func (r *run) judgeNonce(o string, atResource bool, where string) outcome {
-	i := slices.IndexFunc(r.nonceLog, func(e nonceEvent) bool { return e.origin == o })
+// atToken reports whether a use_dpop_nonce answer came from the token endpoint.
+func (r *run) atToken(e nonceEvent) bool { return e.endpoint == r.tokenKey() }
+
+func (r *run) tokenKey() string {
+	u, err := url.Parse(r.ep.token)
+	if err != nil {
+		return r.ep.token
+	}
+	return retryafter.Endpoint(u)
+}
+
+// judgeNonce judges the first use_dpop_nonce answer that match picks, from
+// origin o. At a resource (atResource), the code must come in a DPoP
+// challenge (RFC 9449 §9).
+func (r *run) judgeNonce(match func(nonceEvent) bool, atResource bool, o, where string) outcome {
+	i := slices.IndexFunc(r.nonceLog, match)
 	if i < 0 {
 		if _, ok := r.nonces[o]; ok {
-			return pass("%s sends DPoP-Nonce but took the first proof without one (RFC 9449 §8 lets it)", where)
+			return skip("%s never answered use_dpop_nonce: the proofs carried the nonce it had sent in DPoP-Nonce, or it needs none", where)
 		}
 		return skip("%s does not use DPoP nonces (RFC 9449 §8 lets it)", where)
 	}
@@ -166,8 +180,7 @@ const madeUpNonce = "poppy-mcp-check-made-up-nonce"
 // RFC 9449 §4.3: the server checks "the nonce claim matches the
 // server-provided nonce value"; §8: it answers use_dpop_nonce.
 func (r *run) checkWrongNonce(ctx context.Context) outcome {
-	o := origin(r.ep.token)
-	if !slices.ContainsFunc(r.nonceLog, func(e nonceEvent) bool { return e.origin == o && e.named }) {
+	if !slices.ContainsFunc(r.nonceLog, func(e nonceEvent) bool { return r.atToken(e) && e.named }) {
 		return skip("the token endpoint did not ask for a DPoP nonce, so any nonce may do")
 	}
 	x, err := r.postToken(ctx, grant{assertion: r.sessionAssertion(), key: r.main.key, nonce: madeUpNonce})
