@@ -2,6 +2,7 @@ package livecheck
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -62,5 +63,30 @@ func TestJudgeTokenRefusal(t *testing.T) {
 				t.Errorf("%s (security %v), want %s (security %v): %s", o.status, o.security, tc.want, tc.security, o.msg)
 			}
 		})
+	}
+}
+
+// TestStartProblems: each field §4.2 lists for a new signed-out Session
+// is checked, and a token response that has them all has no problem.
+func TestStartProblems(t *testing.T) {
+	good := `{"access_token":"t","token_type":"dpop","expires_in":3600,"scope":"","session_id":"ses_1","signed_in":false}`
+	for body, want := range map[string]string{
+		good: "",
+		`{"access_token":"t","token_type":"Bearer","expires_in":3600,"session_id":"ses_1","signed_in":false}`:                    `token_type is "Bearer"`,
+		`{"access_token":"t","token_type":"DPoP","expires_in":0,"session_id":"ses_1","signed_in":false}`:                         "expires_in",
+		`{"access_token":"t","token_type":"DPoP","expires_in":"3600","session_id":"ses_1","signed_in":false}`:                    "expires_in",
+		`{"access_token":"t","token_type":"DPoP","expires_in":3600,"signed_in":false}`:                                           "session_id",
+		`{"access_token":"t","token_type":"DPoP","expires_in":3600,"session_id":"ses_1"}`:                                        "signed_in",
+		`{"access_token":"t","token_type":"DPoP","expires_in":3600,"session_id":"ses_1","signed_in":true}`:                       "signed_in",
+		`{"access_token":"t","token_type":"DPoP","expires_in":3600,"session_id":"ses_1","signed_in":false,"scope":"poppy:read"}`: "scope",
+	} {
+		tr, err := parseTokenReply([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		got := strings.Join(startProblems(tr), "; ")
+		if want == "" && got != "" || !strings.Contains(got, want) {
+			t.Errorf("%s: problems %q, want one about %q", body, got, want)
+		}
 	}
 }

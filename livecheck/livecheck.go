@@ -165,6 +165,9 @@ func (c *Checker) Run(ctx context.Context, domain string) (*Report, error) {
 		return r.report(), err
 	}
 	for _, p := range probes {
+		if ctx.Err() != nil && r.fatal == nil {
+			r.fatal = &Error{What: "finish the probes", Err: ctx.Err()}
+		}
 		r.runProbe(ctx, p)
 	}
 	return r.report(), r.fatal

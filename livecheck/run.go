@@ -21,15 +21,14 @@ import (
 
 // endpoints are what the probes need of the Company's documents.
 type endpoints struct {
-	domain, issuer string
-	token          string // token_endpoint
-	revocation     string // revocation_endpoint
-	device         string // device_authorization_endpoint, when auth.device is offered
-	mediated       string // auth.mediated.endpoint
-	mediatedScope  string // the first scope Mediated Sign-In grants
-	conversations  string // the endpoint of the poppy conversation protocol
-	openapi        []discovery.API
-	mcp            []string // the url of every MCP API
+	token         string // token_endpoint
+	revocation    string // revocation_endpoint
+	device        string // device_authorization_endpoint, when auth.device is offered
+	mediated      string // auth.mediated.endpoint
+	mediatedScope string // the first scope Mediated Sign-In grants
+	conversations string // the endpoint of the poppy conversation protocol
+	openapi       []discovery.API
+	mcp           []string // the url of every MCP API
 }
 
 // run is one Run or Plan. Probes run one after another, so it needs no lock.
@@ -45,12 +44,12 @@ type run struct {
 
 	nonces   map[string]string // origin -> the latest DPoP-Nonce it sent a probe
 	nonceLog []nonceEvent
-	userID   string         // a User ID of this run alone
-	main     *session       // the Session most probes use
-	startX   *exchange      // the answer that started it
-	otherKey *auth.ProofKey // a DPoP key no token is bound to
-	target   *target        // the API request the resource probes are sent as
-	resTok   map[string]auth.Secret
+	userID   string                 // a User ID of this run alone
+	main     *session               // the Session most probes use
+	startX   *exchange              // the answer that started it
+	otherKey *auth.ProofKey         // a DPoP key no token is bound to
+	target   *target                // the API request the resource probes are sent as
+	resTok   map[string]auth.Secret // resource -> the main Session's token for it
 	conv     convState
 	unknown  string // the events URL of a conversation that does not exist
 }
@@ -92,7 +91,7 @@ func (c *Checker) start(ctx context.Context, domain string) (*run, error) {
 // endpointsOf takes the endpoints from what discovery found.
 func endpointsOf(co *discovery.Company) endpoints {
 	doc, md := co.Document, co.Metadata
-	e := endpoints{domain: co.Domain, issuer: doc.Auth.Issuer, token: md.TokenEndpoint, revocation: md.RevocationEndpoint}
+	e := endpoints{token: md.TokenEndpoint, revocation: md.RevocationEndpoint}
 	if doc.Auth.Device != nil {
 		e.device = md.DeviceAuthorizationEndpoint
 	}

@@ -33,6 +33,15 @@ func (r *run) checkStart(ctx context.Context) outcome {
 		return fail("could not %s: %v", what, err)
 	}
 	r.main, r.startX = s, x
+	if bad := startProblems(t); len(bad) > 0 {
+		return fail("a Session started, but its token response is wrong: %s", strings.Join(bad, "; "))
+	}
+	return pass("a Session starts: HTTP 200, token_type DPoP, expires_in %.0f, a session_id, signed_in false, no scope", t.expiresIn)
+}
+
+// startProblems lists what is wrong with the token response that started
+// a signed-out Session (Poppy 0.1 §4.2).
+func startProblems(t tokenReply) []string {
 	var bad []string
 	// Poppy 0.1 §4.2: "token_type is DPoP, or Bearer for a token requested without a proof"
 	if !strings.EqualFold(t.tokenType, "DPoP") {
@@ -53,10 +62,7 @@ func (r *run) checkStart(ctx context.Context) outcome {
 	if strings.TrimSpace(t.scope) != "" {
 		bad = append(bad, "scope is not empty, though a signed-out token has none")
 	}
-	if len(bad) > 0 {
-		return fail("a Session started, but its token response is wrong: %s", strings.Join(bad, "; "))
-	}
-	return pass("a Session starts: HTTP 200, token_type DPoP, expires_in %.0f, a session_id, signed_in false, no scope", t.expiresIn)
+	return bad
 }
 
 // quoted shows a Company's short value, cleaned.
@@ -193,6 +199,9 @@ func (r *run) checkWrongNonce(ctx context.Context) outcome {
 // checkRenew renews the main Session; the token it returns is the
 // Session's from now on (Poppy 0.1 §4.3: "it MUST use the new token from then on").
 func (r *run) checkRenew(ctx context.Context) outcome {
+	if r.main.id == "" {
+		return skip("the Session has no session_id to renew it with")
+	}
 	x, err := r.postToken(ctx, grant{assertion: r.sessionAssertion(), sessionID: r.main.id, key: r.main.key})
 	if err != nil {
 		return unavailable("the renewal", err)
