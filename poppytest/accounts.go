@@ -178,7 +178,11 @@ func (s *Server) requestedScopes(section, kind, raw string, present bool) ([]str
 	for _, sc := range want {
 		if !slices.Contains(offered, sc) {
 			// Poppy 0.1 §4.4: "Missing, unknown, or unavailable scopes are rejected with invalid_scope."
-			return nil, newError("invalid_scope", "scope %q is not offered by %s sign-in", sc, kind)
+			code := "invalid_scope"
+			if s.flaws().UnknownScopeInvalidRequest {
+				code = "invalid_request"
+			}
+			return nil, newError(code, "scope %q is not offered by %s sign-in", sc, kind)
 		}
 		if !slices.Contains(out, sc) {
 			out = append(out, sc)

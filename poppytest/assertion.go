@@ -211,7 +211,8 @@ func (s *Server) checkSessionAssertion(form url.Values, c *client) (*jwtClaims, 
 
 // checkSessionClaims applies Poppy 0.1 §4.2 to a Session assertion's claims.
 func (s *Server) checkSessionClaims(c *jwtClaims, clientID string) *oauthError {
-	if c.Iss != clientID {
+	f := s.flaws()
+	if c.Iss != clientID && !f.ForeignIssuer {
 		// Poppy 0.1 §4.2: the Company "checks that the assertion's iss is the authenticated client_id"
 		return s.agentBug("4.2", "invalid_grant", "Session assertion iss %q is not the authenticated client_id %q", c.Iss, clientID)
 	}
@@ -223,14 +224,15 @@ func (s *Server) checkSessionClaims(c *jwtClaims, clientID string) *oauthError {
 		return s.agentBug("4.2", "invalid_grant", "User ID %q looks like an email address or phone number", c.Sub)
 	}
 	auds, single := c.audiences()
-	if !single {
+	switch {
+	case s.audienceTaken(auds, single):
+	case !single:
 		// Poppy 0.1 §4.2: "aud is the Company's token_endpoint, as a single string rather than an array"
 		return s.agentBug("4.2", "invalid_grant", "Session assertion aud is %s, not a single string", c.Aud)
+	default:
+		return s.agentBug("4.2", "invalid_grant", "Session assertion aud %s is not the token_endpoint %q", c.Aud, s.tokenEndpoint())
 	}
-	if auds[0] != s.tokenEndpoint() {
-		return s.agentBug("4.2", "invalid_grant", "Session assertion aud %q is not the token_endpoint %q", auds[0], s.tokenEndpoint())
-	}
-	if p := s.timeProblem(c, maxSessionAssertionLife, true); p != "" {
+	if p := s.timeProblem(c, maxSessionAssertionLife, true); p != "" && !(f.ExpiredAssertions && c.Exp != nil && c.Iat != nil) {
 		// Poppy 0.1 §4.2: "The assertion is short-lived"
 		return s.agentBug("4.2", "invalid_grant", "Session assertion: %s", p)
 	}
@@ -238,7 +240,7 @@ func (s *Server) checkSessionClaims(c *jwtClaims, clientID string) *oauthError {
 		// Poppy 0.1 §4.2: "jti is a unique ID for the assertion, with at least 128 random bits"
 		return s.agentBug("4.2", "invalid_grant", "Session assertion jti %q is shorter than %d characters (128 bits)", c.Jti, minJTILength)
 	}
-	if s.useJTI("session "+clientID, c.Jti, unixTime(*c.Exp)) {
+	if s.useJTI("session "+clientID, c.Jti, unixTime(*c.Exp)) && !f.ReplayedAssertions {
 		// Poppy 0.1 §4.2: "The Company rejects one it has already seen"
 		return s.agentBug("4.2", "invalid_grant", "Session assertion jti %q was used before", c.Jti)
 	}

@@ -291,7 +291,7 @@ func sentKey(c *Caller, messageID string) string {
 // holds st.mu.
 func (s *Server) retried(c *Caller, messageID, fp string, q readQuery) (accepted, *convError, bool) {
 	prev := s.conv.sent[sentKey(c, messageID)]
-	if prev == nil {
+	if prev == nil || s.flaws().DuplicateMessages {
 		return accepted{}, nil, false
 	}
 	if prev.fingerprint != fp {

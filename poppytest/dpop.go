@@ -52,7 +52,7 @@ func (s *Server) checkProof(r *http.Request, host, token string) (string, *oauth
 	if e := s.checkProofClaims(r, host, token, claims); e != nil {
 		return "", e
 	}
-	if !s.opts.NoNonce && claims.Nonce != s.nonce(host) {
+	if !s.opts.NoNonce && claims.Nonce != s.nonce(host) && !(s.flaws().AnyNonce && claims.Nonce != "") {
 		// RFC 9449 §8: the server answers use_dpop_nonce with the nonce in DPoP-Nonce
 		return "", newError("use_dpop_nonce", "poppytest: proof must carry the current DPoP-Nonce")
 	}
@@ -130,7 +130,8 @@ func (s *Server) checkProofClaims(r *http.Request, host, token string, c *proofC
 	if c.Jti == "" || c.Iat == nil {
 		return s.agentBug("4.3", "invalid_dpop_proof", "proof lacks jti or iat")
 	}
-	if c.Htm != r.Method {
+	f := s.flaws()
+	if c.Htm != r.Method && !f.IgnoreHTM {
 		// Poppy 0.1 §4.3: "htm and htu match the request."
 		return s.agentBug("4.3", "invalid_dpop_proof", "proof htm %q, request method %s", c.Htm, r.Method)
 	}
@@ -140,7 +141,7 @@ func (s *Server) checkProofClaims(r *http.Request, host, token string, c *proofC
 		// Poppy 0.1 §4.3: htm and htu are "the request's HTTP method and URL, without the query or fragment"
 		return s.agentBug("4.3", "invalid_dpop_proof", "proof htu %q is not an absolute URL without query or fragment", c.Htu)
 	}
-	if wantN, _ := normalizeHTU(want); got != wantN {
+	if wantN, _ := normalizeHTU(want); got != wantN && !f.IgnoreHTU {
 		return s.agentBug("4.3", "invalid_dpop_proof", "proof htu %q does not match the request URL %s", c.Htu, want)
 	}
 	if d := s.timeNow().Sub(unixTime(*c.Iat)); d > proofWindow || d < -proofWindow {

@@ -199,6 +199,10 @@ type Options struct {
 	// (§4.3 "Narrower tokens"): the store API then accepts only Session
 	// Tokens issued for it. Zero: no resource, general DPoP Session Tokens.
 	OpenAPIResource string
+
+	// Flaws make the Server break Company-side rules one at a time (flaws.go),
+	// for tools that check Companies. Zero: it breaks none.
+	Flaws Flaws
 }
 
 // Server is a reference Company. Its methods are safe for concurrent use,

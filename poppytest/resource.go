@@ -73,6 +73,9 @@ func (s *Server) Authenticate(w http.ResponseWriter, r *http.Request, resource s
 func (s *Server) authenticate(r *http.Request, resource string, bearerOK bool) (*Caller, *oauthError) {
 	host := hostOnly(r.Host)
 	authz := r.Header.Values("Authorization")
+	if qs, qv, ok := s.queryToken(r); ok && len(authz) == 0 {
+		authz = []string{qs + " " + qv} // Flaws.QueryTokens
+	}
 	switch {
 	case len(authz) == 0 && bearerOK:
 		return nil, &oauthError{status: http.StatusUnauthorized} // RFC 6750 §3.1: no error code
@@ -89,7 +92,7 @@ func (s *Server) authenticate(r *http.Request, resource string, bearerOK bool) (
 	if !isDPoP && !strings.EqualFold(scheme, "Bearer") {
 		return nil, s.agentBug("4.3", "invalid_token", "Authorization scheme %q, want DPoP", scheme)
 	}
-	if !isDPoP && !bearerOK {
+	if !isDPoP && !bearerOK && !s.flaws().BearerAnywhere {
 		// Poppy 0.1 §4.3: Companies "MUST require DPoP everywhere else"
 		return nil, s.agentBug("4.3", "invalid_token", "Bearer token at %s%s, which takes only DPoP", host, r.URL.Path)
 	}
@@ -135,8 +138,9 @@ func (s *Server) unknownToken(value string) *oauthError {
 
 // checkBinding checks the token's scheme and its proof-of-possession.
 func (s *Server) checkBinding(r *http.Request, host, value string, tok *token, isDPoP bool) *oauthError {
+	f := s.flaws()
 	if !isDPoP {
-		if tok.jkt != "" {
+		if tok.jkt != "" && !f.BearerAnywhere {
 			// RFC 9449 §7.1: a DPoP-bound token sent as Bearer loses its binding
 			return s.agentBug("4.3", "invalid_token", "a DPoP-bound Session Token sent with the Bearer scheme")
 		}
@@ -145,11 +149,14 @@ func (s *Server) checkBinding(r *http.Request, host, value string, tok *token, i
 	if tok.jkt == "" {
 		return s.agentBug("4.3", "invalid_token", "a Bearer Session Token sent with the DPoP scheme")
 	}
+	if len(r.Header.Values("DPoP")) == 0 && f.MissingProof {
+		return nil
+	}
 	jkt, e := s.checkProof(r, host, value)
 	if e != nil {
 		return e
 	}
-	if jkt != tok.jkt {
+	if jkt != tok.jkt && !f.AnyProofKey {
 		// Poppy 0.1 §4.3: the Company checks "That key is the one the Session Token is bound to."
 		return s.agentBug("4.3", "invalid_dpop_proof", "proof key is not the key the Session Token is bound to")
 	}
@@ -164,7 +171,7 @@ func (s *Server) checkTokenUse(r *http.Request, host, resource string, tok *toke
 		return newError("invalid_token", "the Session Token has expired")
 	case sess.Ended:
 		return newError("invalid_token", "the Session has ended")
-	case tok.resource != resource:
+	case tok.resource != resource && !s.flaws().AnyResource:
 		// Poppy 0.1 §4.3: a Company with separate tokens "accepts a token at such a service only if it was issued for that resource"; §6: an MCP server "MUST accept only tokens issued for its url"
 		return s.agentBug("4.3", "invalid_token", "a Session Token issued for resource %q sent to %s%s (resource %q)", tok.resource, host, r.URL.Path, resource)
 	}

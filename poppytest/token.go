@@ -285,8 +285,13 @@ func (s *Server) writeToken(w http.ResponseWriter, req *tokenRequest, res *grant
 	for k, v := range res.extra {
 		resp[k] = v
 	}
-	w.Header().Set("Cache-Control", "no-store") // Poppy 0.1 §4.2, RFC 6749 §5.1
-	w.Header().Set("Pragma", "no-cache")
+	if s.flaws().RenewalDropsSessionID && req.form.Has("session_id") {
+		delete(resp, "session_id")
+	}
+	if !s.flaws().CacheableTokens {
+		w.Header().Set("Cache-Control", "no-store") // Poppy 0.1 §4.2, RFC 6749 §5.1
+		w.Header().Set("Pragma", "no-cache")
+	}
 	writeJSON(w, cmp.Or(res.status, http.StatusOK), resp)
 }
 

@@ -24,17 +24,24 @@ type checkReport struct {
 	Error    string              `json:"error,omitempty"` // set when the Company could not be checked
 }
 
-// runCheck validates a Company's public documents as an agent reads them. It
-// never signs in. Exit 0: no errors; 1: errors found; 2: could not check.
+// runCheck validates a Company's public documents as an agent reads them,
+// or with --live probes the running Company (check_live.go). It never signs
+// in. Exit 0: no errors; 1: errors found; 2: could not check.
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	var c common
 	c.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	var lf liveFlags
+	lf.register(fs)
 	pos, ok := parseInterspersed(fs, args, stderr)
-	if !ok || len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: poppy-mcp check [--json] [--resolve HOST:PORT:ADDR]... DOMAIN")
+	if !ok || len(pos) != 1 || !lf.live && (lf.conversations || lf.dryRun) {
+		fmt.Fprintln(stderr, "usage: poppy-mcp check [--json] [--resolve HOST:PORT:ADDR]... DOMAIN\n"+
+			"       poppy-mcp check --live [--conversations] [--dry-run] [--json] [--state-dir DIR] [--client-id URL] [--resolve HOST:PORT:ADDR]... DOMAIN")
 		return 2
+	}
+	if lf.live {
+		return runCheckLive(ctx, &c, lf, *asJSON, pos[0], stdout, stderr)
 	}
 	d := discovery.New(documentClient(c.transport()), nil)
 	co, err := d.Discover(ctx, pos[0], true)
@@ -69,13 +76,7 @@ func printReport(stdout, stderr io.Writer, rep checkReport, err error) {
 		fmt.Fprintf(stderr, "poppy-mcp check: %v\n", err)
 		return
 	}
-	for _, f := range rep.Findings {
-		note := ""
-		if f.Severity == discovery.Error && !f.BlocksUse {
-			note = " (skipped by poppy-mcp: does not block use)"
-		}
-		fmt.Fprintf(stdout, "%s: %-7s §%-4s %s%s\n", rep.Domain, f.Severity, f.Section, f.Message, note)
-	}
+	printFindings(stdout, rep.Domain, rep.Findings)
 	if err != nil {
 		fmt.Fprintf(stderr, "poppy-mcp check: could not check %s: %v\n", rep.Domain, err)
 		return
@@ -96,4 +97,15 @@ func printReport(stdout, stderr io.Writer, rep checkReport, err error) {
 		verdict = "usable (the errors are in parts poppy-mcp skips)"
 	}
 	fmt.Fprintf(stdout, "%s: %d error(s), %d warning(s): %s\n", rep.Domain, errs, warns, verdict)
+}
+
+// printFindings prints the documents' findings, one a line.
+func printFindings(w io.Writer, domain string, findings []discovery.Finding) {
+	for _, f := range findings {
+		note := ""
+		if f.Severity == discovery.Error && !f.BlocksUse {
+			note = " (skipped by poppy-mcp: does not block use)"
+		}
+		fmt.Fprintf(w, "%s: %-7s §%-4s %s%s\n", domain, f.Severity, f.Section, f.Message, note)
+	}
 }

@@ -18,6 +18,8 @@ const usage = `poppy-mcp: a Personal Agent for Poppy, as an MCP server
 Usage:
   poppy-mcp [serve] [--demo] [flags]    MCP server over stdio (logs to stderr)
   poppy-mcp check [--json] DOMAIN       validate a Company's discovery documents
+  poppy-mcp check --live [--conversations] [--dry-run] [--json] DOMAIN
+                                        probe the running Company under the agent's identity
   poppy-mcp init --client-id URL [--redirect-uri URL]... [--out DIR] [--rotate]
                                         create the agent's signing key; write agent.json and jwks.json
   poppy-mcp openapi [--json] [--domain DOMAIN] FILE_OR_URL
