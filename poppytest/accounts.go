@@ -167,11 +167,11 @@ func (s *Server) typeScopes(kind string) []string {
 
 // requestedScopes applies Poppy 0.1 §4.4 to the scope of a sign-in request
 // of type kind. present says whether the request had a scope at all.
-func (s *Server) requestedScopes(section, kind, raw string, present bool) ([]string, *oauthError) {
+func (s *Server) requestedScopes(r *http.Request, section, kind, raw string, present bool) ([]string, *oauthError) {
 	want := strings.Fields(raw)
 	if !present || len(want) == 0 {
 		// Poppy 0.1 §4.4: "Each sign-in request MUST include scope as a space-separated string"
-		return nil, s.agentBug(section, "invalid_scope", "%s sign-in request without scope", kind)
+		return nil, s.agentBug(r, section, "invalid_scope", "%s sign-in request without scope", kind)
 	}
 	offered := s.typeScopes(kind)
 	var out []string
@@ -214,11 +214,11 @@ func grantedScopes(requested, approved []string) ([]string, error) {
 func (s *Server) checkSignInGrant(section string, req *tokenRequest) (string, *oauthError) {
 	if req.jkt == "" {
 		// Poppy 0.1 §4.5, §4.6: the request carries "a DPoP Proof, and the session_id"
-		return "", s.agentBug(section, "invalid_dpop_proof", "%s grant without a DPoP proof", req.form.Get("grant_type"))
+		return "", s.agentBug(req.r, section, "invalid_dpop_proof", "%s grant without a DPoP proof", req.form.Get("grant_type"))
 	}
 	sid := req.form.Get("session_id")
 	if sid == "" {
-		return "", s.agentBug(section, "invalid_request", "%s grant without session_id", req.form.Get("grant_type"))
+		return "", s.agentBug(req.r, section, "invalid_request", "%s grant without session_id", req.form.Get("grant_type"))
 	}
 	return sid, nil
 }
@@ -227,7 +227,7 @@ func (s *Server) checkSignInGrant(section string, req *tokenRequest) (string, *o
 // signs the Session sid in with it (Poppy 0.1 §4.4: "the Company returns an
 // Account Token as refresh_token, and a signed-in Session Token for the
 // current Session"). It returns the grant's result and the token's family.
-func (s *Server) signInSession(section, sid, clientID, account string, scopes []string) (*grantResult, string, *oauthError) {
+func (s *Server) signInSession(r *http.Request, section, sid, clientID, account string, scopes []string) (*grantResult, string, *oauthError) {
 	value := "pat_" + randomString(32)
 	at := &accountToken{clientID: clientID, account: account, scopes: slices.Clone(scopes), family: "fam_" + randomString(12)}
 	if l := s.opts.AccountTokenLifetime; l > 0 {
@@ -243,7 +243,7 @@ func (s *Server) signInSession(section, sid, clientID, account string, scopes []
 	}
 	s.mu.Unlock()
 	if ref != nil {
-		return nil, "", ref.answer(s, section)
+		return nil, "", ref.answer(s, r, section)
 	}
 	if s.opts.NoAccountTokens {
 		// Kept, so revocation by account still signs the Session out, but never sent.
@@ -279,11 +279,11 @@ type refusal struct {
 
 // answer returns the error answer, reporting a violation of section first
 // when the refusal shows an agent bug. The caller must not hold mu.
-func (r *refusal) answer(s *Server, section string) *oauthError {
-	if r.bug {
-		return s.agentBug(section, r.code, "%s", r.desc)
+func (ref *refusal) answer(s *Server, r *http.Request, section string) *oauthError {
+	if ref.bug {
+		return s.agentBug(r, section, ref.code, "%s", ref.desc)
 	}
-	return newError(r.code, "%s", r.desc)
+	return newError(ref.code, "%s", ref.desc)
 }
 
 // bindSessionLocked signs the Session sid in with the Account Token at, or

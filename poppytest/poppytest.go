@@ -206,7 +206,8 @@ type Server struct {
 	docs      map[string]*document               // host+path -> served document; nil: removed
 	agentDocs []string                           // paths of SetAgentDocuments on AgentHost
 	reqs      []Request
-	viols     []string
+	arriving  map[*http.Request]int // requests being served -> their index in reqs
+	viols     []Violation
 	secrets   []string            // IssuedSecrets, in order
 	secretSet map[string]struct{} // the same, as a set
 	served    map[string]int      // Served counters
@@ -259,7 +260,7 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 	t.Helper()
 	s := &Server{t: t, handlers: map[string]map[string]http.Handler{},
 		muxes: map[string]*http.ServeMux{}, docs: map[string]*document{},
-		secretSet: map[string]struct{}{}, served: map[string]int{}, limits: map[string]*rateLimit{}, slow: map[string]time.Duration{},
+		secretSet: map[string]struct{}{}, arriving: map[*http.Request]int{}, served: map[string]int{}, limits: map[string]*rateLimit{}, slow: map[string]time.Duration{},
 		grants: map[string]grantFunc{}, clients: map[string]*client{}, jtis: map[string]time.Time{},
 		nonces: map[string]string{}, sessions: map[string]*Session{}, tokens: map[string]*token{},
 		usedSeq: map[string]uint64{}}
@@ -429,6 +430,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.inflight.Done()
 	host := hostOnly(r.Host)
 	s.record(r, host)
+	defer s.finished(r)
 	s.checkEveryRequest(r, host)
 	if !s.opts.NoNonce && host != s.agentHost {
 		w.Header().Set("DPoP-Nonce", s.nonce(host)) // RFC 9449 §8.2: a new nonce may come on any response

@@ -135,7 +135,7 @@ func (s *Server) SignInSession(sessionID, account string, scopes ...string) erro
 	if sess == nil {
 		return errors.New("poppytest: SignInSession: no Session " + sessionID)
 	}
-	if _, _, e := s.signInSession("5", sessionID, clientID, account, scopes); e != nil {
+	if _, _, e := s.signInSession(nil, "5", sessionID, clientID, account, scopes); e != nil {
 		return errors.New("poppytest: SignInSession: " + e.code + ": " + e.desc)
 	}
 	return nil
