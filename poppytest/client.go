@@ -53,6 +53,10 @@ type clientDoc struct {
 // is set, and whether it came from the cache. A document that breaks §4.1 is
 // the agent's violation and invalid_client.
 func (s *Server) loadClient(r *http.Request, clientID string, refetch bool) (*client, bool, *oauthError) {
+	if s.opts.ClientID != "" && clientID != s.opts.ClientID {
+		// Not the agent's bug: another test's agent came to this Company.
+		return nil, false, newError("invalid_client", "poppytest: this Company serves only the agent %s, not %s", s.opts.ClientID, clientID)
+	}
 	now := s.timeNow()
 	s.mu.Lock()
 	c := s.clients[clientID]
@@ -162,6 +166,9 @@ func (s *Server) fetchAgentJSON(ctx context.Context, rawURL string, v any) error
 	}
 	req.Header.Set("Accept", "application/json")
 	c := *s.client
+	if s.opts.AgentClient != nil {
+		c = *s.opts.AgentClient
+	}
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := c.Do(req)
 	if err != nil {

@@ -5,7 +5,8 @@
 // its own freshly generated certificate authority. It serves every host of one
 // Company (Domain, www.Domain, auth.Domain, api.Domain, mcp.Domain) and the
 // agent's own host (AgentHost) from that one listener, routing by the Host
-// header. Server.Client and Server.Transport trust only that CA and dial every
+// header. Several Servers can share one listener and CA instead: a Front
+// (Options.Front), as poppytest serve does with a Company per test run. Server.Client and Server.Transport trust only that CA and dial every
 // one of those names, at any port, to the listener, so the agent under test
 // uses the real https URLs of the spec.
 //
@@ -28,8 +29,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"io"
-	"log"
 	"net"
 	"net/http"
 	"strings"
@@ -184,6 +183,24 @@ type Options struct {
 	// (§4.3 "Narrower tokens"): the store API then accepts only Session
 	// Tokens issued for it. Zero: no resource, general DPoP Session Tokens.
 	OpenAPIResource string
+
+	// Sharing a listener, and agents from elsewhere (front.go, client.go),
+	// as poppytest serve runs a Company per test run.
+
+	// Front is the listener and CA the Server shares with other Servers.
+	// Nil: Start makes a Front of its own, with a CA of its own.
+	Front *Front
+	// ClientID, when set, is the only agent the Company serves: a request
+	// authenticated as another client_id is refused with invalid_client, and
+	// is not counted as a violation (it is some other test's agent). Zero:
+	// any agent.
+	ClientID string
+	// AgentClient fetches the agent's client_id document and key set
+	// (§4.1), for an agent under test that publishes its own, such as at
+	// https://localhost:8443/agent.json; it does not follow redirects. Nil:
+	// the Server's own Client, which reaches only the Server's hosts
+	// (documents given to SetAgentDocuments).
+	AgentClient *http.Client
 }
 
 // Server is a reference Company. Its methods are safe for concurrent use,
@@ -196,7 +213,7 @@ type Server struct {
 	timeNow   func() time.Time
 	tls       *authority
 
-	// mu guards every field from here to srv.
+	// mu guards every field from here to front.
 	mu        sync.Mutex
 	started   bool                               // set once, by Start
 	closed    bool                               // set once, by Close
@@ -224,12 +241,14 @@ type Server struct {
 	tokenSeq     uint64            // the seq of the latest token issued
 	usedSeq      map[string]uint64 // token use -> the latest seq used at a resource
 
-	listener net.Listener
-	srv      *http.Server
+	front   *Front             // set by Start, or by NewUnstartedServer from Options.Front
+	ca      *certAuthority     // the Server's own CA; nil on a shared Front
+	life    context.Context    // ends at Close: requests in flight see it
+	endLife context.CancelFunc // ends life
 
 	transport *http.Transport // set once by NewUnstartedServer
 	client    *http.Client    // set once by NewUnstartedServer
-	inflight  sync.WaitGroup
+	inflight  sync.WaitGroup  // requests the Front is handing to the Server
 
 	// The MCP server (mcpserver*.go).
 	mcpSrv *mcpState // set once by installMCPServer; has its own lock
@@ -276,11 +295,18 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 		s.timeNow = time.Now
 	}
 	// Certificates follow the real clock, which TLS clients check, not Options.Now.
-	auth, err := newAuthority(s.domain, s.agentHost, time.Now())
+	var auth *authority
+	var err error
+	if s.front = s.opts.Front; s.front != nil {
+		auth, err = s.front.ca.issue(s.domain, s.agentHost, time.Now())
+	} else {
+		s.ca, auth, err = newAuthority(s.domain, s.agentHost, time.Now())
+	}
 	if err != nil {
 		panic("poppytest: " + err.Error()) // only a broken crypto/rand gets here
 	}
 	s.tls = auth
+	s.life, s.endLife = context.WithCancel(context.Background())
 	s.transport = s.newTransport()
 	s.client = &http.Client{Transport: s.transport}
 	s.install()
@@ -312,32 +338,48 @@ func orDefault(v, def string) string {
 	return v
 }
 
-// Start starts serving on a loopback port. It panics if the Server has
-// already been started or closed, or if it cannot listen.
+// Start starts serving: on a loopback port of its own, or on Options.Front,
+// taking the hosts it serves there (AgentHost only once it serves something
+// there, so Servers sharing a Front can share an agent's host that none of
+// them serves). It panics if the Server has already been started or closed,
+// if it cannot listen, or if another Server on the Front has one of its hosts.
 func (s *Server) Start() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started || s.closed {
 		panic("poppytest: Start on a started or closed Server")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic("poppytest: listen: " + err.Error())
+	if s.front == nil {
+		f, err := startFront("127.0.0.1:0", s.ca)
+		if err != nil {
+			panic(err.Error())
+		}
+		f.own, s.front = s, f
+	}
+	var hosts []string
+	for _, h := range s.hosts {
+		if s.takesLocked(h) {
+			hosts = append(hosts, h)
+		}
+	}
+	if err := s.front.take(s, hosts...); err != nil {
+		panic("poppytest: Start: " + err.Error())
 	}
 	s.started = true
-	s.listener = ln
-	s.srv = &http.Server{
-		Handler:           s,
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{s.tls.leaf}, MinVersion: tls.VersionTLS12},
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          log.New(io.Discard, "", 0), // handshake errors of clients under test are theirs to report
-	}
-	go func() { _ = s.srv.ServeTLS(ln, "", "") }()
 }
 
-// Close stops the Server: it closes the listener and every connection, then
-// waits for handlers still running to return. Violations found after Close
-// are recorded but no longer reported to T. Close may be called more than once.
+// takesLocked reports whether the Server takes host on its Front: every host
+// on its own Front, and on a shared one every host but an AgentHost that
+// serves nothing. The caller holds mu.
+func (s *Server) takesLocked(host string) bool {
+	return s.ca != nil || host != s.agentHost || len(s.handlers[host]) > 0
+}
+
+// Close stops the Server: it gives its hosts back to the Front (closing the
+// Front if it is its own, with every connection), ends the requests in
+// flight, then waits for their handlers to return. Violations found after
+// Close are recorded but no longer reported to T. Close may be called more
+// than once.
 func (s *Server) Close() {
 	s.mu.Lock()
 	if s.closed {
@@ -345,25 +387,30 @@ func (s *Server) Close() {
 		return
 	}
 	s.closed = true
-	srv := s.srv
+	started := s.started
 	s.mu.Unlock()
 	s.transport.CloseIdleConnections()
-	if srv == nil {
+	if !started {
+		s.endLife()
 		return
 	}
-	_ = srv.Close()
+	s.front.release(s)
+	s.endLife()
+	if s.front.own == s {
+		s.front.Close()
+	}
 	s.inflight.Wait()
 }
 
-// Addr is the "127.0.0.1:PORT" address of the Server's single TLS listener.
-// It is empty before Start.
+// Addr is the "127.0.0.1:PORT" address of the Server's TLS listener, its
+// Front's. It is empty before Start.
 func (s *Server) Addr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.listener == nil {
+	if !s.started {
 		return ""
 	}
-	return s.listener.Addr().String()
+	return s.front.Addr()
 }
 
 // Domain is the Company's domain, such as "example.com".
@@ -399,6 +446,11 @@ func (s *Server) Handle(host, pattern string, h http.Handler) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.started && !s.closed {
+		if err := s.front.take(s, host); err != nil {
+			panic("poppytest: Handle: " + err.Error())
+		}
+	}
 	s.addHost(host)
 	s.handlers[host][pattern] = h
 	mux := http.NewServeMux()
@@ -426,8 +478,6 @@ func (s *Server) addHost(host string) {
 // ServeHTTP records the request, runs the checks that apply to every request,
 // and routes it by host. An unknown host gets 421 Misdirected Request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.inflight.Add(1)
-	defer s.inflight.Done()
 	host := hostOnly(r.Host)
 	s.record(r, host)
 	defer s.finished(r)
