@@ -10,6 +10,7 @@ package poppytest
 // GET https://api.<domain>/account, an account-only endpoint.
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -33,6 +34,10 @@ type Account struct {
 	// SentTo is where the code goes, as the code_required answer's
 	// code.sent_to shows it.
 	SentTo string
+	// Credentials are the account's answers to auth.mediated.fields, by
+	// field name, for a poppy.json whose fields are not "email" and
+	// "password". Nil: Email and Password are the answers.
+	Credentials map[string]string
 }
 
 // DefaultAccounts returns the accounts a Server has when Options.Accounts is
@@ -47,9 +52,13 @@ func DefaultAccounts() []Account {
 	}
 }
 
-// String describes the account without its password.
+// String describes the account without its password or credentials.
 func (a Account) String() string {
-	return fmt.Sprintf("poppytest.Account{ID: %q, Email: %q, Password: [redacted], RequiresCode: %t}", a.ID, a.Email, a.RequiresCode)
+	creds := ""
+	if a.Credentials != nil {
+		creds = ", Credentials: [redacted]"
+	}
+	return fmt.Sprintf("poppytest.Account{ID: %q, Email: %q, Password: [redacted], RequiresCode: %t%s}", a.ID, a.Email, a.RequiresCode, creds)
 }
 
 // GoString is String, so %#v leaves the password out too.
@@ -124,6 +133,24 @@ func (s *Server) accountByID(id string) (Account, bool) {
 		}
 	}
 	return Account{}, false
+}
+
+// loginMediated returns the account whose mediated sign-in answers creds
+// are: its Credentials, or its email and password.
+func (s *Server) loginMediated(creds map[string]string) (Account, bool) {
+	for _, a := range s.signIn.accounts {
+		if a.Credentials == nil {
+			continue
+		}
+		match := len(a.Credentials) > 0
+		for name, want := range a.Credentials {
+			match = match && subtle.ConstantTimeCompare([]byte(creds[name]), []byte(want)) == 1
+		}
+		if match {
+			return a, true
+		}
+	}
+	return s.login(creds["email"], creds["password"])
 }
 
 // login returns the account whose email and password these are.

@@ -64,7 +64,11 @@ func (s *Server) newMCPServer() (*server.StreamableHTTPServer, *server.MCPServer
 		server.WithPaginationLimit(pageSize),
 		server.WithRecovery(),
 	)
-	m.AddTools(s.mcpTools()...)
+	if s.opts.MCPTools != nil {
+		m.AddTools(cannedTools(s.opts.MCPTools)...)
+	} else {
+		m.AddTools(s.mcpTools()...)
+	}
 	for _, name := range s.mcpSrv.order {
 		m.AddTool(echoTool(name, s.mcpSrv.extra[name]))
 	}
@@ -123,7 +127,7 @@ func (s *Server) mcpScopesOK(w http.ResponseWriter, r *http.Request, c *Caller) 
 	if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" {
 		return true
 	}
-	scopes := mcpToolScopes[msg.Params.Name]
+	scopes := s.toolScopes(msg.Params.Name)
 	return len(scopes) == 0 || s.RequireScopes(w, c, scopes...)
 }
 

@@ -176,7 +176,7 @@ func (s *Server) handleMediated(w http.ResponseWriter, r *http.Request) {
 		s.writeMediated(w, e.status, failed(e))
 		return
 	}
-	a, ok := s.login(req.Credentials["email"], req.Credentials["password"])
+	a, ok := s.loginMediated(req.Credentials)
 	if !ok {
 		s.credentialFailed(key)
 		// SPEC-NOTES (our reading): "wrong credentials give failed with HTTP 400 and error: invalid_credentials"

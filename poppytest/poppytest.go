@@ -201,6 +201,15 @@ type Options struct {
 	// the Server's own Client, which reaches only the Server's hosts
 	// (documents given to SetAgentDocuments).
 	AgentClient *http.Client
+
+	// MCPTools replace the MCP server's default tools with tools that give
+	// canned results (scenario_company.go). Nil: the default tools.
+	MCPTools []MCPTool
+	// Scenario shapes the Company (scenario.go): its domain when Domain is
+	// empty, accounts when Accounts is nil, MCP tools when MCPTools is nil,
+	// and its documents, APIs and pages; the mutators above apply after
+	// it. The Server does not change it. Nil: the example Company.
+	Scenario *Scenario
 }
 
 // Server is a reference Company. Its methods are safe for concurrent use,
@@ -286,6 +295,9 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 	if opts != nil {
 		s.opts = *opts
 	}
+	if s.opts.Scenario != nil && s.opts.Domain == "" {
+		s.opts.Domain = s.opts.Scenario.Domain
+	}
 	s.domain = strings.ToLower(orDefault(s.opts.Domain, "example.com"))
 	s.agentHost = strings.ToLower(orDefault(s.opts.AgentHost, "agent.example"))
 	s.opts.CacheControl = orDefault(s.opts.CacheControl, "max-age=300")
@@ -306,6 +318,9 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 		panic("poppytest: " + err.Error()) // only a broken crypto/rand gets here
 	}
 	s.tls = auth
+	if s.opts.Scenario != nil {
+		s.applyScenario()
+	}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.transport = s.newTransport()
 	s.client = &http.Client{Transport: s.transport}
@@ -329,6 +344,9 @@ func (s *Server) install() {
 	s.installSignIn()
 	s.installOpenAPI()
 	s.installWeb()
+	if s.opts.Scenario != nil {
+		s.installScenario()
+	}
 }
 
 func orDefault(v, def string) string {
