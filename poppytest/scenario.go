@@ -66,6 +66,12 @@ type ScenarioAccount struct {
 	SentTo string `json:"sent_to,omitempty" yaml:"sent_to"`
 }
 
+// Account is the account the Company has for a.
+func (a ScenarioAccount) Account() Account {
+	return Account{ID: a.ID, Email: a.Email, Password: a.Password, RequiresCode: a.OneTimeCode,
+		SentTo: orDefault(a.SentTo, "the account's phone"), Credentials: a.Credentials}
+}
+
 // ScenarioAPI is an OpenAPI API of the Company: its document is served at
 // https://api.<domain>/<name>/openapi.json and its operations under
 // https://api.<domain>/<name>.

@@ -32,8 +32,7 @@ func (s *Server) applyScenario() {
 	sc := s.opts.Scenario
 	if sc.Accounts != nil && s.opts.Accounts == nil {
 		for _, a := range sc.Accounts {
-			s.opts.Accounts = append(s.opts.Accounts, Account{ID: a.ID, Email: a.Email, Password: a.Password,
-				RequiresCode: a.OneTimeCode, SentTo: orDefault(a.SentTo, "the account's phone"), Credentials: a.Credentials})
+			s.opts.Accounts = append(s.opts.Accounts, a.Account())
 		}
 	}
 	if sc.MCPTools != nil && s.opts.MCPTools == nil {
