@@ -216,3 +216,25 @@ func TestServeRefusesNonLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestInstructions: what serve prints for a scenario's Company names its
+// hosts with --resolve values, the CA file, its sign-in types, and its
+// accounts with their mediated fields and one-time codes.
+func TestInstructions(t *testing.T) {
+	s := startInProcess(t, "--scenario", "../../poppytest/testdata/scenario-example.yaml")
+	in := s.info.instructions(s.reg)
+	r := in.Runs[0]
+	if r.Domain != "shop.test" || !slices.Equal(r.SignIn, []string{"device", "mediated"}) || len(r.Accounts) != 2 ||
+		r.Accounts[1].Fields["password"] != "kai-secret-9" || !r.Accounts[1].OneTimeCode || r.Resolve[0] != "shop.test:443:"+in.Addr {
+		t.Errorf("run %+v", r)
+	}
+	var text bytes.Buffer
+	in.writeText(&text)
+	for _, want := range []string{"SSL_CERT_FILE=" + in.CAFile, "--resolve auth.shop.test:443:" + in.Addr, "--connect-to ::" + in.Addr,
+		"acct_kai  email=kai@shop.test password=kai-secret-9  (one-time code: GET " + in.AdminURL + "runs/default/codes)",
+		"sign-in    device mediated", in.OpenAPIURL} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the instructions lack %q:\n%s", want, text.String())
+		}
+	}
+}

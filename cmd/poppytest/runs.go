@@ -172,8 +172,9 @@ func (g *registry) optionsFor(spec runSpec) (*poppytest.Options, *poppytest.Scen
 	opts.AgentHost = "agent.example"
 	if spec.ClientID != "" {
 		u, err := url.Parse(spec.ClientID)
-		if err != nil || u.Scheme != "https" || u.Hostname() == "" || u.Port() != "" {
-			return nil, nil, badRequest(fmt.Sprintf("client_id %q is not an https URL without a port (Poppy 0.1 §4.1)", spec.ClientID))
+		if err != nil || u.Scheme != "https" || u.Hostname() == "" {
+			// Poppy 0.1 §4.1: "A Personal Agent's client_id MUST be an HTTPS URL that returns its metadata document."
+			return nil, nil, badRequest(fmt.Sprintf("client_id %q is not an https URL", spec.ClientID))
 		}
 		opts.AgentHost = strings.ToLower(u.Hostname())
 	}
@@ -225,7 +226,7 @@ func (g *registry) registerAgentLocked(r *run, docs agentDocs) error {
 	u, err := url.Parse(md.ClientID)
 	host := r.srv.AgentHost()
 	switch {
-	case err != nil || u.Scheme != "https" || strings.ToLower(u.Host) != host:
+	case err != nil || u.Scheme != "https" || strings.ToLower(u.Hostname()) != host:
 		return badRequest(fmt.Sprintf("client_id %q must be an https URL on the run's agent host %s (create a run with this client_id to use another host)", md.ClientID, host))
 	case r.spec.ClientID != "" && md.ClientID != r.spec.ClientID:
 		return badRequest(fmt.Sprintf("client_id %q: the run serves only %s", md.ClientID, r.spec.ClientID))
