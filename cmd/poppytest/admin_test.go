@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -13,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
 // startInProcess starts poppytest serve in the test's process with args,
@@ -236,5 +239,35 @@ func TestInstructions(t *testing.T) {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the instructions lack %q:\n%s", want, text.String())
 		}
+	}
+}
+
+// TestDocs: docs/poppytest-server.md names every option and fault, and its
+// scenario examples parse.
+func TestDocs(t *testing.T) {
+	b, err := os.ReadFile("../../docs/poppytest-server.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, o := range options {
+		if !strings.Contains(doc, "| `"+o.name+"` |") {
+			t.Errorf("the docs do not list the option %s", o.name)
+		}
+	}
+	for _, f := range faults {
+		if !strings.Contains(doc, "`"+f.name+"`") {
+			t.Errorf("the docs do not list the fault %s", f.name)
+		}
+	}
+	examples := strings.Split(doc, "```yaml\n")[1:]
+	for _, rest := range examples {
+		example, _, _ := strings.Cut(rest, "```")
+		if _, err := poppytest.ParseScenario([]byte(example)); err != nil {
+			t.Errorf("the scenario example: %v\n%s", err, example)
+		}
+	}
+	if len(examples) != 2 {
+		t.Errorf("%d scenario examples, want 2", len(examples))
 	}
 }
