@@ -64,7 +64,7 @@ func NewFront(opts *FrontOptions) (*Front, error) {
 func startFront(addr string, ca *certAuthority) (*Front, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("poppytest: listen: %w", err)
+		return nil, fmt.Errorf("poppytest: %w", err)
 	}
 	f := &Front{ca: ca, listener: ln, hosts: map[string]*Server{}}
 	f.srv = &http.Server{

@@ -92,7 +92,7 @@ func serve(args []string, stdout, stderr io.Writer, stop <-chan struct{}) int {
 	}
 	s, err := start(f, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "poppytest serve:", err)
+		fmt.Fprintln(stderr, "poppytest serve:", strings.TrimPrefix(err.Error(), "poppytest: "))
 		return exitUsage
 	}
 	s.printInstructions(stdout)
