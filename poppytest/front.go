@@ -57,16 +57,17 @@ func NewFront(opts *FrontOptions) (*Front, error) {
 	if err != nil {
 		return nil, fmt.Errorf("poppytest: %w", err)
 	}
-	return startFront(orDefault(o.Addr, "127.0.0.1:0"), ca)
+	return startFront(orDefault(o.Addr, "127.0.0.1:0"), ca, nil)
 }
 
-// startFront listens on addr and serves TLS with leaves issued by ca.
-func startFront(addr string, ca *certAuthority) (*Front, error) {
+// startFront listens on addr and serves TLS with leaves issued by ca. own
+// is the only Server of a Front made for it, or nil.
+func startFront(addr string, ca *certAuthority, own *Server) (*Front, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("poppytest: %w", err)
 	}
-	f := &Front{ca: ca, listener: ln, hosts: map[string]*Server{}}
+	f := &Front{ca: ca, listener: ln, own: own, hosts: map[string]*Server{}}
 	f.srv = &http.Server{
 		Handler: f,
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12,

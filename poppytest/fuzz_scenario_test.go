@@ -2,13 +2,14 @@ package poppytest
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"testing"
 )
 
 // FuzzParseScenario: no file makes ParseScenario panic, and a scenario it
-// accepts builds its documents without panicking and marshals to JSON that
-// parses to a scenario again.
+// accepts builds its documents and routes without panicking and marshals to
+// JSON that parses to a scenario again.
 func FuzzParseScenario(f *testing.F) {
 	if b, err := os.ReadFile("testdata/scenario-example.yaml"); err == nil {
 		f.Add(b)
@@ -28,6 +29,12 @@ func FuzzParseScenario(f *testing.F) {
 		for _, api := range sc.APIs {
 			if _, err := json.Marshal(s.cannedDocument(api)); err != nil {
 				t.Fatalf("the document of %q does not marshal: %v", api.Name, err)
+			}
+		}
+		routes := http.NewServeMux() // the patterns installScenario registers must not conflict
+		for _, api := range sc.APIs {
+			for _, op := range api.Operations {
+				routes.HandleFunc(op.Method+" /"+api.Name+op.Path, http.NotFound)
 			}
 		}
 		b, err := json.Marshal(sc)

@@ -368,11 +368,11 @@ func (s *Server) Start() {
 		panic("poppytest: Start on a started or closed Server")
 	}
 	if s.front == nil {
-		f, err := startFront("127.0.0.1:0", s.ca)
+		f, err := startFront("127.0.0.1:0", s.ca, s)
 		if err != nil {
 			panic(err.Error())
 		}
-		f.own, s.front = s, f
+		s.front = f
 	}
 	var hosts []string
 	for _, h := range s.hosts {

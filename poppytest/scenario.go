@@ -276,6 +276,7 @@ var (
 	toolPattern    = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 	apiPathPattern = regexp.MustCompile(`^(/([A-Za-z0-9._~-]+|\{[A-Za-z_][A-Za-z0-9_]*\}))+$`)
 	pagePattern    = regexp.MustCompile(`^/([A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*)?$`)
+	pathParamName  = regexp.MustCompile(`\{[^}]*\}`)
 )
 
 // reservedAPINames are paths of api.<domain> the Company already uses.
@@ -338,10 +339,12 @@ func (sc *Scenario) validateAPIs(v *validator) {
 			if !slices.Contains(methods, op.Method) {
 				v.fail(fmt.Sprintf("method %q is not one of %q", op.Method, methods), append(at, "method")...)
 			}
-			if !apiPathPattern.MatchString(op.Path) || routes[op.Method+" "+op.Path] {
+			// Two paths that differ only in their parameters' names are one route.
+			route := op.Method + " " + pathParamName.ReplaceAllString(op.Path, "{}")
+			if !apiPathPattern.MatchString(op.Path) || routes[route] {
 				v.fail(fmt.Sprintf("path %q must be new and look like /invoices/{invoice_id}", op.Path), append(at, "path")...)
 			}
-			routes[op.Method+" "+op.Path] = true
+			routes[route] = true
 			if s := op.Response.Status; s != 0 && (s < 200 || s > 599) {
 				v.fail(fmt.Sprintf("status %d is not 200 to 599", s), append(at, "response", "status")...)
 			}

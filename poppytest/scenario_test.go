@@ -99,6 +99,8 @@ func TestParseScenarioErrors(t *testing.T) {
 		{"duplicate key", "domain: a.test\ndomain: b.test\n", []string{"line 2", `"domain" already defined`}},
 		{"rules", "domain: Shop\nsign_in: [device, password]\napis:\n  - name: store\n    operations:\n      - id: x\n        method: FETCH\n        path: orders\n",
 			[]string{"line 1, domain:", "line 2, sign_in[1]:", "line 4, apis[0].name:", "line 7, apis[0].operations[0].method:", "line 8, apis[0].operations[0].path:"}},
+		{"same route", "apis:\n  - name: b\n    operations:\n      - {id: a, method: GET, path: \"/x/{id}\"}\n      - {id: b, method: GET, path: \"/x/{other}\"}\n",
+			[]string{"line 5, apis[0].operations[1].path:"}},
 		{"tool schema", "mcp_tools:\n  - name: t\n    input_schema: {type: string}\n", []string{"line 3, mcp_tools[0].input_schema:"}},
 		{"page", "pages:\n  - path: help\n  - path: /a\n    scopes: [x]\n", []string{"line 2, pages[0].path:", "line 4, pages[1].scopes:"}},
 		{"account", "accounts:\n  - email: a@b.test\n", []string{"line 2, accounts[0].id:"}},
