@@ -2,12 +2,13 @@ package poppytest
 
 // This file shows a test harness what only a person at the Company would
 // see: the device sign-ins waiting on the verification page (never their
-// device codes), the one-time codes the Company "sent", and the counts of
-// every answer served. poppytest serve's admin API reads them.
+// device codes), the Direct Sign-Ins waiting on the consent page, the
+// one-time codes the Company "sent", and the counts of every answer served. poppytest serve's admin API reads them.
 
 import (
 	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -45,6 +46,30 @@ func (s *Server) DeviceRequests() []DeviceRequest {
 		out = append(out, r)
 	}
 	slices.SortFunc(out, func(a, b DeviceRequest) int { return a.Created.Compare(b.Created) })
+	return out
+}
+
+// AuthorizationRequest is a Direct Sign-In (Poppy 0.1 §4.5) waiting for
+// the User on the consent page.
+type AuthorizationRequest struct {
+	State       string   `json:"state"`
+	ClientID    string   `json:"client_id"`
+	RedirectURI string   `json:"redirect_uri"`
+	Scopes      []string `json:"scopes"`
+}
+
+// AuthorizationRequests returns the Direct Sign-Ins waiting for the User,
+// by state, for ApproveAuthorization and DenyAuthorization.
+func (s *Server) AuthorizationRequests() []AuthorizationRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []AuthorizationRequest{}
+	for _, ar := range s.signIn.authRequests {
+		if !ar.done {
+			out = append(out, AuthorizationRequest{State: ar.state, ClientID: ar.client.id, RedirectURI: ar.redirectURI, Scopes: slices.Clone(ar.scopes)})
+		}
+	}
+	slices.SortFunc(out, func(a, b AuthorizationRequest) int { return strings.Compare(a.State, b.State) })
 	return out
 }
 

@@ -7,7 +7,8 @@ import (
 )
 
 // TestInspect: a harness sees the device sign-ins waiting (by user code,
-// never the device code), the one-time codes sent, and the Served counts.
+// never the device code), the Direct Sign-Ins waiting for consent, the
+// one-time codes sent, and the Served counts.
 func TestInspect(t *testing.T) {
 	s, rt, a, c := newSignInCompany(t, nil)
 	tok := a.startSession().str("access_token")
@@ -32,6 +33,16 @@ func TestInspect(t *testing.T) {
 	c.Advance(11 * time.Minute)
 	if s.SentCodes()[0].Finished != true || s.DeviceRequests()[0].Status != "approved" {
 		t.Errorf("after expiry: %+v %+v", s.SentCodes(), s.DeviceRequests())
+	}
+	_, challenge := pkce()
+	if resp, _ := getPage(t, s, authorizeURL("st_81", challenge, "poppy:read", nil)); resp.StatusCode != 200 {
+		t.Fatalf("authorize: %d", resp.StatusCode)
+	}
+	if ar := s.AuthorizationRequests(); len(ar) != 1 || ar[0].State != "st_81" || ar[0].ClientID != testClientID || ar[0].RedirectURI != testRedirectURI {
+		t.Errorf("authorization requests %+v", ar)
+	}
+	if _, err := s.DenyAuthorization("st_81"); err != nil || len(s.AuthorizationRequests()) != 0 {
+		t.Errorf("after the User declined: %v %+v", err, s.AuthorizationRequests())
 	}
 	if n := s.ServedCounts(); n["session_token"] != 1 || n["device_code"] != 1 {
 		t.Errorf("served %v", n)

@@ -46,10 +46,12 @@ type Scenario struct {
 	// Pages are added to the website (a page at "/" replaces the home page).
 	Pages []ScenarioPage `json:"pages,omitempty" yaml:"pages"`
 	// PoppyJSON and Metadata are JSON merge patches (RFC 7396) applied last
-	// to poppy.json and to the issuer's metadata: a member set to null is
-	// removed.
+	// to poppy.json and to the issuer's RFC 8414 metadata: a member set to
+	// null is removed.
 	PoppyJSON map[string]any `json:"poppy_json,omitempty" yaml:"poppy_json"`
 	Metadata  map[string]any `json:"metadata,omitempty" yaml:"metadata"`
+	// ResourceMetadata is the same for the MCP server's RFC 9728 metadata.
+	ResourceMetadata map[string]any `json:"resource_metadata,omitempty" yaml:"resource_metadata"`
 }
 
 // ScenarioAccount is an account at the Company.
@@ -312,7 +314,7 @@ func (sc *Scenario) validate(v *validator) {
 	for _, f := range []struct {
 		name string
 		v    any
-	}{{"poppy_json", sc.PoppyJSON}, {"metadata", sc.Metadata}} {
+	}{{"poppy_json", sc.PoppyJSON}, {"metadata", sc.Metadata}, {"resource_metadata", sc.ResourceMetadata}} {
 		if _, err := json.Marshal(f.v); err != nil {
 			v.fail("is not a JSON object: "+err.Error(), f.name)
 		}

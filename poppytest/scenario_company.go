@@ -38,7 +38,7 @@ func (s *Server) applyScenario() {
 	if sc.MCPTools != nil && s.opts.MCPTools == nil {
 		s.opts.MCPTools = sc.MCPTools
 	}
-	poppy, md := s.opts.PoppyJSON, s.opts.Metadata
+	poppy, md, rmd := s.opts.PoppyJSON, s.opts.Metadata, s.opts.ResourceMetadata
 	s.opts.PoppyJSON = func(doc map[string]any) {
 		s.scenarioPoppyJSON(doc)
 		if poppy != nil {
@@ -49,6 +49,12 @@ func (s *Server) applyScenario() {
 		mergePatch(doc, sc.Metadata)
 		if md != nil {
 			md(doc)
+		}
+	}
+	s.opts.ResourceMetadata = func(doc map[string]any) {
+		mergePatch(doc, sc.ResourceMetadata)
+		if rmd != nil {
+			rmd(doc)
 		}
 	}
 }

@@ -63,6 +63,8 @@ poppy_json:
       fields:
         - {name: member_number, label: Member number, secret: false}
         - {name: pin, label: PIN, secret: true}
+resource_metadata:
+  scopes_supported: [poppy:read]
 `
 
 func TestParseScenario(t *testing.T) {
@@ -153,6 +155,9 @@ func TestScenarioCompany(t *testing.T) {
 	if doc["organization"].(map[string]any)["name"] != "Harbor Club" || auth["direct"] != nil || auth["device"] == nil ||
 		auth["custom_scopes"] != nil || !cmp.Equal(urls, []string{"https://api.example.com/billing/openapi.json", "https://mcp.example.com/mcp"}) {
 		t.Errorf("poppy.json: %v", doc)
+	}
+	if rmd := getJSON(t, s, "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"); !cmp.Equal(rmd["scopes_supported"], []any{"poppy:read"}) {
+		t.Errorf("the MCP server's metadata: %v", rmd)
 	}
 	if api := getJSON(t, s, "https://api.example.com/billing/openapi.json"); api["openapi"] != "3.1.0" ||
 		api["paths"].(map[string]any)["/invoices/{invoice_id}/payments"] == nil {

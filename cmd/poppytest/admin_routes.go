@@ -40,6 +40,9 @@ func newAdminMux(a *admin) *adminMux {
 	m.handle("GET", "/admin/runs/{run}/devices", a.withServer(a.devices))
 	m.handle("POST", "/admin/runs/{run}/devices/{user_code}/approve", a.withServer(a.approveDevice))
 	m.handle("POST", "/admin/runs/{run}/devices/{user_code}/deny", a.withServer(a.denyDevice))
+	m.handle("GET", "/admin/runs/{run}/authorizations", a.withServer(a.authorizations))
+	m.handle("POST", "/admin/runs/{run}/authorizations/{state}/approve", a.withServer(a.approveAuthorization))
+	m.handle("POST", "/admin/runs/{run}/authorizations/{state}/deny", a.withServer(a.denyAuthorization))
 	m.handle("GET", "/admin/runs/{run}/codes", a.withServer(a.codes))
 	m.handle("GET", "/admin/runs/{run}/sessions", a.withServer(a.sessions))
 	m.handle("POST", "/admin/runs/{run}/accounts/{account}/disconnect", a.withServer(a.disconnect))
@@ -184,6 +187,39 @@ func (a *admin) denyDevice(r *http.Request, s *poppytest.Server) (int, any, erro
 		return 0, nil, fromServer(err)
 	}
 	return http.StatusOK, map[string]string{"status": "denied"}, nil
+}
+
+func (a *admin) authorizations(_ *http.Request, s *poppytest.Server) (int, any, error) {
+	return http.StatusOK, map[string]any{"authorizations": s.AuthorizationRequests()}, nil
+}
+
+// approveAuthorization answers the consent page of a Direct Sign-In, as
+// the User does, and returns where the Company sends the User's browser:
+// the agent's redirect_uri with code, state and iss.
+func (a *admin) approveAuthorization(r *http.Request, s *poppytest.Server) (int, any, error) {
+	var body struct {
+		Account string   `json:"account"`
+		Scopes  []string `json:"scopes"`
+	}
+	if err := readBody(r, &body, false); err != nil {
+		return 0, nil, err
+	}
+	if body.Account == "" {
+		return 0, nil, badRequest(`want {"account": "acct_dana"}, with "scopes" to grant fewer than asked`)
+	}
+	u, err := s.ApproveAuthorization(r.PathValue("state"), body.Account, body.Scopes...)
+	if err != nil {
+		return 0, nil, fromServer(err)
+	}
+	return http.StatusOK, map[string]string{"redirect_url": u}, nil
+}
+
+func (a *admin) denyAuthorization(r *http.Request, s *poppytest.Server) (int, any, error) {
+	u, err := s.DenyAuthorization(r.PathValue("state"))
+	if err != nil {
+		return 0, nil, fromServer(err)
+	}
+	return http.StatusOK, map[string]string{"redirect_url": u}, nil
 }
 
 func (a *admin) codes(_ *http.Request, s *poppytest.Server) (int, any, error) {

@@ -161,17 +161,18 @@ func (a *miniAgent) clientForm(extra url.Values) url.Values {
 	return f
 }
 
-// startSession gets a DPoP Session Token (§4.2).
-func (a *miniAgent) startSession() string {
+// startSession gets a DPoP Session Token and its session_id (§4.2).
+func (a *miniAgent) startSession() (token, sid string) {
 	a.t.Helper()
 	a.learnNonce("auth." + a.domain)
 	status, v := a.tryStartSession()
-	tok, _ := v["access_token"].(string)
-	if status != 200 || tok == "" {
+	token, _ = v["access_token"].(string)
+	sid, _ = v["session_id"].(string)
+	if status != 200 || token == "" || sid == "" {
 		a.t.Fatalf("starting a Session: %d %v", status, v)
 	}
 	a.learnNonce("api." + a.domain)
-	return tok
+	return token, sid
 }
 
 // tryStartSession sends the JWT bearer grant once, with what nonce it has.
@@ -197,7 +198,7 @@ func TestViolationKinds(t *testing.T) {
 	s := startServe(t)
 	a := newMiniAgent(t, s, testClientID, "example.com")
 	a.register(s, "default")
-	a.session = a.startSession()
+	a.session, _ = a.startSession()
 	const auth, api = "https://auth.example.com", "https://api.example.com"
 	for _, tc := range []struct {
 		section, path string
@@ -265,7 +266,7 @@ func TestViolationKinds(t *testing.T) {
 	}
 	six := *a
 	six.domain, six.nonces = "six.poppytest.test", map[string]string{}
-	six.session = six.startSession()
+	six.session, _ = six.startSession()
 	if status, _ := six.authorized("POST", "https://api.six.poppytest.test/notes/notes", "text/plain", "{}"); status != 400 {
 		t.Errorf("a body the document does not describe: %d", status)
 	}
@@ -318,5 +319,52 @@ func TestRunsSideBySide(t *testing.T) {
 	a.form("https://auth.a.poppytest.test/oauth/revoke", a.clientForm(nil), false) // §4.9: no token
 	if va, vb := s.violations(t, "a"), s.violations(t, "b"); len(va) != 1 || va[0].Section != "4.9" || len(vb) != 0 {
 		t.Errorf("violations: a %+v, b %+v", va, vb)
+	}
+}
+
+// TestDirectSignInThroughAdmin: a test suite plays the User of a Direct
+// Sign-In: it finds the request by its state, approves it, and hands
+// redirect_url to the agent, which exchanges the code (§4.5) and is signed
+// in, with no violation.
+func TestDirectSignInThroughAdmin(t *testing.T) {
+	s := startServe(t)
+	a := newMiniAgent(t, s, testClientID, "example.com")
+	a.register(s, "default")
+	_, sid := a.startSession()
+	verifier := randomID() + randomID()
+	sum := sha256.Sum256([]byte(verifier))
+	q := url.Values{"response_type": {"code"}, "client_id": {a.id}, "redirect_uri": {"https://agent.example/cb"}, "scope": {"poppy:read"},
+		"state": {"st-" + randomID()}, "code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}
+	req, _ := http.NewRequest("GET", "https://auth.example.com/oauth/authorize?"+q.Encode(), nil)
+	if status, _ := a.do(req); status != 200 {
+		t.Fatalf("the consent page: %d", status)
+	}
+	var pending struct {
+		Authorizations []struct {
+			State string `json:"state"`
+		} `json:"authorizations"`
+	}
+	s.admin(t, "GET", "/admin/runs/default/authorizations", nil, &pending)
+	if len(pending.Authorizations) != 1 || pending.Authorizations[0].State != q.Get("state") {
+		t.Fatalf("authorizations %+v", pending)
+	}
+	var approved struct {
+		RedirectURL string `json:"redirect_url"`
+	}
+	path := "/admin/runs/default/authorizations/" + url.PathEscape(q.Get("state")) + "/approve"
+	if status := s.admin(t, "POST", path, map[string]string{"account": "acct_dana"}, &approved); status != 200 {
+		t.Fatalf("approving: %d", status)
+	}
+	back, err := url.Parse(approved.RedirectURL)
+	if err != nil || back.Query().Get("state") != q.Get("state") || back.Query().Get("iss") != "https://auth.example.com" {
+		t.Fatalf("redirect_url %q", approved.RedirectURL)
+	}
+	status, v := a.form("https://auth.example.com/oauth/token", a.clientForm(url.Values{"grant_type": {"authorization_code"},
+		"code": {back.Query().Get("code")}, "redirect_uri": {"https://agent.example/cb"}, "code_verifier": {verifier}, "session_id": {sid}}), true)
+	if status != 200 || v["signed_in"] != true {
+		t.Errorf("exchanging the code: %d %v", status, v)
+	}
+	if got := s.violations(t, "default"); len(got) != 0 {
+		t.Errorf("violations %+v", got)
 	}
 }
