@@ -446,6 +446,8 @@ func (s *Server) URL(host, path string) string { return "https://" + host + path
 
 // Hosts lists the hosts the Server answers for: Domain, www.Domain,
 // auth.Domain, api.Domain, mcp.Domain, AgentHost, then any added by Handle.
+// On a shared Front, AgentHost is answered only once it serves something
+// (see Start).
 func (s *Server) Hosts() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
