@@ -10,6 +10,7 @@ package poppytest
 // GET https://api.<domain>/account, an account-only endpoint.
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -33,6 +34,10 @@ type Account struct {
 	// SentTo is where the code goes, as the code_required answer's
 	// code.sent_to shows it.
 	SentTo string
+	// Credentials are the account's answers to auth.mediated.fields, by
+	// field name, for a poppy.json whose fields are not "email" and
+	// "password". Nil: Email and Password are the answers.
+	Credentials map[string]string
 }
 
 // DefaultAccounts returns the accounts a Server has when Options.Accounts is
@@ -47,9 +52,13 @@ func DefaultAccounts() []Account {
 	}
 }
 
-// String describes the account without its password.
+// String describes the account without its password or credentials.
 func (a Account) String() string {
-	return fmt.Sprintf("poppytest.Account{ID: %q, Email: %q, Password: [redacted], RequiresCode: %t}", a.ID, a.Email, a.RequiresCode)
+	creds := ""
+	if a.Credentials != nil {
+		creds = ", Credentials: [redacted]"
+	}
+	return fmt.Sprintf("poppytest.Account{ID: %q, Email: %q, Password: [redacted], RequiresCode: %t%s}", a.ID, a.Email, a.RequiresCode, creds)
 }
 
 // GoString is String, so %#v leaves the password out too.
@@ -126,6 +135,24 @@ func (s *Server) accountByID(id string) (Account, bool) {
 	return Account{}, false
 }
 
+// loginMediated returns the account whose mediated sign-in answers creds
+// are: its Credentials, or its email and password.
+func (s *Server) loginMediated(creds map[string]string) (Account, bool) {
+	for _, a := range s.signIn.accounts {
+		if a.Credentials == nil {
+			continue
+		}
+		match := len(a.Credentials) > 0
+		for name, want := range a.Credentials {
+			match = match && subtle.ConstantTimeCompare([]byte(creds[name]), []byte(want)) == 1
+		}
+		if match {
+			return a, true
+		}
+	}
+	return s.login(creds["email"], creds["password"])
+}
+
 // login returns the account whose email and password these are.
 func (s *Server) login(email, password string) (Account, bool) {
 	for _, a := range s.signIn.accounts {
@@ -167,11 +194,11 @@ func (s *Server) typeScopes(kind string) []string {
 
 // requestedScopes applies Poppy 0.1 §4.4 to the scope of a sign-in request
 // of type kind. present says whether the request had a scope at all.
-func (s *Server) requestedScopes(section, kind, raw string, present bool) ([]string, *oauthError) {
+func (s *Server) requestedScopes(r *http.Request, section, kind, raw string, present bool) ([]string, *oauthError) {
 	want := strings.Fields(raw)
 	if !present || len(want) == 0 {
 		// Poppy 0.1 §4.4: "Each sign-in request MUST include scope as a space-separated string"
-		return nil, s.agentBug(section, "invalid_scope", "%s sign-in request without scope", kind)
+		return nil, s.agentBug(r, section, "invalid_scope", "%s sign-in request without scope", kind)
 	}
 	offered := s.typeScopes(kind)
 	var out []string
@@ -218,11 +245,11 @@ func grantedScopes(requested, approved []string) ([]string, error) {
 func (s *Server) checkSignInGrant(section string, req *tokenRequest) (string, *oauthError) {
 	if req.jkt == "" {
 		// Poppy 0.1 §4.5, §4.6: the request carries "a DPoP Proof, and the session_id"
-		return "", s.agentBug(section, "invalid_dpop_proof", "%s grant without a DPoP proof", req.form.Get("grant_type"))
+		return "", s.agentBug(req.r, section, "invalid_dpop_proof", "%s grant without a DPoP proof", req.form.Get("grant_type"))
 	}
 	sid := req.form.Get("session_id")
 	if sid == "" {
-		return "", s.agentBug(section, "invalid_request", "%s grant without session_id", req.form.Get("grant_type"))
+		return "", s.agentBug(req.r, section, "invalid_request", "%s grant without session_id", req.form.Get("grant_type"))
 	}
 	return sid, nil
 }
@@ -231,7 +258,7 @@ func (s *Server) checkSignInGrant(section string, req *tokenRequest) (string, *o
 // signs the Session sid in with it (Poppy 0.1 §4.4: "the Company returns an
 // Account Token as refresh_token, and a signed-in Session Token for the
 // current Session"). It returns the grant's result and the token's family.
-func (s *Server) signInSession(section, sid, clientID, account string, scopes []string) (*grantResult, string, *oauthError) {
+func (s *Server) signInSession(r *http.Request, section, sid, clientID, account string, scopes []string) (*grantResult, string, *oauthError) {
 	value := "pat_" + randomString(32)
 	at := &accountToken{clientID: clientID, account: account, scopes: slices.Clone(scopes), family: "fam_" + randomString(12)}
 	if l := s.opts.AccountTokenLifetime; l > 0 {
@@ -247,7 +274,7 @@ func (s *Server) signInSession(section, sid, clientID, account string, scopes []
 	}
 	s.mu.Unlock()
 	if ref != nil {
-		return nil, "", ref.answer(s, section)
+		return nil, "", ref.answer(s, r, section)
 	}
 	if s.opts.NoAccountTokens {
 		// Kept, so revocation by account still signs the Session out, but never sent.
@@ -283,11 +310,11 @@ type refusal struct {
 
 // answer returns the error answer, reporting a violation of section first
 // when the refusal shows an agent bug. The caller must not hold mu.
-func (r *refusal) answer(s *Server, section string) *oauthError {
-	if r.bug {
-		return s.agentBug(section, r.code, "%s", r.desc)
+func (ref *refusal) answer(s *Server, r *http.Request, section string) *oauthError {
+	if ref.bug {
+		return s.agentBug(r, section, ref.code, "%s", ref.desc)
 	}
-	return newError(r.code, "%s", r.desc)
+	return newError(ref.code, "%s", ref.desc)
 }
 
 // bindSessionLocked signs the Session sid in with the Account Token at, or

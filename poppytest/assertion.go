@@ -6,8 +6,8 @@ package poppytest
 // grant (Poppy 0.1 §4.2, RFC 7523 §2.1 and §3).
 
 import (
-	"context"
 	"encoding/json"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
@@ -106,54 +106,54 @@ func (s *Server) useJTI(kind, jti string, forget time.Time) (reused bool) {
 // RFC 7523 §2.2) and returns the agent it authenticates. endpoint is the URL
 // the request was sent to, accepted as aud beside the token endpoint and the
 // issuer.
-func (s *Server) authenticateClient(ctx context.Context, form url.Values, endpoint string) (*client, *oauthError) {
+func (s *Server) authenticateClient(r *http.Request, form url.Values, endpoint string) (*client, *oauthError) {
 	if t := form.Get("client_assertion_type"); t != clientAssertionType {
 		// Poppy 0.1 §4.1: the agent "authenticates at the token endpoint with a client assertion"
-		return nil, s.agentBug("4.1", "invalid_client", "client_assertion_type %q, want %s", t, clientAssertionType)
+		return nil, s.agentBug(r, "4.1", "invalid_client", "client_assertion_type %q, want %s", t, clientAssertionType)
 	}
 	raw := form.Get("client_assertion")
 	if raw == "" {
-		return nil, s.agentBug("4.1", "invalid_client", "no client_assertion")
+		return nil, s.agentBug(r, "4.1", "invalid_client", "no client_assertion")
 	}
 	s.addSecret(raw)
 	var unverified jwtClaims
 	if jws, err := jose.ParseSignedCompact(raw, assertionAlgs); err != nil ||
 		json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &unverified) != nil {
-		return nil, s.agentBug("4.1", "invalid_client", "client_assertion is not a JWT signed with %v", assertionAlgs)
+		return nil, s.agentBug(r, "4.1", "invalid_client", "client_assertion is not a JWT signed with %v", assertionAlgs)
 	}
 	if id := form.Get("client_id"); id != "" && id != unverified.Iss {
-		return nil, s.agentBug("4.1", "invalid_client", "client_id %q differs from the client assertion's iss %q", id, unverified.Iss)
+		return nil, s.agentBug(r, "4.1", "invalid_client", "client_id %q differs from the client assertion's iss %q", id, unverified.Iss)
 	}
-	c, cached, e := s.loadClient(ctx, unverified.Iss, false)
+	c, cached, e := s.loadClient(r, unverified.Iss, false)
 	if e != nil {
 		return nil, e
 	}
 	_, payload, err := verifyJWT(raw, c.keys)
 	if err != nil && cached {
 		// The agent may have rotated its keys: fetch them again, once.
-		if c, _, e = s.loadClient(ctx, unverified.Iss, true); e != nil {
+		if c, _, e = s.loadClient(r, unverified.Iss, true); e != nil {
 			return nil, e
 		}
 		_, payload, err = verifyJWT(raw, c.keys)
 	}
 	if err != nil {
-		return nil, s.agentBug("4.1", "invalid_client", "client assertion: %v", err)
+		return nil, s.agentBug(r, "4.1", "invalid_client", "client assertion: %v", err)
 	}
 	var claims jwtClaims
 	if err := json.Unmarshal(payload, &claims); err != nil {
-		return nil, s.agentBug("4.1", "invalid_client", "client assertion claims: %v", err)
+		return nil, s.agentBug(r, "4.1", "invalid_client", "client assertion claims: %v", err)
 	}
-	if e := s.checkClientClaims(&claims, c.id, endpoint); e != nil {
+	if e := s.checkClientClaims(r, &claims, c.id, endpoint); e != nil {
 		return nil, e
 	}
 	return c, nil
 }
 
 // checkClientClaims applies RFC 7523 §3 to a client assertion's claims.
-func (s *Server) checkClientClaims(c *jwtClaims, clientID, endpoint string) *oauthError {
+func (s *Server) checkClientClaims(r *http.Request, c *jwtClaims, clientID, endpoint string) *oauthError {
 	if c.Iss != clientID || c.Sub != clientID {
 		// RFC 7523 §3: for client authentication, sub "MUST be the client_id"
-		return s.agentBug("4.1", "invalid_client", "client assertion iss %q and sub %q must both be the client_id %q", c.Iss, c.Sub, clientID)
+		return s.agentBug(r, "4.1", "invalid_client", "client assertion iss %q and sub %q must both be the client_id %q", c.Iss, c.Sub, clientID)
 	}
 	auds, _ := c.audiences()
 	okAud := false
@@ -162,17 +162,17 @@ func (s *Server) checkClientClaims(c *jwtClaims, clientID, endpoint string) *oau
 	}
 	if !okAud {
 		// RFC 7523 §3: "The JWT MUST contain an "aud" (audience) claim containing a value that identifies the authorization server"
-		return s.agentBug("4.1", "invalid_client", "client assertion aud %s names neither %s nor %s", c.Aud, s.tokenEndpoint(), s.Issuer())
+		return s.agentBug(r, "4.1", "invalid_client", "client assertion aud %s names neither %s nor %s", c.Aud, s.tokenEndpoint(), s.Issuer())
 	}
 	if p := s.timeProblem(c, maxClientAssertionLife, false); p != "" {
-		return s.agentBug("4.1", "invalid_client", "client assertion: %s", p)
+		return s.agentBug(r, "4.1", "invalid_client", "client assertion: %s", p)
 	}
 	if c.Jti == "" {
-		return s.agentBug("4.1", "invalid_client", "client assertion has no jti")
+		return s.agentBug(r, "4.1", "invalid_client", "client assertion has no jti")
 	}
 	if s.useJTI("client "+clientID, c.Jti, unixTime(*c.Exp)) {
 		// RFC 7523 §3: the server "MAY ensure that JWTs are not replayed"; reusing one is an agent bug
-		return s.agentBug("4.1", "invalid_client", "client assertion jti %q was used before", c.Jti)
+		return s.agentBug(r, "4.1", "invalid_client", "client assertion jti %q was used before", c.Jti)
 	}
 	return nil
 }
@@ -182,67 +182,67 @@ var personalData = regexp.MustCompile(`@|^\+?[0-9][0-9 ().-]{6,}$`)
 
 // checkSessionAssertion checks the assertion of a JWT bearer grant (Poppy
 // 0.1 §4.2) from the authenticated agent c, and returns its claims.
-func (s *Server) checkSessionAssertion(form url.Values, c *client) (*jwtClaims, *oauthError) {
+func (s *Server) checkSessionAssertion(r *http.Request, form url.Values, c *client) (*jwtClaims, *oauthError) {
 	raw := form.Get("assertion")
 	if raw == "" {
-		return nil, s.agentBug("4.2", "invalid_request", "JWT bearer grant without an assertion")
+		return nil, s.agentBug(r, "4.2", "invalid_request", "JWT bearer grant without an assertion")
 	}
 	s.addSecret(raw)
 	h, payload, err := verifyJWT(raw, c.keys)
 	if err != nil {
 		// Poppy 0.1 §4.2: "The Company verifies both assertions against the Personal Agent's jwks_uri"
-		return nil, s.agentBug("4.2", "invalid_grant", "Session assertion: %v", err)
+		return nil, s.agentBug(r, "4.2", "invalid_grant", "Session assertion: %v", err)
 	}
 	if typ := headerType(h); strings.EqualFold(typ, browserAssertionTyp) {
 		// Poppy 0.1 §5: "a browser assertion isn't accepted at the token endpoint"
-		return nil, s.agentBug("5", "invalid_grant", "a browser assertion (typ %s) sent to the token endpoint", typ)
+		return nil, s.agentBug(r, "5", "invalid_grant", "a browser assertion (typ %s) sent to the token endpoint", typ)
 	} else if typ != "" && !strings.EqualFold(typ, "JWT") {
 		return nil, newError("invalid_grant", "Session assertion typ %q, want JWT or none", typ)
 	}
 	var claims jwtClaims
 	if err := json.Unmarshal(payload, &claims); err != nil {
-		return nil, s.agentBug("4.2", "invalid_grant", "Session assertion claims: %v", err)
+		return nil, s.agentBug(r, "4.2", "invalid_grant", "Session assertion claims: %v", err)
 	}
-	if e := s.checkSessionClaims(&claims, c.id); e != nil {
+	if e := s.checkSessionClaims(r, &claims, c.id); e != nil {
 		return nil, e
 	}
 	return &claims, nil
 }
 
 // checkSessionClaims applies Poppy 0.1 §4.2 to a Session assertion's claims.
-func (s *Server) checkSessionClaims(c *jwtClaims, clientID string) *oauthError {
+func (s *Server) checkSessionClaims(r *http.Request, c *jwtClaims, clientID string) *oauthError {
 	f := s.flaws()
 	if c.Iss != clientID && !f.ForeignIssuer {
 		// Poppy 0.1 §4.2: the Company "checks that the assertion's iss is the authenticated client_id"
-		return s.agentBug("4.2", "invalid_grant", "Session assertion iss %q is not the authenticated client_id %q", c.Iss, clientID)
+		return s.agentBug(r, "4.2", "invalid_grant", "Session assertion iss %q is not the authenticated client_id %q", c.Iss, clientID)
 	}
 	if c.Sub == "" {
-		return s.agentBug("4.2", "invalid_grant", "Session assertion has no sub (User ID)")
+		return s.agentBug(r, "4.2", "invalid_grant", "Session assertion has no sub (User ID)")
 	}
 	if personalData.MatchString(c.Sub) {
 		// Poppy 0.1 §4.2: the User ID "MUST NOT contain or be derived from personal information"
-		return s.agentBug("4.2", "invalid_grant", "User ID %q looks like an email address or phone number", c.Sub)
+		return s.agentBug(r, "4.2", "invalid_grant", "User ID %q looks like an email address or phone number", c.Sub)
 	}
 	auds, single := c.audiences()
 	switch {
 	case s.audienceTaken(auds, single):
 	case !single:
 		// Poppy 0.1 §4.2: "aud is the Company's token_endpoint, as a single string rather than an array"
-		return s.agentBug("4.2", "invalid_grant", "Session assertion aud is %s, not a single string", c.Aud)
+		return s.agentBug(r, "4.2", "invalid_grant", "Session assertion aud is %s, not a single string", c.Aud)
 	default:
-		return s.agentBug("4.2", "invalid_grant", "Session assertion aud %s is not the token_endpoint %q", c.Aud, s.tokenEndpoint())
+		return s.agentBug(r, "4.2", "invalid_grant", "Session assertion aud %s is not the token_endpoint %q", c.Aud, s.tokenEndpoint())
 	}
 	if p := s.timeProblem(c, maxSessionAssertionLife, true); p != "" && !(f.ExpiredAssertions && c.Exp != nil && c.Iat != nil) {
 		// Poppy 0.1 §4.2: "The assertion is short-lived"
-		return s.agentBug("4.2", "invalid_grant", "Session assertion: %s", p)
+		return s.agentBug(r, "4.2", "invalid_grant", "Session assertion: %s", p)
 	}
 	if len(c.Jti) < minJTILength {
 		// Poppy 0.1 §4.2: "jti is a unique ID for the assertion, with at least 128 random bits"
-		return s.agentBug("4.2", "invalid_grant", "Session assertion jti %q is shorter than %d characters (128 bits)", c.Jti, minJTILength)
+		return s.agentBug(r, "4.2", "invalid_grant", "Session assertion jti %q is shorter than %d characters (128 bits)", c.Jti, minJTILength)
 	}
 	if s.useJTI("session "+clientID, c.Jti, unixTime(*c.Exp)) && !f.ReplayedAssertions {
 		// Poppy 0.1 §4.2: "The Company rejects one it has already seen"
-		return s.agentBug("4.2", "invalid_grant", "Session assertion jti %q was used before", c.Jti)
+		return s.agentBug(r, "4.2", "invalid_grant", "Session assertion jti %q was used before", c.Jti)
 	}
 	return nil
 }

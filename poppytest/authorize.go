@@ -62,7 +62,7 @@ func (s *Server) installAuthorize() {
 // agent with error, state and iss.
 func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	c, e := s.authorizeClient(r.Context(), q)
+	c, e := s.authorizeClient(r, q)
 	if e != nil {
 		s.countServed(e.code)
 		writePage(w, e.status, pageData{Title: "Sign-in error", Message: e.code + ": " + e.desc})
@@ -70,7 +70,7 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	}
 	ar := &authRequest{id: randomString(16), client: c, redirectURI: q.Get("redirect_uri"),
 		state: q.Get("state"), challenge: q.Get("code_challenge")}
-	if ar.scopes, e = s.checkAuthorizeParams(q); e != nil {
+	if ar.scopes, e = s.checkAuthorizeParams(r, q); e != nil {
 		s.countServed(e.code)
 		http.Redirect(w, r, s.authResponse(ar, url.Values{"error": {e.code}, "error_description": {e.desc}}), http.StatusSeeOther)
 		return
@@ -84,48 +84,48 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 
 // authorizeClient checks client_id and redirect_uri, the parameters an
 // error cannot be redirected without.
-func (s *Server) authorizeClient(ctx context.Context, q url.Values) (*client, *oauthError) {
+func (s *Server) authorizeClient(r *http.Request, q url.Values) (*client, *oauthError) {
 	id := q.Get("client_id")
 	if id == "" || len(q["client_id"]) > 1 {
-		return nil, s.agentBug("4.5", "invalid_request", "authorization request needs exactly one client_id")
+		return nil, s.agentBug(r, "4.5", "invalid_request", "authorization request needs exactly one client_id")
 	}
-	c, _, e := s.loadClient(ctx, id, false)
+	c, _, e := s.loadClient(r, id, false)
 	if e != nil {
 		return nil, e
 	}
 	if uri := q.Get("redirect_uri"); len(q["redirect_uri"]) != 1 || !slices.Contains(c.redirectURIs, uri) {
 		// Poppy 0.1 §4.5: "redirect_uri MUST exactly match an entry in the Personal Agent's redirect_uris (4.1)."
-		return nil, s.agentBug("4.5", "invalid_request", "redirect_uri %q is not one of the client's redirect_uris", uri)
+		return nil, s.agentBug(r, "4.5", "invalid_request", "redirect_uri %q is not one of the client's redirect_uris", uri)
 	}
 	return c, nil
 }
 
 // checkAuthorizeParams checks the rest of an authorization request and
 // returns the scopes requested.
-func (s *Server) checkAuthorizeParams(q url.Values) ([]string, *oauthError) {
+func (s *Server) checkAuthorizeParams(r *http.Request, q url.Values) ([]string, *oauthError) {
 	for k, v := range q {
 		if len(v) > 1 {
 			// RFC 6749 §3.1: "Request and response parameters MUST NOT be included more than once."
-			return nil, s.agentBug("4.5", "invalid_request", "parameter %s sent %d times", k, len(v))
+			return nil, s.agentBug(r, "4.5", "invalid_request", "parameter %s sent %d times", k, len(v))
 		}
 	}
 	switch {
 	case q.Get("response_type") != "code":
 		// Poppy 0.1 §4.5: "response_type=code"; RFC 6749 §4.1.2.1
-		return nil, s.agentBug("4.5", "unsupported_response_type", "response_type %q, want code", q.Get("response_type"))
+		return nil, s.agentBug(r, "4.5", "unsupported_response_type", "response_type %q, want code", q.Get("response_type"))
 	case q.Get("state") == "":
 		// Poppy 0.1 §4.5: "The Personal Agent creates a random state"
-		return nil, s.agentBug("4.5", "invalid_request", "authorization request without state")
+		return nil, s.agentBug(r, "4.5", "invalid_request", "authorization request without state")
 	case q.Get("code_challenge") == "" || q.Get("code_challenge_method") != "S256":
 		// Poppy 0.1 §4.5: PKCE; the metadata offers only S256 (RFC 7636 §4.4.1)
-		return nil, s.agentBug("4.5", "invalid_request", "code_challenge %q with method %q, want an S256 challenge",
+		return nil, s.agentBug(r, "4.5", "invalid_request", "code_challenge %q with method %q, want an S256 challenge",
 			q.Get("code_challenge"), q.Get("code_challenge_method"))
 	}
 	if b, err := base64.RawURLEncoding.DecodeString(q.Get("code_challenge")); err != nil || len(b) != sha256.Size {
 		// RFC 7636 §4.2: S256 code_challenge = BASE64URL-ENCODE(SHA256(ASCII(code_verifier)))
-		return nil, s.agentBug("4.5", "invalid_request", "code_challenge is not a base64url SHA-256 hash")
+		return nil, s.agentBug(r, "4.5", "invalid_request", "code_challenge is not a base64url SHA-256 hash")
 	}
-	return s.requestedScopes("4.5", "direct", q.Get("scope"), q.Has("scope"))
+	return s.requestedScopes(r, "4.5", "direct", q.Get("scope"), q.Has("scope"))
 }
 
 // authResponse is the redirect_uri with params, the state and iss added
@@ -261,7 +261,7 @@ func (s *Server) DenyAuthorization(state string) (redirectURL string, err error)
 func (s *Server) authorizationCodeGrant(_ context.Context, req *tokenRequest) (*grantResult, *oauthError) {
 	code := req.form.Get("code")
 	if code == "" {
-		return nil, s.agentBug("4.5", "invalid_request", "authorization_code grant without code")
+		return nil, s.agentBug(req.r, "4.5", "invalid_request", "authorization_code grant without code")
 	}
 	s.addSecret(req.form.Get("code_verifier")) // IssuedSecrets: for leak scans of the agent's output
 	sid, e := s.checkSignInGrant("4.5", req)
@@ -273,9 +273,9 @@ func (s *Server) authorizationCodeGrant(_ context.Context, req *tokenRequest) (*
 	ref := s.redeemLocked(ac, req)
 	s.mu.Unlock()
 	if ref != nil {
-		return nil, ref.answer(s, "4.5")
+		return nil, ref.answer(s, req.r, "4.5")
 	}
-	res, family, e := s.signInSession("4.5", sid, req.client.id, ac.account, ac.scopes)
+	res, family, e := s.signInSession(req.r, "4.5", sid, req.client.id, ac.account, ac.scopes)
 	if e == nil {
 		s.mu.Lock()
 		ac.family = family

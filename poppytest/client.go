@@ -52,7 +52,11 @@ type clientDoc struct {
 // loadClient returns the agent at clientID, from the cache unless refetch
 // is set, and whether it came from the cache. A document that breaks §4.1 is
 // the agent's violation and invalid_client.
-func (s *Server) loadClient(ctx context.Context, clientID string, refetch bool) (*client, bool, *oauthError) {
+func (s *Server) loadClient(r *http.Request, clientID string, refetch bool) (*client, bool, *oauthError) {
+	if s.opts.ClientID != "" && clientID != s.opts.ClientID {
+		// Not the agent's bug: another test's agent came to this Company.
+		return nil, false, newError("invalid_client", "poppytest: this Company serves only the agent %s, not %s", s.opts.ClientID, clientID)
+	}
 	now := s.timeNow()
 	s.mu.Lock()
 	c := s.clients[clientID]
@@ -60,7 +64,7 @@ func (s *Server) loadClient(ctx context.Context, clientID string, refetch bool) 
 	if c != nil && !refetch && now.Sub(c.fetched) < clientCacheTTL {
 		return c, true, nil
 	}
-	c, e := s.fetchClient(ctx, clientID)
+	c, e := s.fetchClient(r, clientID)
 	if e != nil {
 		return nil, false, e
 	}
@@ -72,20 +76,20 @@ func (s *Server) loadClient(ctx context.Context, clientID string, refetch bool) 
 }
 
 // fetchClient fetches and checks the agent's documents.
-func (s *Server) fetchClient(ctx context.Context, clientID string) (*client, *oauthError) {
+func (s *Server) fetchClient(r *http.Request, clientID string) (*client, *oauthError) {
 	u, err := url.Parse(clientID)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
 		// Poppy 0.1 §4.1: "A Personal Agent's client_id MUST be an HTTPS URL that returns its metadata document."
-		return nil, s.agentBug("4.1", "invalid_client", "client_id %q is not an https URL", clientID)
+		return nil, s.agentBug(r, "4.1", "invalid_client", "client_id %q is not an https URL", clientID)
 	}
 	var doc clientDoc
-	if err := s.fetchAgentJSON(ctx, clientID, &doc); err != nil {
-		return nil, s.agentBug("4.1", "invalid_client", "client metadata at %s: %v", clientID, err)
+	if err := s.fetchAgentJSON(contextOf(r), clientID, &doc); err != nil {
+		return nil, s.agentBug(r, "4.1", "invalid_client", "client metadata at %s: %v", clientID, err)
 	}
-	if e := s.checkClientDoc(clientID, u, &doc); e != nil {
+	if e := s.checkClientDoc(r, clientID, u, &doc); e != nil {
 		return nil, e
 	}
-	keys, e := s.fetchKeys(ctx, doc.JWKSURI)
+	keys, e := s.fetchKeys(r, doc.JWKSURI)
 	if e != nil {
 		return nil, e
 	}
@@ -93,20 +97,20 @@ func (s *Server) fetchClient(ctx context.Context, clientID string) (*client, *oa
 }
 
 // checkClientDoc applies the §4.1 rules to a fetched client metadata document.
-func (s *Server) checkClientDoc(clientID string, u *url.URL, doc *clientDoc) *oauthError {
+func (s *Server) checkClientDoc(r *http.Request, clientID string, u *url.URL, doc *clientDoc) *oauthError {
 	if doc.ClientID != clientID {
 		// Poppy 0.1 §4.1: "client_id MUST equal the URL the document was fetched from."
-		return s.agentBug("4.1", "invalid_client", "client metadata at %s names client_id %q", clientID, doc.ClientID)
+		return s.agentBug(r, "4.1", "invalid_client", "client metadata at %s names client_id %q", clientID, doc.ClientID)
 	}
 	for _, raw := range append([]string{doc.JWKSURI}, doc.RedirectURIs...) {
 		// Poppy 0.1 §4.1: "jwks_uri and every entry in redirect_uris MUST be HTTPS URLs on the same domain as client_id."
 		v, err := url.Parse(raw)
 		if err != nil || v.Scheme != "https" || !sameDomain(hostOnly(v.Host), hostOnly(u.Host)) {
-			return s.agentBug("4.1", "invalid_client", "client metadata at %s: %q is not an https URL on the client_id's domain", clientID, raw)
+			return s.agentBug(r, "4.1", "invalid_client", "client metadata at %s: %q is not an https URL on the client_id's domain", clientID, raw)
 		}
 	}
 	if doc.AuthMethod != "" && doc.AuthMethod != "private_key_jwt" {
-		return s.agentBug("4.1", "invalid_client", "client metadata at %s: token_endpoint_auth_method %q, want private_key_jwt", clientID, doc.AuthMethod)
+		return s.agentBug(r, "4.1", "invalid_client", "client metadata at %s: token_endpoint_auth_method %q, want private_key_jwt", clientID, doc.AuthMethod)
 	}
 	return nil
 }
@@ -120,12 +124,12 @@ func sameDomain(a, b string) bool {
 var privateJWKMembers = []string{"d", "p", "q", "dp", "dq", "qi", "k", "oth"}
 
 // fetchKeys fetches the agent's key set and keeps its signing keys.
-func (s *Server) fetchKeys(ctx context.Context, jwksURI string) ([]jose.JSONWebKey, *oauthError) {
+func (s *Server) fetchKeys(r *http.Request, jwksURI string) ([]jose.JSONWebKey, *oauthError) {
 	var set struct {
 		Keys []json.RawMessage `json:"keys"`
 	}
-	if err := s.fetchAgentJSON(ctx, jwksURI, &set); err != nil {
-		return nil, s.agentBug("4.1", "invalid_client", "key set at %s: %v", jwksURI, err)
+	if err := s.fetchAgentJSON(contextOf(r), jwksURI, &set); err != nil {
+		return nil, s.agentBug(r, "4.1", "invalid_client", "key set at %s: %v", jwksURI, err)
 	}
 	var keys []jose.JSONWebKey
 	for i, raw := range set.Keys {
@@ -134,19 +138,19 @@ func (s *Server) fetchKeys(ctx context.Context, jwksURI string) ([]jose.JSONWebK
 		for _, m := range privateJWKMembers {
 			if _, ok := members[m]; ok {
 				// Poppy 0.1 §4.1: "The key set contains only public keys."
-				return nil, s.agentBug("4.1", "invalid_client", "key %d at %s has private member %q", i, jwksURI, m)
+				return nil, s.agentBug(r, "4.1", "invalid_client", "key %d at %s has private member %q", i, jwksURI, m)
 			}
 		}
 		var k jose.JSONWebKey
 		if err := k.UnmarshalJSON(raw); err != nil || !k.IsPublic() {
-			return nil, s.agentBug("4.1", "invalid_client", "key %d at %s is not a public JWK: %v", i, jwksURI, err)
+			return nil, s.agentBug(r, "4.1", "invalid_client", "key %d at %s is not a public JWK: %v", i, jwksURI, err)
 		}
 		if k.Use != "enc" {
 			keys = append(keys, k)
 		}
 	}
 	if len(keys) == 0 {
-		return nil, s.agentBug("4.1", "invalid_client", "key set at %s has no signing key", jwksURI)
+		return nil, s.agentBug(r, "4.1", "invalid_client", "key set at %s has no signing key", jwksURI)
 	}
 	return keys, nil
 }
@@ -162,6 +166,9 @@ func (s *Server) fetchAgentJSON(ctx context.Context, rawURL string, v any) error
 	}
 	req.Header.Set("Accept", "application/json")
 	c := *s.client
+	if s.opts.AgentClient != nil {
+		c = *s.opts.AgentClient
+	}
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := c.Do(req)
 	if err != nil {

@@ -154,7 +154,7 @@ func (s *Server) handleStart(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	s.writeConvError(w, e)
+	s.writeConvError(w, r, e)
 }
 
 // handleMessage adds a message to a conversation (Poppy 0.1 §7.3).
@@ -179,7 +179,7 @@ func (s *Server) handleMessage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	s.writeConvError(w, e)
+	s.writeConvError(w, r, e)
 }
 
 // startConversation accepts the first message of a new conversation, or
@@ -351,7 +351,7 @@ func (s *Server) agentRole() string {
 // was accepted, so the agent must retry it with the same ID.
 func (s *Server) answerPost(w http.ResponseWriter, r *http.Request, c *Caller, res accepted, q readQuery) {
 	if !res.duplicate && s.takeFault(&s.conv.failPosts) {
-		s.writeConvError(w, &convError{code: "server_error", desc: "poppytest: FailNextPost", status: http.StatusServiceUnavailable})
+		s.writeConvError(w, r, &convError{code: "server_error", desc: "poppytest: FailNextPost", status: http.StatusServiceUnavailable})
 		return
 	}
 	if !res.duplicate && s.takeFault(&s.conv.dropPosts) {
@@ -372,7 +372,7 @@ func (s *Server) answerPost(w http.ResponseWriter, r *http.Request, c *Caller, r
 	// Poppy 0.1 §7.3: "responds as a read of the conversation's events from that cursor would ... The status code stays 201 or 202"
 	body, e := s.readEvents(r.Context(), res.conversationID, c, q, true)
 	if e != nil {
-		s.writeConvError(w, e)
+		s.writeConvError(w, r, e)
 		return
 	}
 	writeJSON(w, res.status, body)
@@ -442,7 +442,7 @@ func (s *Server) handleControl(w http.ResponseWriter, r *http.Request, section s
 		})
 	}
 	if e != nil {
-		s.writeConvError(w, e)
+		s.writeConvError(w, r, e)
 		return
 	}
 	writeJSON(w, status, body)

@@ -14,6 +14,7 @@ import (
 	"mime"
 	"net/http"
 	"regexp"
+	"strings"
 )
 
 // maxConvRequest bounds a conversation request body.
@@ -54,9 +55,9 @@ func convBug(section, code, format string, args ...any) *convError {
 
 // writeConvError reports e's violation, if any, and writes it: as a JSON
 // error body (§7.13), or for sign_in_required as a challenge (§7.11, §6).
-func (s *Server) writeConvError(w http.ResponseWriter, e *convError) {
-	if section, desc, ok := bytes.Cut([]byte(e.violation), []byte{0}); ok {
-		s.violate(string(section), "%s (answered %s)", desc, e.code)
+func (s *Server) writeConvError(w http.ResponseWriter, r *http.Request, e *convError) {
+	if section, desc, ok := strings.Cut(e.violation, "\x00"); ok {
+		s.violate(r, section, e.code, "%s", desc)
 	}
 	if e.code == "sign_in_required" {
 		// Poppy 0.1 §7.11: sign_in_required has "the same meaning as the errors in section 6"

@@ -88,7 +88,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.writeConvError(w, e)
+	s.writeConvError(w, r, e)
 }
 
 // wantsStream reports whether the request accepts text/event-stream (§7.6:

@@ -90,11 +90,11 @@ func (s *Server) handleDeviceAuthorization(w http.ResponseWriter, r *http.Reques
 	var c *client
 	if e == nil {
 		// Poppy 0.1 §4.6: "The Personal Agent sends the scopes it needs, with its client assertion"
-		c, e = s.authenticateClient(r.Context(), form, s.URL("auth."+s.domain, devicePath))
+		c, e = s.authenticateClient(r, form, s.URL("auth."+s.domain, devicePath))
 	}
 	var scopes []string
 	if e == nil {
-		scopes, e = s.requestedScopes("4.6", "device", form.Get("scope"), form.Has("scope"))
+		scopes, e = s.requestedScopes(r, "4.6", "device", form.Get("scope"), form.Has("scope"))
 	}
 	if e != nil {
 		s.writeTokenError(w, e)
@@ -158,7 +158,7 @@ func normalizeUserCode(raw string) string {
 func (s *Server) deviceCodeGrant(_ context.Context, req *tokenRequest) (*grantResult, *oauthError) {
 	code := req.form.Get("device_code")
 	if code == "" {
-		return nil, s.agentBug("4.6", "invalid_request", "device_code grant without device_code")
+		return nil, s.agentBug(req.r, "4.6", "invalid_request", "device_code grant without device_code")
 	}
 	sid, e := s.checkSignInGrant("4.6", req)
 	if e != nil {
@@ -175,9 +175,9 @@ func (s *Server) deviceCodeGrant(_ context.Context, req *tokenRequest) (*grantRe
 	}
 	s.mu.Unlock()
 	if ref != nil {
-		return nil, ref.answer(s, "4.6")
+		return nil, ref.answer(s, req.r, "4.6")
 	}
-	res, _, e := s.signInSession("4.6", sid, req.client.id, account, scopes)
+	res, _, e := s.signInSession(req.r, "4.6", sid, req.client.id, account, scopes)
 	if e != nil {
 		s.mu.Lock()
 		d.final = false // the approval stands: the agent may poll again for another Session

@@ -43,9 +43,9 @@ func (s *Server) checkProof(r *http.Request, host, token string) (string, *oauth
 	proofs := r.Header.Values("DPoP")
 	if len(proofs) != 1 {
 		// RFC 9449 §4.3: "There is not more than one DPoP HTTP request header field."
-		return "", s.agentBug("4.3", "invalid_dpop_proof", "%d DPoP headers, want exactly one", len(proofs))
+		return "", s.agentBug(r, "4.3", "invalid_dpop_proof", "%d DPoP headers, want exactly one", len(proofs))
 	}
-	key, claims, e := s.parseProof(proofs[0])
+	key, claims, e := s.parseProof(r, proofs[0])
 	if e != nil {
 		return "", e
 	}
@@ -58,46 +58,46 @@ func (s *Server) checkProof(r *http.Request, host, token string) (string, *oauth
 	}
 	thumb, err := key.Thumbprint(crypto.SHA256)
 	if err != nil {
-		return "", s.agentBug("4.3", "invalid_dpop_proof", "proof key has no thumbprint: %v", err)
+		return "", s.agentBug(r, "4.3", "invalid_dpop_proof", "proof key has no thumbprint: %v", err)
 	}
 	jkt := base64.RawURLEncoding.EncodeToString(thumb)
 	if s.useJTI("dpop "+jkt, claims.Jti, unixTime(*claims.Iat).Add(2*proofWindow)) {
 		// Poppy 0.1 §4.3: the Company checks that "It hasn't accepted the same jti within that window."
-		return "", s.agentBug("4.3", "invalid_dpop_proof", "proof jti %q was used before", claims.Jti)
+		return "", s.agentBug(r, "4.3", "invalid_dpop_proof", "proof jti %q was used before", claims.Jti)
 	}
 	return jkt, nil
 }
 
 // parseProof verifies a proof's header and signature (RFC 9449 §4.3 checks
 // 2 to 7) and returns its key and claims.
-func (s *Server) parseProof(raw string) (*jose.JSONWebKey, *proofClaims, *oauthError) {
+func (s *Server) parseProof(r *http.Request, raw string) (*jose.JSONWebKey, *proofClaims, *oauthError) {
 	if hasPrivateJWK(raw) {
 		// RFC 9449 §4.2: jwk "MUST NOT contain a private key"
-		return nil, nil, s.agentBug("4.3", "invalid_dpop_proof", "the proof's jwk header holds a private key")
+		return nil, nil, s.agentBug(r, "4.3", "invalid_dpop_proof", "the proof's jwk header holds a private key")
 	}
 	jws, err := jose.ParseSignedCompact(raw, dpopAlgs)
 	if err != nil {
-		return nil, nil, s.agentBug("4.3", "invalid_dpop_proof", "proof is not a compact JWS signed with %v: %v", dpopAlgs, err)
+		return nil, nil, s.agentBug(r, "4.3", "invalid_dpop_proof", "proof is not a compact JWS signed with %v: %v", dpopAlgs, err)
 	}
 	if len(jws.Signatures) != 1 {
-		return nil, nil, s.agentBug("4.3", "invalid_dpop_proof", "proof has %d signatures", len(jws.Signatures))
+		return nil, nil, s.agentBug(r, "4.3", "invalid_dpop_proof", "proof has %d signatures", len(jws.Signatures))
 	}
 	h := jws.Signatures[0].Protected
 	if typ := headerType(h); typ != "dpop+jwt" {
 		// RFC 9449 §4.2: typ "MUST be dpop+jwt"
-		return nil, nil, s.agentBug("4.3", "invalid_dpop_proof", "proof typ %q, want dpop+jwt", typ)
+		return nil, nil, s.agentBug(r, "4.3", "invalid_dpop_proof", "proof typ %q, want dpop+jwt", typ)
 	}
 	if h.JSONWebKey == nil {
-		return nil, nil, s.agentBug("4.3", "invalid_dpop_proof", "proof has no jwk header")
+		return nil, nil, s.agentBug(r, "4.3", "invalid_dpop_proof", "proof has no jwk header")
 	}
 	payload, err := jws.Verify(h.JSONWebKey.Key)
 	if err != nil {
 		// Poppy 0.1 §4.3: "The proof's signature verifies with the key in its header."
-		return nil, nil, s.agentBug("4.3", "invalid_dpop_proof", "proof signature: %v", err)
+		return nil, nil, s.agentBug(r, "4.3", "invalid_dpop_proof", "proof signature: %v", err)
 	}
 	var c proofClaims
 	if err := json.Unmarshal(payload, &c); err != nil {
-		return nil, nil, s.agentBug("4.3", "invalid_dpop_proof", "proof claims: %v", err)
+		return nil, nil, s.agentBug(r, "4.3", "invalid_dpop_proof", "proof claims: %v", err)
 	}
 	return h.JSONWebKey, &c, nil
 }
@@ -128,33 +128,33 @@ func hasPrivateJWK(raw string) bool {
 // 8 to 11, Poppy 0.1 §4.3).
 func (s *Server) checkProofClaims(r *http.Request, host, token string, c *proofClaims) *oauthError {
 	if c.Jti == "" || c.Iat == nil {
-		return s.agentBug("4.3", "invalid_dpop_proof", "proof lacks jti or iat")
+		return s.agentBug(r, "4.3", "invalid_dpop_proof", "proof lacks jti or iat")
 	}
 	f := s.flaws()
 	if c.Htm != r.Method && !f.IgnoreHTM {
 		// Poppy 0.1 §4.3: "htm and htu match the request."
-		return s.agentBug("4.3", "invalid_dpop_proof", "proof htm %q, request method %s", c.Htm, r.Method)
+		return s.agentBug(r, "4.3", "invalid_dpop_proof", "proof htm %q, request method %s", c.Htm, r.Method)
 	}
 	want := "https://" + r.Host + r.URL.EscapedPath()
 	got, ok := normalizeHTU(c.Htu)
 	if !ok {
 		// Poppy 0.1 §4.3: htm and htu are "the request's HTTP method and URL, without the query or fragment"
-		return s.agentBug("4.3", "invalid_dpop_proof", "proof htu %q is not an absolute URL without query or fragment", c.Htu)
+		return s.agentBug(r, "4.3", "invalid_dpop_proof", "proof htu %q is not an absolute URL without query or fragment", c.Htu)
 	}
 	if wantN, _ := normalizeHTU(want); got != wantN && !f.IgnoreHTU {
-		return s.agentBug("4.3", "invalid_dpop_proof", "proof htu %q does not match the request URL %s", c.Htu, want)
+		return s.agentBug(r, "4.3", "invalid_dpop_proof", "proof htu %q does not match the request URL %s", c.Htu, want)
 	}
 	if d := s.timeNow().Sub(unixTime(*c.Iat)); d > proofWindow || d < -proofWindow {
 		// Poppy 0.1 §4.3: "iat is within the Company's acceptance window, such as one minute."
-		return s.agentBug("4.3", "invalid_dpop_proof", "proof iat is %s from now, outside ±%s", d.Round(time.Second), proofWindow)
+		return s.agentBug(r, "4.3", "invalid_dpop_proof", "proof iat is %s from now, outside ±%s", d.Round(time.Second), proofWindow)
 	}
 	switch {
 	case token == "" && c.Ath != nil:
 		// Poppy 0.1 §4.3: "Proofs sent to the token endpoint don't have one."
-		return s.agentBug("4.3", "invalid_dpop_proof", "proof to the token endpoint has ath")
+		return s.agentBug(r, "4.3", "invalid_dpop_proof", "proof to the token endpoint has ath")
 	case token != "" && (c.Ath == nil || *c.Ath != tokenHash(token)):
 		// Poppy 0.1 §4.3: "ath matches the Session Token."
-		return s.agentBug("4.3", "invalid_dpop_proof", "proof ath does not match the access token")
+		return s.agentBug(r, "4.3", "invalid_dpop_proof", "proof ath does not match the access token")
 	}
 	return nil
 }

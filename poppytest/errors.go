@@ -40,11 +40,11 @@ func newError(code, format string, args ...any) *oauthError {
 	return &oauthError{code: code, desc: fmt.Sprintf(format, args...), status: status}
 }
 
-// agentBug records a violation of section and returns the error answer that
-// a real Company gives to the same request.
-func (s *Server) agentBug(section, code, format string, args ...any) *oauthError {
+// agentBug records a violation of section by the request r (nil: none) and
+// returns the error answer that a real Company gives to the same request.
+func (s *Server) agentBug(r *http.Request, section, code, format string, args ...any) *oauthError {
 	e := newError(code, format, args...)
-	s.violate(section, "%s (answered %s)", e.desc, code)
+	s.violate(r, section, code, "%s", e.desc)
 	return e
 }
 
@@ -156,7 +156,7 @@ func (s *Server) checkRateLimit(w http.ResponseWriter, r *http.Request, host str
 	s.mu.Unlock()
 	if early {
 		// Poppy 0.1 §4.3: "The Personal Agent MUST wait at least that long before sending the request again."
-		s.violate("4.3", "%s %s%s sent %s before Retry-After allowed", r.Method, host, r.URL.Path, until.Sub(now).Round(time.Millisecond))
+		s.violate(r, "4.3", "", "%s %s%s sent %s before Retry-After allowed", r.Method, host, r.URL.Path, until.Sub(now).Round(time.Millisecond))
 	}
 	if !limited {
 		return false

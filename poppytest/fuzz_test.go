@@ -5,6 +5,7 @@ package poppytest
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -59,12 +60,12 @@ func FuzzAssertion(f *testing.F) {
 	c := &client{id: "https://agent.example/agent.json"}
 	f.Fuzz(func(t *testing.T, assertion, clientAssertion string) {
 		form := url.Values{"assertion": {assertion}}
-		if claims, e := s.checkSessionAssertion(form, c); claims != nil || e == nil {
+		if claims, e := s.checkSessionAssertion(nil, form, c); claims != nil || e == nil {
 			t.Fatalf("an agent with no keys had an assertion accepted: %v", claims)
 		}
 		form = url.Values{"client_assertion_type": {clientAssertionType}, "client_assertion": {clientAssertion},
 			"client_id": {"https://not-covered.test/agent.json"}}
-		if c, e := s.authenticateClient(t.Context(), form, ""); c != nil || e == nil {
+		if c, e := s.authenticateClient(httptest.NewRequestWithContext(t.Context(), http.MethodPost, "https://auth.example.com/oauth/token", nil), form, ""); c != nil || e == nil {
 			t.Fatalf("a client assertion was accepted for an unreachable client")
 		}
 	})

@@ -56,6 +56,9 @@ func (s *Server) installMCPServer() {
 // by MCPAddTool; the caller holds mcpSrv.mu or owns s.
 func (s *Server) newMCPServer() (*server.StreamableHTTPServer, *server.MCPServer) {
 	tools := s.mcpTools()
+	if s.opts.MCPTools != nil {
+		tools = cannedTools(s.opts.MCPTools)
+	}
 	for _, name := range s.mcpSrv.order {
 		t, h := echoTool(name, s.mcpSrv.extra[name])
 		tools = append(tools, server.ServerTool{Tool: t, Handler: h})
@@ -138,7 +141,7 @@ func (s *Server) mcpScopesOK(w http.ResponseWriter, r *http.Request, c *Caller) 
 	if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" {
 		return true
 	}
-	scopes := mcpToolScopes[msg.Params.Name]
+	scopes := s.toolScopes(msg.Params.Name)
 	return len(scopes) == 0 || s.RequireScopes(w, c, scopes...)
 }
 

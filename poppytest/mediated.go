@@ -124,7 +124,7 @@ func failed(e *oauthError) map[string]any {
 // of every credential not marked "secret": false as secrets first.
 func (s *Server) readMediatedBody(r *http.Request, v any) *oauthError {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-		return s.agentBug("4.7", "invalid_request", "Content-Type %q, want application/json", r.Header.Get("Content-Type"))
+		return s.agentBug(r, "4.7", "invalid_request", "Content-Type %q, want application/json", r.Header.Get("Content-Type"))
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxMediatedBody+1))
 	if err != nil || len(body) > maxMediatedBody {
@@ -149,7 +149,7 @@ func (s *Server) readMediatedBody(r *http.Request, v any) *oauthError {
 	}
 	if json.Unmarshal(body, v) != nil {
 		// The decoder's message may quote the body, so it is left out: Poppy 0.1 §4.7 "MUST NOT return credentials in any response"
-		return s.agentBug("4.7", "invalid_request", "body is not the JSON object of §4.7 with string values")
+		return s.agentBug(r, "4.7", "invalid_request", "body is not the JSON object of §4.7 with string values")
 	}
 	return nil
 }
@@ -175,15 +175,15 @@ func (s *Server) handleMediated(w http.ResponseWriter, r *http.Request) {
 	if s.credentialGate(w, r, key) {
 		return
 	}
-	scopes, e := s.requestedScopes("4.7", "mediated", deref(req.Scope), req.Scope != nil)
+	scopes, e := s.requestedScopes(r, "4.7", "mediated", deref(req.Scope), req.Scope != nil)
 	if e == nil {
-		e = s.checkCredentialFields(req.Credentials)
+		e = s.checkCredentialFields(r, req.Credentials)
 	}
 	if e != nil {
 		s.writeMediated(w, e.status, failed(e))
 		return
 	}
-	a, ok := s.login(req.Credentials["email"], req.Credentials["password"])
+	a, ok := s.loginMediated(req.Credentials)
 	if !ok {
 		s.credentialFailed(key)
 		// SPEC-NOTES (our reading): "wrong credentials give failed with HTTP 400 and error: invalid_credentials"
@@ -209,19 +209,19 @@ func deref(p *string) string {
 
 // checkCredentialFields checks that credentials has every field of
 // auth.mediated.fields and no other.
-func (s *Server) checkCredentialFields(creds map[string]string) *oauthError {
+func (s *Server) checkCredentialFields(r *http.Request, creds map[string]string) *oauthError {
 	var names []string
 	for _, f := range s.mediatedFields() {
 		names = append(names, f.Name)
 		if _, ok := creds[f.Name]; !ok {
 			// Poppy 0.1 §4.7: "The Personal Agent sends every field in credentials to auth.mediated.endpoint"
-			return s.agentBug("4.7", "invalid_request", "credentials lack the field %q", f.Name)
+			return s.agentBug(r, "4.7", "invalid_request", "credentials lack the field %q", f.Name)
 		}
 	}
 	for name := range creds {
 		if !slices.Contains(names, name) {
 			// Poppy 0.1 §4.7: auth.mediated.fields "lists the ones the Company needs"
-			return s.agentBug("4.7", "invalid_request", "credentials have the field %q, which auth.mediated.fields does not list", name)
+			return s.agentBug(r, "4.7", "invalid_request", "credentials have the field %q, which auth.mediated.fields does not list", name)
 		}
 	}
 	return nil
@@ -247,7 +247,7 @@ func (s *Server) credentialGate(w http.ResponseWriter, r *http.Request, key stri
 	s.mu.Unlock()
 	if early {
 		// Poppy 0.1 §4.3: "The Personal Agent MUST wait at least that long before sending the request again."
-		s.violate("4.3", "POST %s%s sent %s before Retry-After allowed", hostOnly(r.Host), r.URL.Path, wait.Round(time.Millisecond))
+		s.violate(r, "4.3", "", "POST %s%s sent %s before Retry-After allowed", hostOnly(r.Host), r.URL.Path, wait.Round(time.Millisecond))
 	}
 	w.Header().Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
 	s.writeMediated(w, http.StatusTooManyRequests, map[string]any{"error": "rate_limited",
@@ -297,7 +297,7 @@ func sixDigits() string {
 // completeMediated signs the caller's Session in and writes complete with
 // the tokens of §4.4; the new Session Token is bound to the caller's key.
 func (s *Server) completeMediated(w http.ResponseWriter, r *http.Request, c *Caller, account string, scopes []string) {
-	res, _, e := s.signInSession("4.7", c.SessionID, c.ClientID, account, scopes)
+	res, _, e := s.signInSession(r, "4.7", c.SessionID, c.ClientID, account, scopes)
 	if e != nil {
 		s.writeMediated(w, e.status, failed(e))
 		return
@@ -322,7 +322,7 @@ func (s *Server) handleMediatedCode(w http.ResponseWriter, r *http.Request) {
 	e := s.readMediatedBody(r, &req)
 	if e == nil && req.Credentials != nil {
 		// Poppy 0.1 §4.7: the agent "submits only the code, not the credentials again"
-		e = s.agentBug("4.7", "invalid_request", "the code step carries credentials")
+		e = s.agentBug(r, "4.7", "invalid_request", "the code step carries credentials")
 	}
 	id := r.PathValue("id")
 	s.mu.Lock()
@@ -330,7 +330,7 @@ func (s *Server) handleMediatedCode(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if e == nil && si != nil && si.host != hostOnly(r.Host) {
 		// Poppy 0.1 §4.7: the code goes to the endpoint the credentials went to (its example: POST https://auth.example.com/poppy/sign-in/sgn_3Hq8)
-		e = s.agentBug("4.7", "invalid_request", "the code of a sign-in started at %s was sent to %s", si.host, hostOnly(r.Host))
+		e = s.agentBug(r, "4.7", "invalid_request", "the code of a sign-in started at %s was sent to %s", si.host, hostOnly(r.Host))
 	}
 	if e != nil {
 		s.writeMediated(w, e.status, failed(e))
@@ -341,7 +341,7 @@ func (s *Server) handleMediatedCode(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	switch {
 	case ref != nil:
-		e := ref.answer(s, "4.7")
+		e := ref.answer(s, r, "4.7")
 		if ref.code == "not_found" {
 			e.status = http.StatusNotFound
 		}

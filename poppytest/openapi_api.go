@@ -222,7 +222,7 @@ func (s *Server) handleExchanges(w http.ResponseWriter, _ *http.Request, c *Call
 // On failure it writes the answer and returns false.
 func (s *Server) readStoreBody(w http.ResponseWriter, r *http.Request, v any, fields ...string) bool {
 	bug := func(format string, args ...any) bool {
-		s.violate("6", "%s %s%s: "+format, append([]any{r.Method, hostOnly(r.Host), r.URL.Path}, args...)...)
+		s.violate(r, "6", "", "%s %s%s: "+format, append([]any{r.Method, hostOnly(r.Host), r.URL.Path}, args...)...)
 		writeStoreError(w, http.StatusBadRequest, "invalid_request", "the body does not follow the API's document")
 		return false
 	}

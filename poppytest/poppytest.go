@@ -6,7 +6,9 @@
 // Company (Domain, www.Domain, auth.Domain, api.Domain, mcp.Domain, and the
 // same of each of its Options.OtherDomains) and the agent's own host
 // (AgentHost) from that one listener, routing by the Host
-// header. Server.Client and Server.Transport trust only that CA and dial every
+// header. Several Servers can share one listener and CA instead: a Front
+// (Options.Front), as poppytest serve does with a Company per test run.
+// Server.Client and Server.Transport trust only that CA and dial every
 // one of those names, at any port, to the listener, so the agent under test
 // uses the real https URLs of the spec.
 //
@@ -29,8 +31,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"io"
-	"log"
 	"net"
 	"net/http"
 	"strings"
@@ -203,6 +203,33 @@ type Options struct {
 	// Flaws make the Server break Company-side rules one at a time (flaws.go),
 	// for tools that check Companies. Zero: it breaks none.
 	Flaws Flaws
+
+	// Sharing a listener, and agents from elsewhere (front.go, client.go),
+	// as poppytest serve runs a Company per test run.
+
+	// Front is the listener and CA the Server shares with other Servers.
+	// Nil: Start makes a Front of its own, with a CA of its own.
+	Front *Front
+	// ClientID, when set, is the only agent the Company serves: a request
+	// authenticated as another client_id is refused with invalid_client, and
+	// is not counted as a violation (it is some other test's agent). Zero:
+	// any agent.
+	ClientID string
+	// AgentClient fetches the agent's client_id document and key set
+	// (§4.1), for an agent under test that publishes its own, such as at
+	// https://localhost:8443/agent.json; it does not follow redirects. Nil:
+	// the Server's own Client, which reaches only the Server's hosts
+	// (documents given to SetAgentDocuments).
+	AgentClient *http.Client
+
+	// MCPTools replace the MCP server's default tools with tools that give
+	// canned results (scenario_company.go). Nil: the default tools.
+	MCPTools []MCPTool
+	// Scenario shapes the Company (scenario.go): its domain when Domain is
+	// empty, accounts when Accounts is nil, MCP tools when MCPTools is nil,
+	// and its documents, APIs and pages; the mutators above apply after
+	// it. The Server does not change it. Nil: the example Company.
+	Scenario *Scenario
 }
 
 // Server is a reference Company. Its methods are safe for concurrent use,
@@ -216,7 +243,7 @@ type Server struct {
 	timeNow   func() time.Time
 	tls       *authority
 
-	// mu guards every field from here to srv.
+	// mu guards every field from here to front.
 	mu        sync.Mutex
 	started   bool                               // set once, by Start
 	closed    bool                               // set once, by Close
@@ -226,7 +253,8 @@ type Server struct {
 	docs      map[string]*document               // host+path -> served document; nil: removed
 	agentDocs []string                           // paths of SetAgentDocuments on AgentHost
 	reqs      []Request
-	viols     []string
+	arriving  map[*http.Request]int // requests being served -> their index in reqs
+	viols     []Violation
 	secrets   []string            // IssuedSecrets, in order
 	secretSet map[string]struct{} // the same, as a set
 	served    map[string]int      // Served counters
@@ -243,12 +271,14 @@ type Server struct {
 	tokenSeq     uint64            // the seq of the latest token issued
 	usedSeq      map[string]uint64 // token use -> the latest seq used at a resource
 
-	listener net.Listener
-	srv      *http.Server
+	front   *Front             // set by Start, or by NewUnstartedServer from Options.Front
+	ca      *certAuthority     // the Server's own CA; nil on a shared Front
+	life    context.Context    // ends at Close: requests in flight see it
+	endLife context.CancelFunc // ends life
 
 	transport *http.Transport // set once by NewUnstartedServer
 	client    *http.Client    // set once by NewUnstartedServer
-	inflight  sync.WaitGroup
+	inflight  sync.WaitGroup  // requests the Front is handing to the Server
 
 	// The MCP server (mcpserver*.go).
 	mcpSrv *mcpState // set once by installMCPServer; has its own lock
@@ -279,12 +309,15 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 	t.Helper()
 	s := &Server{t: t, handlers: map[string]map[string]http.Handler{},
 		muxes: map[string]*http.ServeMux{}, docs: map[string]*document{},
-		secretSet: map[string]struct{}{}, served: map[string]int{}, limits: map[string]*rateLimit{}, slow: map[string]time.Duration{},
+		secretSet: map[string]struct{}{}, arriving: map[*http.Request]int{}, served: map[string]int{}, limits: map[string]*rateLimit{}, slow: map[string]time.Duration{},
 		grants: map[string]grantFunc{}, clients: map[string]*client{}, jtis: map[string]time.Time{},
 		nonces: map[string]string{}, sessions: map[string]*Session{}, tokens: map[string]*token{},
 		usedSeq: map[string]uint64{}}
 	if opts != nil {
 		s.opts = *opts
+	}
+	if s.opts.Scenario != nil && s.opts.Domain == "" {
+		s.opts.Domain = s.opts.Scenario.Domain
 	}
 	s.domain = strings.ToLower(orDefault(s.opts.Domain, "example.com"))
 	s.agentHost = strings.ToLower(orDefault(s.opts.AgentHost, "agent.example"))
@@ -296,11 +329,21 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 	}
 	// Certificates follow the real clock, which TLS clients check, not Options.Now.
 	s.others = otherDomains(s.domain, s.opts.OtherDomains)
-	auth, err := newAuthority(s.Domains(), s.agentHost, time.Now())
+	var auth *authority
+	var err error
+	if s.front = s.opts.Front; s.front != nil {
+		auth, err = s.front.ca.issue(s.Domains(), s.agentHost, time.Now())
+	} else {
+		s.ca, auth, err = newAuthority(s.Domains(), s.agentHost, time.Now())
+	}
 	if err != nil {
 		panic("poppytest: " + err.Error()) // only a broken crypto/rand gets here
 	}
 	s.tls = auth
+	if s.opts.Scenario != nil {
+		s.applyScenario()
+	}
+	s.life, s.endLife = context.WithCancel(context.Background())
 	s.transport = s.newTransport()
 	s.client = &http.Client{Transport: s.transport}
 	s.install()
@@ -324,6 +367,9 @@ func (s *Server) install() {
 	s.installOpenAPI()
 	s.installWeb()
 	s.installOtherDomains()
+	if s.opts.Scenario != nil {
+		s.installScenario()
+	}
 }
 
 func orDefault(v, def string) string {
@@ -333,32 +379,48 @@ func orDefault(v, def string) string {
 	return v
 }
 
-// Start starts serving on a loopback port. It panics if the Server has
-// already been started or closed, or if it cannot listen.
+// Start starts serving: on a loopback port of its own, or on Options.Front,
+// taking the hosts it serves there (AgentHost only once it serves something
+// there, so Servers sharing a Front can share an agent's host that none of
+// them serves). It panics if the Server has already been started or closed,
+// if it cannot listen, or if another Server on the Front has one of its hosts.
 func (s *Server) Start() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started || s.closed {
 		panic("poppytest: Start on a started or closed Server")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic("poppytest: listen: " + err.Error())
+	if s.front == nil {
+		f, err := startFront("127.0.0.1:0", s.ca, s)
+		if err != nil {
+			panic(err.Error())
+		}
+		s.front = f
+	}
+	var hosts []string
+	for _, h := range s.hosts {
+		if s.takesLocked(h) {
+			hosts = append(hosts, h)
+		}
+	}
+	if err := s.front.take(s, hosts...); err != nil {
+		panic("poppytest: Start: " + err.Error())
 	}
 	s.started = true
-	s.listener = ln
-	s.srv = &http.Server{
-		Handler:           s,
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{s.tls.leaf}, MinVersion: tls.VersionTLS12},
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          log.New(io.Discard, "", 0), // handshake errors of clients under test are theirs to report
-	}
-	go func() { _ = s.srv.ServeTLS(ln, "", "") }()
 }
 
-// Close stops the Server: it closes the listener and every connection, then
-// waits for handlers still running to return. Violations found after Close
-// are recorded but no longer reported to T. Close may be called more than once.
+// takesLocked reports whether the Server takes host on its Front: every host
+// on its own Front, and on a shared one every host but an AgentHost that
+// serves nothing. The caller holds mu.
+func (s *Server) takesLocked(host string) bool {
+	return s.ca != nil || host != s.agentHost || len(s.handlers[host]) > 0
+}
+
+// Close stops the Server: it gives its hosts back to the Front (closing the
+// Front if it is its own, with every connection), ends the requests in
+// flight, then waits for their handlers to return. Violations found after
+// Close are recorded but no longer reported to T. Close may be called more
+// than once.
 func (s *Server) Close() {
 	s.mu.Lock()
 	if s.closed {
@@ -366,25 +428,30 @@ func (s *Server) Close() {
 		return
 	}
 	s.closed = true
-	srv := s.srv
+	started := s.started
 	s.mu.Unlock()
 	s.transport.CloseIdleConnections()
-	if srv == nil {
+	if !started {
+		s.endLife()
 		return
 	}
-	_ = srv.Close()
+	s.front.release(s)
+	s.endLife()
+	if s.front.own == s {
+		s.front.Close()
+	}
 	s.inflight.Wait()
 }
 
-// Addr is the "127.0.0.1:PORT" address of the Server's single TLS listener.
-// It is empty before Start.
+// Addr is the "127.0.0.1:PORT" address of the Server's TLS listener, its
+// Front's. It is empty before Start.
 func (s *Server) Addr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.listener == nil {
+	if !s.started {
 		return ""
 	}
-	return s.listener.Addr().String()
+	return s.front.Addr()
 }
 
 // Domain is the Company's domain, such as "example.com".
@@ -405,7 +472,8 @@ func (s *Server) URL(host, path string) string { return "https://" + host + path
 
 // Hosts lists the hosts the Server answers for: Domain, www.Domain,
 // auth.Domain, api.Domain, mcp.Domain, AgentHost, the same hosts of each of
-// OtherDomains, then any added by Handle.
+// OtherDomains, then any added by Handle. On a shared Front, AgentHost is
+// answered only once it serves something (see Start).
 func (s *Server) Hosts() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -424,6 +492,11 @@ func (s *Server) Handle(host, pattern string, h http.Handler) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.started && !s.closed {
+		if err := s.front.take(s, host); err != nil {
+			panic("poppytest: Handle: " + err.Error())
+		}
+	}
 	s.addHost(host)
 	s.handlers[host][pattern] = h
 	mux := http.NewServeMux()
@@ -451,10 +524,9 @@ func (s *Server) addHost(host string) {
 // ServeHTTP records the request, runs the checks that apply to every request,
 // and routes it by host. An unknown host gets 421 Misdirected Request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.inflight.Add(1)
-	defer s.inflight.Done()
 	host := hostOnly(r.Host)
 	s.record(r, host)
+	defer s.finished(r)
 	s.checkEveryRequest(r, host)
 	if !s.opts.NoNonce && host != s.agentHost {
 		w.Header().Set("DPoP-Nonce", s.nonce(host)) // RFC 9449 §8.2: a new nonce may come on any response

@@ -5,7 +5,7 @@ package poppytest
 
 import (
 	"bytes"
-	"fmt"
+	"context"
 	"io"
 	"net/http"
 	"net/url"
@@ -29,7 +29,8 @@ type Request struct {
 	Time     time.Time
 }
 
-// record appends r to the log. It reads up to maxRecordedBody bytes of the
+// record appends r to the log, and remembers where while r is served, so a
+// violation can summarize its body. It reads up to maxRecordedBody bytes of the
 // body and puts them back in front of the rest, so handlers see it whole.
 func (s *Server) record(r *http.Request, host string) {
 	var body []byte
@@ -43,8 +44,16 @@ func (s *Server) record(r *http.Request, host string) {
 	req := Request{Host: host, Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery,
 		Header: r.Header.Clone(), Body: body, Time: s.timeNow()}
 	s.mu.Lock()
+	s.arriving[r] = len(s.reqs)
 	s.reqs = append(s.reqs, req)
 	s.mu.Unlock()
+}
+
+// finished forgets r, recorded by record, once its answer is written.
+func (s *Server) finished(r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.arriving, r)
 }
 
 type readCloser struct {
@@ -77,28 +86,6 @@ func (s *Server) Count(host, path string) int {
 		}
 	}
 	return n
-}
-
-// violate records a protocol violation by the agent and reports it to T as
-// "poppytest: agent violated Poppy 0.1 §section: ...". section is the spec
-// section, or an RFC reference such as "4.3 (RFC 9449 §4.3)".
-func (s *Server) violate(section, format string, args ...any) {
-	msg := fmt.Sprintf("poppytest: agent violated Poppy 0.1 §%s: %s", section, fmt.Sprintf(format, args...))
-	s.mu.Lock()
-	s.viols = append(s.viols, msg)
-	closed := s.closed
-	s.mu.Unlock()
-	if !closed {
-		s.t.Helper()
-		s.t.Errorf("%s", msg)
-	}
-}
-
-// Violations returns every violation found so far, in order.
-func (s *Server) Violations() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.viols...)
 }
 
 // addSecret remembers a token, assertion or code the Server issued or
@@ -138,7 +125,7 @@ func (s *Server) checkEveryRequest(r *http.Request, host string) {
 	}
 	if where := s.secretInURL(r.URL); where != "" {
 		// Poppy 0.1 §4.3: "Personal Agents MUST NOT send tokens in a URL"
-		s.violate("4.3", "%s %s%s carries a token or assertion in its URL (%s)", r.Method, host, r.URL.Path, where)
+		s.violate(r, "4.3", "", "%s %s%s carries a token or assertion in its URL (%s)", r.Method, host, r.URL.Path, where)
 	}
 }
 
@@ -166,4 +153,12 @@ func (s *Server) secretInURL(u *url.URL) string {
 		}
 	}
 	return ""
+}
+
+// contextOf is r's context, or the background for a call outside a request.
+func contextOf(r *http.Request) context.Context {
+	if r == nil {
+		return context.Background()
+	}
+	return r.Context()
 }

@@ -17,7 +17,7 @@ import (
 func (s *Server) refreshGrant(_ context.Context, req *tokenRequest) (*grantResult, *oauthError) {
 	value := req.form.Get("refresh_token")
 	if value == "" {
-		return nil, s.agentBug("4.8", "invalid_request", "refresh_token grant without refresh_token")
+		return nil, s.agentBug(req.r, "4.8", "invalid_request", "refresh_token grant without refresh_token")
 	}
 	s.mu.Lock()
 	at := s.signIn.accountTokens[value]
@@ -25,9 +25,9 @@ func (s *Server) refreshGrant(_ context.Context, req *tokenRequest) (*grantResul
 	s.mu.Unlock()
 	if ref != nil {
 		if at == nil {
-			return nil, s.unknownAccountToken(value)
+			return nil, s.unknownAccountToken(req.r, value)
 		}
-		return nil, ref.answer(s, "4.8")
+		return nil, ref.answer(s, req.r, "4.8")
 	}
 	// Poppy 0.1 §4.8: "scope MAY ask for fewer scopes than the Account Token has ... It can't ask for more."
 	scopes, e := narrowScopes(req.form, at.scopes)
@@ -47,7 +47,7 @@ func (s *Server) refreshGrant(_ context.Context, req *tokenRequest) (*grantResul
 	}
 	s.mu.Unlock()
 	if ref != nil {
-		return nil, ref.answer(s, "4.8")
+		return nil, ref.answer(s, req.r, "4.8")
 	}
 	if v, ok := extra["refresh_token"].(string); ok {
 		s.issuedAccountToken(v)
@@ -77,10 +77,10 @@ func (s *Server) checkAccountTokenLocked(at *accountToken, clientID string) *ref
 }
 
 // unknownAccountToken answers an Account Token this Server never issued.
-func (s *Server) unknownAccountToken(value string) *oauthError {
+func (s *Server) unknownAccountToken(r *http.Request, value string) *oauthError {
 	if iss, ok := otherCompanies.Load(value); ok && iss != s.Issuer() {
 		// Poppy 0.1 §4.8: "Companies MUST accept an Account Token only at their token_endpoint and revocation_endpoint"
-		return s.agentBug("4.8", "invalid_grant", "an Account Token issued by %s sent to %s", iss, s.Issuer())
+		return s.agentBug(r, "4.8", "invalid_grant", "an Account Token issued by %s sent to %s", iss, s.Issuer())
 	}
 	return newError("invalid_grant", "unknown Account Token")
 }
@@ -106,13 +106,13 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	var c *client
 	if e == nil {
 		// Poppy 0.1 §4.9: the agent revokes "at the Company's revocation_endpoint (RFC 7009), with its client assertion"
-		c, e = s.authenticateClient(r.Context(), form, s.URL("auth."+s.domain, revokePath))
+		c, e = s.authenticateClient(r, form, s.URL("auth."+s.domain, revokePath))
 	}
 	if e == nil && form.Get("token") == "" {
-		e = s.agentBug("4.9", "invalid_request", "revocation request without token") // RFC 7009 §2.1: token REQUIRED
+		e = s.agentBug(r, "4.9", "invalid_request", "revocation request without token") // RFC 7009 §2.1: token REQUIRED
 	}
 	if e == nil {
-		e = s.revoke(form.Get("token"), c.id)
+		e = s.revoke(r, form.Get("token"), c.id)
 	}
 	if e != nil {
 		s.writeTokenError(w, e)
@@ -125,7 +125,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 // revoke revokes value for the client: an Account Token with its family, or
 // a Session Token. An unknown token is no error (RFC 7009 §2.2: "invalid
 // tokens do not cause an error response").
-func (s *Server) revoke(value, clientID string) *oauthError {
+func (s *Server) revoke(r *http.Request, value, clientID string) *oauthError {
 	s.mu.Lock()
 	at := s.signIn.accountTokens[value]
 	var owner string
@@ -139,7 +139,7 @@ func (s *Server) revoke(value, clientID string) *oauthError {
 	case owner != clientID:
 		s.mu.Unlock()
 		// RFC 7009 §2.1: the server "verifies whether the token was issued to the client making the revocation request. If this validation fails, the request is refused"
-		return s.agentBug("4.9", "unauthorized_client", "the token was issued to another client_id")
+		return s.agentBug(r, "4.9", "unauthorized_client", "the token was issued to another client_id")
 	case at != nil:
 		s.revokeFamilyLocked(at.family)
 	default:

@@ -81,24 +81,24 @@ func (s *Server) authenticate(r *http.Request, resource string, bearerOK bool) (
 		return nil, &oauthError{status: http.StatusUnauthorized} // RFC 6750 §3.1: no error code
 	case len(authz) == 0:
 		// Poppy 0.1 §4.3: "Personal Agents MUST send a Session Token on every API and conversation request"
-		s.violate("4.3", "%s %s%s without a Session Token", r.Method, host, r.URL.Path)
+		s.violate(r, "4.3", "", "%s %s%s without a Session Token", r.Method, host, r.URL.Path)
 		return nil, &oauthError{status: http.StatusUnauthorized}
 	case len(authz) > 1:
-		return nil, s.agentBug("4.3", "invalid_request", "%d Authorization headers", len(authz))
+		return nil, s.agentBug(r, "4.3", "invalid_request", "%d Authorization headers", len(authz))
 	}
 	scheme, value, _ := strings.Cut(authz[0], " ")
 	value = strings.TrimSpace(value)
 	isDPoP := strings.EqualFold(scheme, "DPoP")
 	if !isDPoP && !strings.EqualFold(scheme, "Bearer") {
-		return nil, s.agentBug("4.3", "invalid_token", "Authorization scheme %q, want DPoP", scheme)
+		return nil, s.agentBug(r, "4.3", "invalid_token", "Authorization scheme %q, want DPoP", scheme)
 	}
 	if !isDPoP && !bearerOK && !s.flaws().BearerAnywhere {
 		// Poppy 0.1 §4.3: Companies "MUST require DPoP everywhere else"
-		return nil, s.agentBug("4.3", "invalid_token", "Bearer token at %s%s, which takes only DPoP", host, r.URL.Path)
+		return nil, s.agentBug(r, "4.3", "invalid_token", "Bearer token at %s%s, which takes only DPoP", host, r.URL.Path)
 	}
 	tok, sess := s.lookupToken(value)
 	if tok == nil {
-		return nil, s.unknownToken(value)
+		return nil, s.unknownToken(r, value)
 	}
 	if e := s.checkBinding(r, host, value, tok, isDPoP); e != nil {
 		return nil, e
@@ -128,10 +128,10 @@ func (s *Server) lookupToken(value string) (*token, *Session) {
 }
 
 // unknownToken answers a token this Server never issued.
-func (s *Server) unknownToken(value string) *oauthError {
+func (s *Server) unknownToken(r *http.Request, value string) *oauthError {
 	if iss, ok := otherCompanies.Load(value); ok && iss != s.Issuer() {
 		// Poppy 0.1 §3.2: tokens belong to one Company, identified by its issuer
-		return s.agentBug("4.3", "invalid_token", "a Session Token issued by %s sent to %s", iss, s.Issuer())
+		return s.agentBug(r, "4.3", "invalid_token", "a Session Token issued by %s sent to %s", iss, s.Issuer())
 	}
 	return newError("invalid_token", "unknown Session Token")
 }
@@ -142,12 +142,12 @@ func (s *Server) checkBinding(r *http.Request, host, value string, tok *token, i
 	if !isDPoP {
 		if tok.jkt != "" && !f.BearerAnywhere {
 			// RFC 9449 §7.1: a DPoP-bound token sent as Bearer loses its binding
-			return s.agentBug("4.3", "invalid_token", "a DPoP-bound Session Token sent with the Bearer scheme")
+			return s.agentBug(r, "4.3", "invalid_token", "a DPoP-bound Session Token sent with the Bearer scheme")
 		}
 		return nil
 	}
 	if tok.jkt == "" {
-		return s.agentBug("4.3", "invalid_token", "a Bearer Session Token sent with the DPoP scheme")
+		return s.agentBug(r, "4.3", "invalid_token", "a Bearer Session Token sent with the DPoP scheme")
 	}
 	if len(r.Header.Values("DPoP")) == 0 && f.MissingProof {
 		return nil
@@ -158,7 +158,7 @@ func (s *Server) checkBinding(r *http.Request, host, value string, tok *token, i
 	}
 	if jkt != tok.jkt && !f.AnyProofKey {
 		// Poppy 0.1 §4.3: the Company checks "That key is the one the Session Token is bound to."
-		return s.agentBug("4.3", "invalid_dpop_proof", "proof key is not the key the Session Token is bound to")
+		return s.agentBug(r, "4.3", "invalid_dpop_proof", "proof key is not the key the Session Token is bound to")
 	}
 	return nil
 }
@@ -173,7 +173,7 @@ func (s *Server) checkTokenUse(r *http.Request, host, resource string, tok *toke
 		return newError("invalid_token", "the Session has ended")
 	case tok.resource != resource && !s.flaws().AnyResource:
 		// Poppy 0.1 §4.3: a Company with separate tokens "accepts a token at such a service only if it was issued for that resource"; §6: an MCP server "MUST accept only tokens issued for its url"
-		return s.agentBug("4.3", "invalid_token", "a Session Token issued for resource %q sent to %s%s (resource %q)", tok.resource, host, r.URL.Path, resource)
+		return s.agentBug(r, "4.3", "invalid_token", "a Session Token issued for resource %q sent to %s%s (resource %q)", tok.resource, host, r.URL.Path, resource)
 	}
 	if !s.useLatest(tok) {
 		// Poppy 0.1 §4.3: "Whenever the Personal Agent gets a new Session

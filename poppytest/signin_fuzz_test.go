@@ -32,7 +32,7 @@ func FuzzMediatedBody(f *testing.F) {
 			}
 			return
 		}
-		e := s.checkCredentialFields(req.Credentials)
+		e := s.checkCredentialFields(r, req.Credentials)
 		_, hasEmail := req.Credentials["email"]
 		_, hasPassword := req.Credentials["password"]
 		if ok := hasEmail && hasPassword && len(req.Credentials) == 2; ok != (e == nil) {
@@ -52,7 +52,7 @@ func FuzzAuthorizeParams(f *testing.F) {
 		if err != nil {
 			return
 		}
-		scopes, e := s.checkAuthorizeParams(q)
+		scopes, e := s.checkAuthorizeParams(nil, q)
 		if (e == nil) == (len(scopes) == 0) {
 			t.Fatalf("checkAuthorizeParams(%q) = %q, %v: want scopes or an error", raw, scopes, e)
 		}

@@ -83,7 +83,7 @@ func (s *Server) startStream(w http.ResponseWriter, r *http.Request, id string, 
 		return nil
 	})
 	if e != nil {
-		s.writeConvError(w, e)
+		s.writeConvError(w, r, e)
 		return "", 0, false
 	}
 	w.Header().Set("Content-Type", "text/event-stream")

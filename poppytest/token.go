@@ -129,7 +129,7 @@ func (s *Server) readTokenRequest(r *http.Request) (*tokenRequest, *oauthError) 
 	req := &tokenRequest{r: r, form: form, resource: form.Get("resource")}
 	if req.resource != "" && !slices.Contains(s.resources(), req.resource) {
 		// RFC 8707 §2: invalid_target; Poppy 0.1 §4.3 resource names a service of poppy.json
-		return nil, s.agentBug("4.3", "invalid_target", "resource %q is not a url or resource in poppy.json", req.resource)
+		return nil, s.agentBug(r, "4.3", "invalid_target", "resource %q is not a url or resource in poppy.json", req.resource)
 	}
 	if len(r.Header.Values("DPoP")) > 0 {
 		jkt, e := s.checkProof(r, hostOnly(r.Host), "")
@@ -139,9 +139,9 @@ func (s *Server) readTokenRequest(r *http.Request) (*tokenRequest, *oauthError) 
 		req.jkt = jkt
 	} else if !slices.Contains(s.mcpURLs(), req.resource) {
 		// Poppy 0.1 §4.3: Companies "MUST require DPoP everywhere else" than MCP
-		return nil, s.agentBug("4.3", "invalid_dpop_proof", "token request without a DPoP proof and without resource set to an MCP url")
+		return nil, s.agentBug(r, "4.3", "invalid_dpop_proof", "token request without a DPoP proof and without resource set to an MCP url")
 	}
-	c, e := s.authenticateClient(r.Context(), form, s.tokenEndpoint())
+	c, e := s.authenticateClient(r, form, s.tokenEndpoint())
 	if e != nil {
 		return nil, e
 	}
@@ -154,10 +154,10 @@ func (s *Server) readTokenRequest(r *http.Request) (*tokenRequest, *oauthError) 
 func (s *Server) readForm(r *http.Request) (url.Values, *oauthError) {
 	if r.Method != http.MethodPost {
 		// RFC 6749 §3.2: "The client MUST use the HTTP "POST" method"
-		return nil, s.agentBug("4.2", "invalid_request", "%s to %s, want POST", r.Method, r.URL.Path)
+		return nil, s.agentBug(r, "4.2", "invalid_request", "%s to %s, want POST", r.Method, r.URL.Path)
 	}
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
-		return nil, s.agentBug("4.2", "invalid_request", "Content-Type %q, want application/x-www-form-urlencoded", r.Header.Get("Content-Type"))
+		return nil, s.agentBug(r, "4.2", "invalid_request", "Content-Type %q, want application/x-www-form-urlencoded", r.Header.Get("Content-Type"))
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxTokenRequest+1))
 	if err != nil || len(body) > maxTokenRequest {
@@ -165,12 +165,12 @@ func (s *Server) readForm(r *http.Request) (url.Values, *oauthError) {
 	}
 	form, err := url.ParseQuery(string(body))
 	if err != nil {
-		return nil, s.agentBug("4.2", "invalid_request", "body is not form-encoded: %v", err)
+		return nil, s.agentBug(r, "4.2", "invalid_request", "body is not form-encoded: %v", err)
 	}
 	for k, v := range form {
 		if len(v) > 1 {
 			// RFC 6749 §3.2: "Request and response parameters MUST NOT be included more than once."
-			return nil, s.agentBug("4.2", "invalid_request", "parameter %s sent %d times", k, len(v))
+			return nil, s.agentBug(r, "4.2", "invalid_request", "parameter %s sent %d times", k, len(v))
 		}
 	}
 	return form, nil
@@ -179,7 +179,7 @@ func (s *Server) readForm(r *http.Request) (url.Values, *oauthError) {
 // jwtBearerGrant starts a signed-out Session, or renews one named by
 // session_id (Poppy 0.1 §4.2).
 func (s *Server) jwtBearerGrant(_ context.Context, req *tokenRequest) (*grantResult, *oauthError) {
-	claims, e := s.checkSessionAssertion(req.form, req.client)
+	claims, e := s.checkSessionAssertion(req.r, req.form, req.client)
 	if e != nil {
 		return nil, e
 	}
@@ -195,7 +195,7 @@ func (s *Server) jwtBearerGrant(_ context.Context, req *tokenRequest) (*grantRes
 	if sess.SignedIn {
 		if !s.signOutExpired(sess.ID) {
 			// Poppy 0.1 §4.2: "A signed-in Session is renewed with the Account Token instead (4.8)."
-			return nil, s.agentBug("4.2", "invalid_grant", "Session %s is signed in: renew it with the Account Token", sess.ID)
+			return nil, s.agentBug(req.r, "4.2", "invalid_grant", "Session %s is signed in: renew it with the Account Token", sess.ID)
 		}
 		sess.SignedIn, sess.Scopes = false, nil
 	}
@@ -227,7 +227,7 @@ func (s *Server) sessionFor(req *tokenRequest, userID string) (Session, *oauthEr
 	switch {
 	case snap.ClientID != req.client.id || snap.UserID != userID:
 		// Poppy 0.1 §4.2: "The Company checks that the Session belongs to the same client_id and User ID as the assertion"
-		return Session{}, s.agentBug("4.2", "invalid_session", "Session %s belongs to another client_id or User", id)
+		return Session{}, s.agentBug(req.r, "4.2", "invalid_session", "Session %s belongs to another client_id or User", id)
 	case snap.Ended:
 		// Poppy 0.1 §4.2: "If it has ended, the Company returns invalid_session"
 		return Session{}, newError("invalid_session", "Session %s has ended", id)

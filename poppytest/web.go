@@ -8,7 +8,6 @@ package poppytest
 // cookie opens is in web_site.go.
 
 import (
-	"context"
 	"encoding/json"
 	"html/template"
 	"io"
@@ -113,20 +112,20 @@ func (s *Server) checkBrowserSession(r *http.Request) (sid, returnTo string, e *
 	if e != nil {
 		return "", "", e
 	}
-	c, claims, e := s.verifyBrowserAssertion(r.Context(), raw)
+	c, claims, e := s.verifyBrowserAssertion(r, raw)
 	if e != nil {
 		return "", "", e
 	}
 	endpoint := s.URL(hostOnly(r.Host), r.URL.Path)
-	if e := s.checkBrowserClaims(claims, c.id, endpoint); e != nil {
+	if e := s.checkBrowserClaims(r, claims, c.id, endpoint); e != nil {
 		return "", "", e
 	}
-	if e := s.checkBrowserSessionID(claims, c.id, s.domainOf(hostOnly(r.Host))); e != nil {
+	if e := s.checkBrowserSessionID(r, claims, c.id, s.domainOf(hostOnly(r.Host))); e != nil {
 		return "", "", e
 	}
 	if s.useJTI("browser "+c.id, claims.Jti, unixTime(*claims.Exp)) {
 		// Poppy 0.1 §5: the Company MUST check that "It hasn't accepted the same jti before."
-		return "", "", s.agentBug("5", "invalid_grant", "browser assertion jti %q was accepted before", claims.Jti)
+		return "", "", s.agentBug(r, "5", "invalid_grant", "browser assertion jti %q was accepted before", claims.Jti)
 	}
 	return claims.SessionID, claims.ReturnTo, nil
 }
@@ -137,7 +136,7 @@ func (s *Server) checkNavigation(r *http.Request) *oauthError {
 	mode, dest := r.Header.Get("Sec-Fetch-Mode"), r.Header.Get("Sec-Fetch-Dest")
 	if (mode != "" && mode != "navigate") || (dest != "" && dest != "document") {
 		// Poppy 0.1 §5: "as a form POST, as a top-level navigation, so the cookie the Company sets lands in that browser"
-		return s.agentBug("5", "invalid_request", "browser assertion posted with Sec-Fetch-Mode %q and Sec-Fetch-Dest %q, not as a top-level navigation", mode, dest)
+		return s.agentBug(r, "5", "invalid_request", "browser assertion posted with Sec-Fetch-Mode %q and Sec-Fetch-Dest %q, not as a top-level navigation", mode, dest)
 	}
 	return nil
 }
@@ -146,10 +145,10 @@ func (s *Server) checkNavigation(r *http.Request) *oauthError {
 func (s *Server) readBrowserForm(r *http.Request) (string, *oauthError) {
 	if r.URL.RawQuery != "" && url.Values(r.URL.Query()).Has("assertion") {
 		// Poppy 0.1 §5: "The assertion MUST go in the request body, never in the URL."
-		return "", s.agentBug("5", "invalid_request", "the browser assertion is in the URL")
+		return "", s.agentBug(r, "5", "invalid_request", "the browser assertion is in the URL")
 	}
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
-		return "", s.agentBug("5", "invalid_request", "Content-Type %q, want application/x-www-form-urlencoded", r.Header.Get("Content-Type"))
+		return "", s.agentBug(r, "5", "invalid_request", "Content-Type %q, want application/x-www-form-urlencoded", r.Header.Get("Content-Type"))
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBrowserForm+1))
 	if err != nil || len(body) > maxBrowserForm {
@@ -157,7 +156,7 @@ func (s *Server) readBrowserForm(r *http.Request) (string, *oauthError) {
 	}
 	form, err := url.ParseQuery(string(body))
 	if err != nil || len(form["assertion"]) != 1 || form.Get("assertion") == "" {
-		return "", s.agentBug("5", "invalid_request", "the form has no single assertion")
+		return "", s.agentBug(r, "5", "invalid_request", "the form has no single assertion")
 	}
 	raw := form.Get("assertion")
 	s.addSecret(raw)
@@ -166,48 +165,48 @@ func (s *Server) readBrowserForm(r *http.Request) (string, *oauthError) {
 
 // verifyBrowserAssertion checks the signature and typ of a browser
 // assertion and returns the agent that signed it and its claims.
-func (s *Server) verifyBrowserAssertion(ctx context.Context, raw string) (*client, *browserClaims, *oauthError) {
+func (s *Server) verifyBrowserAssertion(r *http.Request, raw string) (*client, *browserClaims, *oauthError) {
 	var unverified jwtClaims
 	if jws, err := jose.ParseSignedCompact(raw, assertionAlgs); err != nil ||
 		json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &unverified) != nil || unverified.Iss == "" {
-		return nil, nil, s.agentBug("5", "invalid_grant", "the browser assertion is not a JWT signed with %v naming its iss", assertionAlgs)
+		return nil, nil, s.agentBug(r, "5", "invalid_grant", "the browser assertion is not a JWT signed with %v naming its iss", assertionAlgs)
 	}
-	c, cached, e := s.loadClient(ctx, unverified.Iss, false)
+	c, cached, e := s.loadClient(r, unverified.Iss, false)
 	if e != nil {
 		return nil, nil, e
 	}
 	h, payload, err := verifyJWT(raw, c.keys)
 	if err != nil && cached {
 		// The agent may have rotated its keys: fetch them again, once.
-		if c, _, e = s.loadClient(ctx, unverified.Iss, true); e != nil {
+		if c, _, e = s.loadClient(r, unverified.Iss, true); e != nil {
 			return nil, nil, e
 		}
 		h, payload, err = verifyJWT(raw, c.keys)
 	}
 	if err != nil {
 		// Poppy 0.1 §5: "The signature verifies with a key from the iss client's jwks_uri"
-		return nil, nil, s.agentBug("5", "invalid_grant", "browser assertion: %v", err)
+		return nil, nil, s.agentBug(r, "5", "invalid_grant", "browser assertion: %v", err)
 	}
 	if typ := headerType(h); !strings.EqualFold(typ, browserAssertionTyp) {
 		// Poppy 0.1 §5: "typ is poppy-browser+jwt. A Session assertion isn't accepted here"
-		return nil, nil, s.agentBug("5", "invalid_grant", "browser assertion typ %q, want %s", typ, browserAssertionTyp)
+		return nil, nil, s.agentBug(r, "5", "invalid_grant", "browser assertion typ %q, want %s", typ, browserAssertionTyp)
 	}
 	var claims browserClaims
 	if err := json.Unmarshal(payload, &claims); err != nil {
-		return nil, nil, s.agentBug("5", "invalid_grant", "browser assertion claims: %v", err)
+		return nil, nil, s.agentBug(r, "5", "invalid_grant", "browser assertion claims: %v", err)
 	}
 	return c, &claims, nil
 }
 
 // checkBrowserClaims checks iss, sub, aud, times and jti (Poppy 0.1 §5).
-func (s *Server) checkBrowserClaims(c *browserClaims, clientID, endpoint string) *oauthError {
+func (s *Server) checkBrowserClaims(r *http.Request, c *browserClaims, clientID, endpoint string) *oauthError {
 	if c.Iss != clientID || c.Sub == "" {
 		// Poppy 0.1 §5: "iss, sub, iat, and jti are as in 4.2."
-		return s.agentBug("5", "invalid_grant", "browser assertion iss %q (want %q) or sub %q", c.Iss, clientID, c.Sub)
+		return s.agentBug(r, "5", "invalid_grant", "browser assertion iss %q (want %q) or sub %q", c.Iss, clientID, c.Sub)
 	}
 	if auds, single := c.audiences(); !single || auds[0] != endpoint {
 		// Poppy 0.1 §5: "aud is its endpoint"
-		return s.agentBug("5", "invalid_grant", "browser assertion aud %s is not the single string %q", c.Aud, endpoint)
+		return s.agentBug(r, "5", "invalid_grant", "browser assertion aud %s is not the single string %q", c.Aud, endpoint)
 	}
 	if c.Exp != nil && !unixTime(*c.Exp).After(s.timeNow()) {
 		// Poppy 0.1 §5: the Company checks "the assertion hasn't expired"; a slow browser gets here too
@@ -215,11 +214,11 @@ func (s *Server) checkBrowserClaims(c *browserClaims, clientID, endpoint string)
 	}
 	if p := s.timeProblem(&c.jwtClaims, maxBrowserAssertionLife, true); p != "" {
 		// Poppy 0.1 §5: "exp is no more than 60 seconds after iat."
-		return s.agentBug("5", "invalid_grant", "browser assertion: %s", p)
+		return s.agentBug(r, "5", "invalid_grant", "browser assertion: %s", p)
 	}
 	if len(c.Jti) < minJTILength {
 		// Poppy 0.1 §4.2: "jti is a unique ID for the assertion, with at least 128 random bits"
-		return s.agentBug("5", "invalid_grant", "browser assertion jti %q is shorter than %d characters (128 bits)", c.Jti, minJTILength)
+		return s.agentBug(r, "5", "invalid_grant", "browser assertion jti %q is shorter than %d characters (128 bits)", c.Jti, minJTILength)
 	}
 	return nil
 }
@@ -227,7 +226,7 @@ func (s *Server) checkBrowserClaims(c *browserClaims, clientID, endpoint string)
 // checkBrowserSessionID checks the Session, and that return_to is on
 // domain, the Company's domain whose endpoint the assertion was posted to
 // (Poppy 0.1 §5).
-func (s *Server) checkBrowserSessionID(c *browserClaims, clientID, domain string) *oauthError {
+func (s *Server) checkBrowserSessionID(r *http.Request, c *browserClaims, clientID, domain string) *oauthError {
 	s.mu.Lock()
 	live := s.sessions[c.SessionID]
 	var sess Session
@@ -238,16 +237,16 @@ func (s *Server) checkBrowserSessionID(c *browserClaims, clientID, domain string
 	switch {
 	case c.SessionID == "" || live == nil:
 		// Poppy 0.1 §5: "session_id is the Session the browser joins"
-		return s.agentBug("5", "invalid_session", "browser assertion session_id %q names no Session", c.SessionID)
+		return s.agentBug(r, "5", "invalid_session", "browser assertion session_id %q names no Session", c.SessionID)
 	case sess.ClientID != clientID || sess.UserID != c.Sub:
 		// Poppy 0.1 §5: the Company checks "The Session is active and belongs to the same client_id and User."
-		return s.agentBug("5", "invalid_session", "Session %s belongs to another client_id or User", c.SessionID)
+		return s.agentBug(r, "5", "invalid_session", "Session %s belongs to another client_id or User", c.SessionID)
 	case sess.Ended:
 		return newError("invalid_session", "Session %s has ended", c.SessionID)
 	}
 	if !onDomain(domain, c.ReturnTo) {
 		// Poppy 0.1 §5: return_to "MUST be an HTTPS URL on the Company's organization.domain or one of its subdomains."
-		return s.agentBug("5", "invalid_request", "return_to %q is not an https URL on %s", c.ReturnTo, domain)
+		return s.agentBug(r, "5", "invalid_request", "return_to %q is not an https URL on %s", c.ReturnTo, domain)
 	}
 	return nil
 }

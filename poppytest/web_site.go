@@ -31,6 +31,7 @@ type siteData struct {
 	SessionID string // shown so a test can tell Sessions apart; not a credential (§4.2)
 	Message   string
 	Orders    []Order
+	Content   template.HTML // a scenario page's content
 }
 
 var siteTemplate = template.Must(template.New("site").Parse(`<!doctype html>
@@ -38,6 +39,7 @@ var siteTemplate = template.Must(template.New("site").Parse(`<!doctype html>
 <body><h1>{{.Title}}</h1>
 <p id="state" data-signed-in="{{.SignedIn}}" data-session="{{.SessionID}}">{{if .SignedIn}}Signed in as <span id="email">{{.Email}}</span>{{else}}Signed out: you are browsing as a visitor{{end}}</p>
 {{if .Message}}<p id="message">{{.Message}}</p>{{end}}
+{{if .Content}}<div id="content">{{.Content}}</div>{{end}}
 {{if .Orders}}<ul id="orders">{{range .Orders}}<li id="{{.ID}}">{{.ID}}: {{.Summary}} ({{.Status}})</li>
 {{end}}</ul>{{end}}
 <p><a href="/">Home</a> <a href="/orders">Your orders</a></p>
@@ -135,7 +137,7 @@ func (s *Server) SignInSession(sessionID, account string, scopes ...string) erro
 	if sess == nil {
 		return errors.New("poppytest: SignInSession: no Session " + sessionID)
 	}
-	if _, _, e := s.signInSession("5", sessionID, clientID, account, scopes); e != nil {
+	if _, _, e := s.signInSession(nil, "5", sessionID, clientID, account, scopes); e != nil {
 		return errors.New("poppytest: SignInSession: " + e.code + ": " + e.desc)
 	}
 	return nil
