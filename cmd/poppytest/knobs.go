@@ -78,6 +78,10 @@ var options = []option{
 	boolOption("rotate_refresh_tokens", "Each refresh_token grant returns a new Account Token; the old one is refused (§4.8).", func(o *poppytest.Options) *bool { return &o.RotateRefreshTokens }),
 	boolOption("end_sessions_on_sign_out", "Sign-out ends the Sessions instead of signing them out (§4.9).", func(o *poppytest.Options) *bool { return &o.EndSessionsOnSignOut }),
 	durationOption("account_token_lifetime", "Lifetime of the Account Tokens issued. Default: they do not expire.", func(o *poppytest.Options) *time.Duration { return &o.AccountTokenLifetime }),
+	{name: "other_domains", typ: typeObject, doc: "More domains of the Company under its one issuer (§3.2), such as example.co.uk.", extra: map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+		set: func(o *poppytest.Options, v json.RawMessage) error { return strictJSON(v, &o.OtherDomains) }},
+	{name: "flaws", typ: typeObject, doc: "Break Company-side rules one at a time (poppytest.Flaws by JSON name, such as {\"any_nonce\": true}), for tools that check Companies.",
+		set: func(o *poppytest.Options, v json.RawMessage) error { return strictJSON(v, &o.Flaws) }},
 	stringOption("openapi_resource", "Give the store API this resource (§4.3 Narrower tokens): it then takes only tokens issued for it.", func(o *poppytest.Options) *string { return &o.OpenAPIResource }),
 }
 
