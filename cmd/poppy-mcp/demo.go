@@ -16,11 +16,9 @@ import (
 // Company, through a real MCP client in the same process, printing each step.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	var c common
-	c.register(fs)
+	c := demoFlags(fs)
 	if !parse(fs, args, stderr) || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: poppy-mcp demo [flags]")
-		return 2
+		return usageError(stderr, "demo")
 	}
 	c.logLevel = orDefault(c.logLevel, "warn")
 	logger, err := c.logger(stderr)
@@ -28,7 +26,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "poppy-mcp:", err)
 		return 2
 	}
-	a, err := newApp(ctx, &c, true, &appOptions{logger: logger})
+	a, err := newApp(ctx, c, true, &appOptions{logger: logger})
 	if err != nil {
 		fmt.Fprintln(stderr, "poppy-mcp demo:", err)
 		return 1
@@ -45,6 +43,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "\nDone: every step above ran against the embedded Company with no protocol violation.")
 	return 0
+}
+
+// demoFlags registers demo's flags on fs: the shared ones.
+func demoFlags(fs *flag.FlagSet) *common {
+	var c common
+	c.register(fs)
+	return &c
 }
 
 func orDefault(v, def string) string {
