@@ -32,7 +32,8 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.clientID, "client-id", os.Getenv("POPPY_CLIENT_ID"), "the agent's client_id `URL` (or POPPY_CLIENT_ID; default: the one init stored)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log at `LEVEL`: debug, info, warn or error (default info)")
 	fs.Var(&c.resolve, "resolve", "reach a name at a local address, past the network guard: `HOST:PORT:ADDR`, like curl's --resolve "+
-		"(repeatable). ADDR may carry its own port (127.0.0.1:8443)")
+		"(repeatable). ADDR may carry its own port (127.0.0.1:8443). HOST may be a wildcard, *.example.com, for every name "+
+		"under example.com but not example.com itself (as in a TLS certificate): give both")
 }
 
 // openStore opens the state: in PostgreSQL with --store, else in SQLite in

@@ -38,7 +38,7 @@ func TestMainHelp(t *testing.T) {
 			t.Errorf("help does not list %s with its summary", c.name)
 		}
 	}
-	for _, shared := range []string{"--state-dir DIR", "--store URL", "--client-id URL", "--resolve HOST:PORT:ADDR", "--log-level LEVEL"} {
+	for _, shared := range []string{"--state-dir DIR", "--store URL", "--client-id URL", "--resolve HOST:PORT:ADDR", "--log-level LEVEL", "*.example.com"} {
 		if !strings.Contains(want, shared) {
 			t.Errorf("help lacks the shared flag %q", shared)
 		}

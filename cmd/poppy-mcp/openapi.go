@@ -37,7 +37,7 @@ type openAPIConfig struct {
 // openAPIFlags registers openapi's flags on fs, bound to a new config.
 func openAPIFlags(fs *flag.FlagSet) *openAPIConfig {
 	cfg := &openAPIConfig{}
-	fs.Var(&cfg.resolve, "resolve", "reach a name at a local address: `HOST:PORT:ADDR`, like curl's --resolve (repeatable)")
+	fs.Var(&cfg.resolve, "resolve", "reach a name at a local address: `HOST:PORT:ADDR`, like curl's --resolve (repeatable; HOST may be *.example.com)")
 	fs.BoolVar(&cfg.asJSON, "json", false, `print one JSON object {"tools": [...]} of MCP tools, exactly as tools/list gives them`)
 	fs.StringVar(&cfg.domain, "domain", "", "the Company's `DOMAIN`, for the tool-name prefix (default: a URL's host without api. or www.; none for a file)")
 	return cfg

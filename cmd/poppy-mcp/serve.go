@@ -111,6 +111,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "poppy-mcp:", err)
 		return 2
 	}
+	if cfg.browser != "" { // a wrong path is said now, not at the first browse_page
+		if cfg.browser, err = browserPath(cfg.browser); err != nil {
+			return startupFailure(stderr, err)
+		}
+	}
 	logger, _ := cfg.logger(stderr)
 	if cfg.http.auth.issuer != "" { // records logged with a request's context name its person, pseudonymously
 		logger = slog.New(mcpauth.LogHandler(logger.Handler()))
