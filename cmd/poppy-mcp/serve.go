@@ -170,8 +170,10 @@ type app struct {
 	store    *store.Store
 	pages    *pages.Server
 	identity *auth.Identity // nil without one
-	hosted   *hosted        // with --auth-issuer; else nil
-	cleanup  []func()
+	// noIdentity says, when identity is nil, what is missing and what to run.
+	noIdentity string
+	hosted     *hosted // with --auth-issuer; else nil
+	cleanup    []func()
 }
 
 // appOptions are what newApp needs beyond the shared flags.
@@ -244,7 +246,7 @@ func (a *app) start(ctx context.Context, c *common, demo bool, o *appOptions) (e
 	deps := tools.Deps{
 		Discovery: docs,
 		Agent:     agent, Store: a.store, Pages: a.pages, Logger: logger,
-		PublicURL: c.publicURL,
+		PublicURL: c.publicURL, NoIdentity: a.noIdentity,
 	}
 	if c.browser != "" {
 		if deps.Browser, err = a.startBrowser(c.browser, guard); err != nil {
@@ -286,14 +288,20 @@ func (a *app) newAgent(ctx context.Context, c *common, base http.RoundTripper, h
 	var choice identityChoice
 	var err error
 	if a.demo != nil {
-		choice = identityChoice{clientID: "https://" + a.demo.srv.AgentHost() + "/agent.json", opts: &auth.IdentityOptions{Store: a.store}}
-	} else if choice, err = chooseIdentity(ctx, a.store, c.clientID, logger); err != nil || choice.clientID == "" {
+		choice = identityChoice{clientID: "https://" + a.demo.srv.AgentHost() + "/agent.json", from: "the demo", opts: &auth.IdentityOptions{Store: a.store}}
+	} else if choice, err = chooseIdentity(ctx, a.store, c.clientID, logger); err != nil {
 		return nil, err
 	}
-	id, err := auth.NewIdentity(ctx, choice.clientID, choice.opts)
-	if errors.Is(err, auth.ErrNoIdentity) {
-		logger.Warn("no signing key in the state in " + a.store.Where() + " for " + choice.clientID +
-			": run `poppy-mcp init --client-id " + choice.clientID + "`; only discovery works until then")
+	var id *auth.Identity
+	if choice.clientID != "" {
+		id, err = auth.NewIdentity(ctx, choice.clientID, choice.opts)
+	}
+	if choice.clientID == "" || errors.Is(err, auth.ErrNoIdentity) {
+		// What is missing is said in the log and by every tool that needs a Session.
+		if a.noIdentity = choice.missing; a.noIdentity == "" {
+			a.noIdentity = noSigningKey(a.store, choice)
+		}
+		logger.Warn("no agent identity, only discovery works: " + a.noIdentity)
 		return nil, nil
 	}
 	if err != nil {
@@ -302,6 +310,7 @@ func (a *app) newAgent(ctx context.Context, c *common, base http.RoundTripper, h
 	if choice.unstored != "" {
 		logger.Warn(choice.unstored)
 	}
+	logger.Info("agent identity", "client_id", choice.clientID, "from", choice.from, "key", id.CurrentKeyID())
 	a.identity = id
 	if a.demo != nil {
 		agentJSON, err := id.AgentJSON()
