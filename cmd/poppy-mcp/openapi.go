@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -64,7 +65,7 @@ func runOpenAPI(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	cat, defs, err := tools.LoadAPITools(ctx, data, docURL, cfg.domain)
 	if err != nil {
-		fmt.Fprintf(stderr, "poppy-mcp openapi: %v\n", err)
+		fmt.Fprintf(stderr, "poppy-mcp openapi: %s\n", notTranslated(pos[0], err))
 		return 1
 	}
 	if cfg.asJSON {
@@ -82,6 +83,20 @@ func runOpenAPI(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	printTools(stdout, cat, cfg.domain)
 	printSkipped(stdout, cat)
 	return 0
+}
+
+// notTranslated says why the document from src could not be translated:
+// one openapi2tools cannot read is said not to be an OpenAPI document it
+// reads, with what one is, before the reason.
+func notTranslated(src string, err error) string {
+	if !errors.Is(err, openapi2tools.ErrInvalidDocument) {
+		return err.Error()
+	}
+	if src == "-" {
+		src = "the document on stdin"
+	}
+	return fmt.Sprintf(`%s is not an OpenAPI document poppy-mcp reads (a JSON or YAML object with "openapi": "3.0.x" or "3.1.x", `+
+		`or "swagger": "2.0"): %s`, src, strings.TrimPrefix(err.Error(), "openapi2tools: "))
 }
 
 // readOpenAPI reads a document from a file ("-" for stdin) or an https URL
