@@ -84,7 +84,9 @@ func TestOpenAPICommandErrors(t *testing.T) {
 	// reason. Before, a text file got "cannot read the document: not an
 	// object" (and earlier "json: cannot unmarshal string into Go value of
 	// type map[string]json.RawMessage").
-	notOpenAPI := func(path string) string { return path + ` is not an OpenAPI document poppy-mcp reads (a JSON or YAML object with "openapi"` }
+	notOpenAPI := func(path string) string {
+		return path + ` is not an OpenAPI document poppy-mcp reads (a JSON or YAML object with "openapi"`
+	}
 	text, other := write("notes.txt", "hello world\n"), write("package.json", `{"name": "x"}`)
 	for _, tc := range []struct {
 		args []string
