@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"html"
@@ -21,7 +20,7 @@ import (
 type demoSession struct {
 	t      *testing.T
 	cs     *sdk.ClientSession
-	stderr *bytes.Buffer
+	stderr *lockedBuffer
 }
 
 func startDemoServe(t *testing.T) *demoSession {
@@ -29,14 +28,14 @@ func startDemoServe(t *testing.T) *demoSession {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	cmd := exec.Command(binary, "serve", "--demo", "--state-dir", t.TempDir())
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-test", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v\nstderr: %s", err, stderr.String())
 	}
 	t.Cleanup(func() { cs.Close() })
-	return &demoSession{t: t, cs: cs, stderr: &stderr}
+	return &demoSession{t: t, cs: cs, stderr: stderr}
 }
 
 // call calls a tool and returns its text and structured content.
