@@ -66,6 +66,20 @@ type IdentityOptions struct {
 // no signing key yet.
 var ErrNoIdentity = errors.New("auth: no agent identity in the state directory (run poppy-mcp init)")
 
+// HasSigningKey reports whether st holds the agent's signing key, as
+// NewIdentity stores it, without loading it: whether an identity was made
+// there, whatever client_id it was made for.
+func HasSigningKey(ctx context.Context, st SecretStore) (bool, error) {
+	_, err := st.Secret(ctx, identitySecret)
+	if isNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("auth: load identity: %w", err)
+	}
+	return true, nil
+}
+
 // Identity is the Personal Agent's identity: its client_id and signing keys.
 // It is safe for concurrent use.
 type Identity struct {

@@ -257,9 +257,16 @@ func TestIdentityMustExist(t *testing.T) {
 	if !errors.Is(err, ErrNoIdentity) {
 		t.Fatalf("empty store with MustExist: err = %v, want ErrNoIdentity", err)
 	}
+	if has, err := HasSigningKey(ctx, st); has || err != nil {
+		t.Fatalf("HasSigningKey of an empty store = %v, %v", has, err)
+	}
 	made, err := NewIdentity(ctx, "https://agent.example/agent.json", &IdentityOptions{Store: st})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The key is found whatever client_id it was made for.
+	if has, err := HasSigningKey(ctx, st); !has || err != nil {
+		t.Fatalf("HasSigningKey after NewIdentity = %v, %v", has, err)
 	}
 	loaded, err := NewIdentity(ctx, "https://agent.example/agent.json", &IdentityOptions{Store: st, MustExist: true})
 	if err != nil || loaded.CurrentKeyID() != made.CurrentKeyID() {

@@ -336,6 +336,37 @@ func (u *Upstream) connect() {
 	}
 }
 
+// transportLog is the log of mcp-go's client transport, whose records are
+// about its own machinery ("listening to server forever" on each connection
+// at info): they go one level down, info to debug, each marked as mcp-go's.
+// Warnings and errors stay as they are.
+type transportLog struct{ slog.Handler }
+
+func demote(l slog.Level) slog.Level {
+	if l < slog.LevelWarn {
+		return slog.LevelDebug
+	}
+	return l
+}
+
+func (h transportLog) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, demote(l))
+}
+
+func (h transportLog) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, demote(r.Level), "mcpproxy: mcp-go: "+r.Message, r.PC)
+	r.Attrs(func(a slog.Attr) bool { out.AddAttrs(a); return true })
+	return h.Handler.Handle(ctx, out)
+}
+
+func (h transportLog) WithAttrs(as []slog.Attr) slog.Handler {
+	return transportLog{h.Handler.WithAttrs(as)}
+}
+
+func (h transportLog) WithGroup(name string) slog.Handler {
+	return transportLog{h.Handler.WithGroup(name)}
+}
+
 // dialOnce starts mcp-go's client and runs the initialize handshake.
 func (u *Upstream) dialOnce(ctx context.Context) (*conn, error) {
 	hc := http.DefaultClient
@@ -358,7 +389,7 @@ func (u *Upstream) dialOnce(ctx context.Context) (*conn, error) {
 	tr, err := transport.NewStreamableHTTP(u.url,
 		transport.WithHTTPBasicClient(&watched),
 		transport.WithContinuousListening(), // list_changed on the GET stream
-		transport.WithHTTPLogger(u.log))
+		transport.WithHTTPLogger(slog.New(transportLog{u.log.With("url", u.url).Handler()})))
 	if err != nil {
 		return nil, fmt.Errorf("mcpproxy: %w", err)
 	}

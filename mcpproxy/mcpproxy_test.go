@@ -1,12 +1,16 @@
 package mcpproxy_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -288,4 +292,35 @@ func TestResultsMarked(t *testing.T) {
 	if !slices.ContainsFunc(got.Content, func(c json.RawMessage) bool { return strings.Contains(string(c), note) }) {
 		t.Error("no note")
 	}
+}
+
+// TestTransportLogQuiet: mcp-go's client transport logs its machinery at
+// info ("listening to server forever", on every connection); poppy-mcp
+// passes it on at debug, marked as mcp-go's and with the server's URL, so
+// the info log keeps none of it. Before, every relayed MCP server put that
+// line in serve's log.
+func TestTransportLogQuiet(t *testing.T) {
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	f := newFixture(t, nil, &mcpproxy.Options{Prefix: "ex_",
+		Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	read := func() string { mu.Lock(); defer mu.Unlock(); return logs.String() }
+	f.sync(t)
+	// The transport logs from its own goroutine.
+	waitFor(t, "mcp-go's record", func() bool { return strings.Contains(read(), "listening to server forever") })
+	if got := read(); !strings.Contains(got, `level=DEBUG msg="mcpproxy: mcp-go: listening to server forever" url=`+mcpURL) {
+		t.Errorf("mcp-go's record is not at debug, marked as mcp-go's, with the URL:\n%s", got)
+	}
+}
+
+// lockedWriter serializes writes from the transport's goroutines.
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -77,12 +77,19 @@ func (s *Server) startTurn(cv *convRecord, task agentTask) {
 // conversation's turns were cancelled or the Server closed meanwhile. The
 // caller holds st.mu.
 func (s *Server) afterDelay(cv *convRecord, f func()) {
-	st, gen := s.conv, cv.gen
 	delay := s.opts.AgentDelay
 	if delay == 0 {
 		delay = defaultAgentDelay
 	}
-	time.AfterFunc(max(delay, 0), func() {
+	s.afterFunc(cv, max(delay, 0), f)
+}
+
+// afterFunc runs f under st.mu after delay, unless the conversation's
+// turns were cancelled or the Server closed meanwhile. The caller holds
+// st.mu.
+func (s *Server) afterFunc(cv *convRecord, delay time.Duration, f func()) {
+	st, gen := s.conv, cv.gen
+	time.AfterFunc(delay, func() {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		if !st.stopped && cv.gen == gen {
@@ -168,7 +175,8 @@ func (s *Server) handOff(cv *convRecord) {
 	// Poppy 0.1 §7.7: "While the conversation is queued, responder stays agent."
 	s.setState(cv, StatusQueued, ResponderAgent)
 	if !s.opts.NoHumans {
-		return // a Person joins when the test says so
+		s.joinLater(cv) // with Options.HumanJoins; else a Person joins when the test says so
+		return
 	}
 	s.afterDelay(cv, func() {
 		if cv.Status != StatusQueued {

@@ -119,6 +119,11 @@ type Options struct {
 	// and the Company Agent says why (§7.9). Zero: a handoff stays queued
 	// until the test's Person joins.
 	NoHumans bool
+	// HumanJoins has a person join every handoff by itself, and answer
+	// messages, for demos where no test drives a Person (demo.go); ignored
+	// with NoHumans. Nil: a handoff stays queued until the test's Person
+	// joins.
+	HumanJoins *HumanJoin
 	// EventPageSize is the most events one read returns; a read that has
 	// more sets has_more (§7.5). Zero: 100.
 	EventPageSize int

@@ -20,6 +20,8 @@ run ./store 'BenchmarkStore|BenchmarkOpen'
 for b in $(grep -rl --include='*_test.go' 'func Benchmark' mcpproxy tools conversation 2>/dev/null | xargs -r -n1 dirname | sort -u); do
   run "./$b" '.'
 done
+echo "# tools/list sizes, as the budget tests measure them"
+go test -count=1 -run 'TestToolsListBudget|TestAPIGitHubExposure' -v ./tools | grep -E 'tools/list'
 echo "# peak memory of translating GitHub's document (max resident set size, KB)"
 go test -c -o /tmp/openapi2tools.test ./openapi2tools
 ( cd openapi2tools && /usr/bin/time -f '%M KB max RSS' /tmp/openapi2tools.test -test.run='^$' -test.bench=TranslateGitHub -test.benchtime=1x >/dev/null )

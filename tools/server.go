@@ -33,6 +33,10 @@ type Deps struct {
 	// Agent starts Sessions. Nil means poppy-mcp has no identity yet: tools
 	// that need a Session say how to get one (poppy-mcp init).
 	Agent *auth.Agent
+	// NoIdentity says, when Agent is nil, exactly what is missing and what
+	// the user should run; the tools that need a Session say it. Empty: a
+	// general note on poppy-mcp init.
+	NoIdentity string
 	// Store keeps User IDs, Sessions and later Account Tokens and cursors.
 	// Required when Agent is set.
 	Store *store.Store

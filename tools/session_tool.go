@@ -81,6 +81,9 @@ func (s *Server) sessionFailure(domain string, err error) *mcp.CallToolResult {
 	switch {
 	case errors.Is(err, errNoIdentity):
 		code, next = "no_identity", "Tell the user how to set up poppy-mcp's identity (see the message)."
+		if s.deps.NoIdentity != "" { // what is missing, exactly
+			err = errors.New("poppy-mcp has no agent identity yet: " + s.deps.NoIdentity + ". Discovery works without one")
+		}
 	case errors.As(err, &inErr):
 		code, next = "invalid_domain", "Give the domain alone, like example.com."
 	case errors.As(err, &refused):

@@ -54,7 +54,7 @@ func (rt *runtime) dueHooks(sess *auth.Session) []*discovery.Company {
 // errNoIdentity is returned by tools that need a Session when poppy-mcp has
 // no agent identity.
 var errNoIdentity = errors.New("poppy-mcp has no agent identity yet: run `poppy-mcp init --client-id https://YOUR.DOMAIN/agent.json`, " +
-	"publish the agent.json and jwks.json it writes at those URLs, and restart with --client-id (or POPPY_CLIENT_ID). " +
+	"publish the agent.json and jwks.json it writes at those URLs, and start poppy-mcp again. " +
 	"Discovery works without one")
 
 // usableCompany discovers the Company and refuses one with error findings.

@@ -6,27 +6,55 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"errors"
+	"fmt"
+	"io/fs"
 	"net/netip"
 	"net/url"
+	"os/exec"
 	"slices"
+	"strings"
+	"syscall"
 
 	"github.com/poppy-mcp/poppy-mcp/browser"
 	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 )
 
-// startBrowser starts poppy-mcp's own headless Chromium for --browser PATH
-// ("auto" finds one). Every connection it makes goes through the network
-// guard (its mappings included), which also lets it reach poppy-mcp's own
-// local pages. In demo mode it trusts the demo Company's CA, as
-// SSL_CERT_FILE does for Go.
-func (a *app) startBrowser(path string, guard *netguard.Options) (*browser.Browser, error) {
+// browserPath finds the Chromium executable --browser names ("auto" looks
+// for one), so that a path that cannot work stops serve at start, in one
+// line, instead of failing the first browse_page.
+func browserPath(path string) (string, error) {
 	if path == "auto" {
 		p, err := browser.Find()
 		if err != nil {
-			return nil, err
+			return "", &startupError{what: "--browser auto: " + strings.TrimPrefix(err.Error(), "browser: "),
+				todo: "install Chromium, or give the path of its executable"}
 		}
-		path = p
+		return p, nil
 	}
+	p, err := exec.LookPath(path)
+	if err == nil {
+		return p, nil
+	}
+	why := "cannot be run"
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		why = "is not found on PATH"
+	case errors.Is(err, fs.ErrNotExist):
+		why = "does not exist"
+	case errors.Is(err, fs.ErrPermission):
+		why = "is not an executable file"
+	case errors.Is(err, syscall.EISDIR):
+		why = "is a directory"
+	}
+	return "", &startupError{what: fmt.Sprintf("--browser %s %s", path, why),
+		todo: "give the path of Chromium's executable (such as /usr/bin/chromium), or --browser auto to find one"}
+}
+
+// startBrowser starts poppy-mcp's own headless Chromium, the executable at
+// path. Every connection it makes goes through the network guard (its
+// mappings included), which also lets it reach poppy-mcp's own local pages.
+// In demo mode it trusts the demo Company's CA, as SSL_CERT_FILE does for Go.
+func (a *app) startBrowser(path string, guard *netguard.Options) (*browser.Browser, error) {
 	g := *guard
 	if u, err := url.Parse(a.pages.BaseURL()); err == nil {
 		if ap, err := netip.ParseAddrPort(u.Host); err == nil {

@@ -24,24 +24,35 @@ type checkReport struct {
 	Error    string              `json:"error,omitempty"` // set when the Company could not be checked
 }
 
+// checkConfig is check's parsed command line.
+type checkConfig struct {
+	common
+	asJSON bool
+	live   *liveFlags
+}
+
+// checkFlags registers check's flags on fs, bound to a new config.
+func checkFlags(fs *flag.FlagSet) *checkConfig {
+	cfg := &checkConfig{live: &liveFlags{}}
+	cfg.register(fs)
+	fs.BoolVar(&cfg.asJSON, "json", false, "print one JSON object")
+	cfg.live.register(fs)
+	return cfg
+}
+
 // runCheck validates a Company's public documents as an agent reads them,
 // or with --live probes the running Company (check_live.go). It never signs
 // in. Exit 0: no errors; 1: errors found; 2: could not check.
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	var c common
-	c.register(fs)
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	var lf liveFlags
-	lf.register(fs)
+	cfg := checkFlags(fs)
+	c, lf := &cfg.common, cfg.live
 	pos, ok := parseInterspersed(fs, args, stderr)
 	if !ok || len(pos) != 1 || !lf.live && (lf.conversations || lf.dryRun) {
-		fmt.Fprintln(stderr, "usage: poppy-mcp check [--json] [--resolve HOST:PORT:ADDR]... DOMAIN\n"+
-			"       poppy-mcp check --live [--conversations] [--dry-run] [--json] [--state-dir DIR] [--client-id URL] [--resolve HOST:PORT:ADDR]... DOMAIN")
-		return 2
+		return usageError(stderr, "check")
 	}
 	if lf.live {
-		return runCheckLive(ctx, &c, lf, *asJSON, pos[0], stdout, stderr)
+		return runCheckLive(ctx, c, *lf, cfg.asJSON, pos[0], stdout, stderr)
 	}
 	d := discovery.New(documentClient(c.transport()), nil)
 	co, err := d.Discover(ctx, pos[0], true)
@@ -60,7 +71,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case rep.OK:
 		code = 0
 	}
-	if *asJSON {
+	if cfg.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(rep)

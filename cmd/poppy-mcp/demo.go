@@ -16,11 +16,9 @@ import (
 // Company, through a real MCP client in the same process, printing each step.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	var c common
-	c.register(fs)
+	c := demoFlags(fs)
 	if !parse(fs, args, stderr) || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: poppy-mcp demo [flags]")
-		return 2
+		return usageError(stderr, "demo")
 	}
 	c.logLevel = orDefault(c.logLevel, "warn")
 	logger, err := c.logger(stderr)
@@ -28,7 +26,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "poppy-mcp:", err)
 		return 2
 	}
-	a, err := newApp(ctx, &c, true, &appOptions{logger: logger})
+	a, err := newApp(ctx, c, true, &appOptions{logger: logger})
 	if err != nil {
 		fmt.Fprintln(stderr, "poppy-mcp demo:", err)
 		return 1
@@ -45,6 +43,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "\nDone: every step above ran against the embedded Company with no protocol violation.")
 	return 0
+}
+
+// demoFlags registers demo's flags on fs: the shared ones.
+func demoFlags(fs *flag.FlagSet) *common {
+	var c common
+	c.register(fs)
+	return &c
 }
 
 func orDefault(v, def string) string {
@@ -69,7 +74,7 @@ func (w *walk) say(format string, args ...any) {
 }
 
 func (w *walk) run(ctx context.Context, a *app) error {
-	w.say("Start the embedded demo Company (poppytest) at %s, on %s.", demoDomain, a.demo.srv.Addr())
+	w.say("Start the embedded demo Company (poppytest) at %s, on %s; the one-time codes it sends show at %s.", demoDomain, a.demo.srv.Addr(), a.demo.inboxURL)
 	cl, err := client.NewInProcessClient(a.tools.MCP())
 	if err != nil {
 		return err
@@ -139,22 +144,21 @@ func (w *walk) signIn(ctx context.Context, _ *app) error {
 	return err
 }
 
-// handoff asks for a person; the demo Company's person joins and writes.
-func (w *walk) handoff(ctx context.Context, a *app) error {
-	w.say("Ask for a person at the Company (handoff). The conversation is queued until someone joins.")
+// handoff asks for a person; the demo Company's person joins by themself
+// after a few seconds, as under `serve --demo`, and writes.
+func (w *walk) handoff(ctx context.Context, _ *app) error {
+	w.say("Ask for a person at the Company (handoff). The conversation is queued until someone joins; at the demo Company a person joins after %s.", demoJoinAfter)
 	if _, err := w.call(ctx, "request_human", map[string]any{"conversation_id": w.conversation}); err != nil {
 		return err
 	}
-	p := a.demo.srv.Person(w.conversation)
-	if err := p.Join(); err != nil {
-		return err
+	w.say("Wait for the person: read the new events until responder is human and the person writes.")
+	for range 4 {
+		res, err := w.call(ctx, "read_events", map[string]any{"conversation_id": w.conversation, "wait_seconds": 10})
+		if err != nil || res["responder"] == "human" {
+			return err
+		}
 	}
-	if err := p.Say("Hi, I'm Alex from Example Company. I can help with order 1042."); err != nil {
-		return err
-	}
-	w.say("A person joined on the Company's side: read the new events (responder is now human).")
-	_, err := w.call(ctx, "read_events", map[string]any{"conversation_id": w.conversation, "wait_seconds": 10})
-	return err
+	return fmt.Errorf("no person joined the handoff")
 }
 
 // website gives the agent's own browser a one-time page that joins the Session.

@@ -58,6 +58,9 @@ func TestExampleConfigs(t *testing.T) {
 		for _, args := range commandLines(t, filepath.Join(dir, "claude-code.sh"), "claude mcp add") {
 			if i := indexOf(args, "--"); i >= 0 {
 				checkServeArgs(t, args[i+1:])
+				if strings.Contains(strings.Join(args, " "), "POPPY_CLIENT_ID") || indexOf(args, "--client-id") >= 0 {
+					t.Errorf("%q names a client_id; serve uses the one init stored", strings.Join(args, " "))
+				}
 				continue
 			}
 			line := strings.Join(args, " ")
@@ -96,6 +99,11 @@ func checkExampleServer(t *testing.T, file, id string, s exampleServer) {
 		return
 	}
 	checkServeArgs(t, s.Args)
+	// An example client_id copied unedited would override the identity init
+	// stored: serve needs none after init.
+	if s.Env["POPPY_CLIENT_ID"] != "" || indexOf(s.Args, "--client-id") >= 0 {
+		t.Errorf("%s: names a client_id; serve uses the one init stored", id)
+	}
 	for k := range s.Env {
 		if k != "POPPY_CLIENT_ID" && k != "POPPY_HTTP_TOKEN" && k != "POPPY_STATE_KEY" {
 			t.Errorf("%s: unknown environment variable %s", id, k)

@@ -27,11 +27,13 @@ type common struct {
 }
 
 func (c *common) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.stateDir, "state-dir", "", "state directory (default $XDG_STATE_HOME/poppy-mcp)")
-	fs.StringVar(&c.store, "store", os.Getenv("POPPY_STORE"), "keep the state in PostgreSQL: postgres://USER@HOST/DB (or POPPY_STORE; needs POPPY_STATE_KEY); default SQLite in the state directory")
-	fs.StringVar(&c.clientID, "client-id", os.Getenv("POPPY_CLIENT_ID"), "the agent's client_id URL (or POPPY_CLIENT_ID)")
-	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.Var(&c.resolve, "resolve", "HOST:PORT:ADDR, map a name to a local address like curl's, past the network guard (repeatable)")
+	fs.StringVar(&c.stateDir, "state-dir", "", "keep the state in `DIR` (default $XDG_STATE_HOME/poppy-mcp)")
+	fs.StringVar(&c.store, "store", os.Getenv("POPPY_STORE"), "keep the state in PostgreSQL at `URL`, postgres://USER@HOST/DATABASE (or POPPY_STORE; needs POPPY_STATE_KEY; default: SQLite in the state directory)")
+	fs.StringVar(&c.clientID, "client-id", os.Getenv("POPPY_CLIENT_ID"), "the agent's client_id `URL` (or POPPY_CLIENT_ID; default: the one init stored)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log at `LEVEL`: debug, info, warn or error (default info)")
+	fs.Var(&c.resolve, "resolve", "reach a name at a local address, past the network guard: `HOST:PORT:ADDR`, like curl's --resolve "+
+		"(repeatable). ADDR may carry its own port (127.0.0.1:8443). HOST may be a wildcard, *.example.com, for every name "+
+		"under example.com but not example.com itself (as in a TLS certificate): give both")
 }
 
 // openStore opens the state: in PostgreSQL with --store, else in SQLite in
@@ -90,9 +92,12 @@ func documentClient(base http.RoundTripper) *http.Client {
 	return &http.Client{Transport: cache.New(base, nil)}
 }
 
-// parse parses flags, writing errors to stderr. It reports false on a usage error.
+// parse parses flags, writing errors to stderr. It reports false on a usage
+// error, after saying where the command's help is: never the flag list,
+// whose defaults may come from the environment (POPPY_HTTP_TOKEN).
 func parse(fs *flag.FlagSet, args []string, stderr io.Writer) bool {
 	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(stderr, "Run 'poppy-mcp %s --help' for its flags.\n", fs.Name()) }
 	return fs.Parse(args) == nil
 }
 

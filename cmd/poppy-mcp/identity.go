@@ -20,6 +20,11 @@ import (
 type identityChoice struct {
 	clientID string // "" when there is none
 	opts     *auth.IdentityOptions
+	// from says where clientID came from: "--client-id" or "init".
+	from string
+	// missing says, when clientID is "", what is missing and what to run,
+	// for the log and for the tools that need a Session.
+	missing string
 	// unstored is said once the key has loaded: the identity has a key
 	// but init stored no metadata for it.
 	unstored string
@@ -33,12 +38,12 @@ func chooseIdentity(ctx context.Context, st *store.Store, flagID string, logger 
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return identityChoice{}, err
 	}
-	c := identityChoice{clientID: flagID, opts: &auth.IdentityOptions{Store: st, MustExist: true}}
+	c := identityChoice{clientID: flagID, from: "--client-id", opts: &auth.IdentityOptions{Store: st, MustExist: true}}
 	switch {
 	case flagID == "" && !found:
-		logger.Warn("no agent identity: only discovery works. Run `poppy-mcp init --client-id URL` and publish the two files it writes")
-		return identityChoice{}, nil
+		return noStoredIdentity(ctx, st)
 	case flagID == "" || flagID == stored.ClientID:
+		c.from = "init"
 		c.clientID = stored.ClientID
 		c.opts.ClientName, c.opts.LogoURI, c.opts.JWKSURI = stored.ClientName, stored.LogoURI, stored.JWKSURI
 		c.opts.RedirectURIs, c.opts.Extensions = stored.RedirectURIs, stored.Extensions
@@ -51,6 +56,35 @@ func chooseIdentity(ctx context.Context, st *store.Store, flagID string, logger 
 			"run `poppy-mcp init --client-id %s [--redirect-uri URL]...` once to store what it publishes", flagID, flagID)
 	}
 	return c, nil
+}
+
+// noStoredIdentity says what is missing when init stored no client_id and
+// none was given: the whole identity, or, when an init of an earlier
+// poppy-mcp made the key without storing its metadata, only the client_id.
+func noStoredIdentity(ctx context.Context, st *store.Store) (identityChoice, error) {
+	hasKey, err := auth.HasSigningKey(ctx, st)
+	if err != nil {
+		return identityChoice{}, err
+	}
+	if hasKey {
+		return identityChoice{missing: fmt.Sprintf("the state in %s has the signing key `poppy-mcp init` made, but no client_id stored with it "+
+			"(that init was an earlier poppy-mcp's): run `poppy-mcp init --client-id URL` once more with the URL its agent.json is published at "+
+			"(the key stays the same), or start poppy-mcp with --client-id URL", st.Where())}, nil
+	}
+	return identityChoice{missing: fmt.Sprintf("the state in %s has no identity: run `poppy-mcp init --client-id https://YOUR.DOMAIN/agent.json` "+
+		"with the same state directory, publish the agent.json and jwks.json it writes at those URLs, and start poppy-mcp again "+
+		"(no --client-id needed then)", st.Where())}, nil
+}
+
+// noSigningKey says what is missing when choice names a client_id but the
+// state has no signing key.
+func noSigningKey(st *store.Store, choice identityChoice) string {
+	named := "--client-id names " + choice.clientID
+	if choice.from == "init" {
+		named = "`poppy-mcp init` stored the client_id " + choice.clientID
+	}
+	return fmt.Sprintf("%s, but the state in %s has no signing key for it: run `poppy-mcp init --client-id %s` with the same state directory, "+
+		"publish the agent.json and jwks.json it writes, and start poppy-mcp again", named, st.Where(), choice.clientID)
 }
 
 // storedMetadata is what the store keeps of id's agent.json.

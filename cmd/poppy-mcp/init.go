@@ -19,22 +19,35 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
+// initConfig is init's parsed command line.
+type initConfig struct {
+	common
+	redirects listFlag
+	out, name string
+	rotate    bool
+}
+
+// initFlags registers init's flags on fs, bound to a new config.
+func initFlags(fs *flag.FlagSet) *initConfig {
+	cfg := &initConfig{}
+	cfg.register(fs)
+	fs.Var(&cfg.redirects, "redirect-uri", "a Direct Sign-In callback `URL` on the client_id's host (repeatable; default: those stored by the last init)")
+	fs.StringVar(&cfg.out, "out", ".", "write agent.json and jwks.json to `DIR` (default: the current directory)")
+	fs.StringVar(&cfg.name, "client-name", "poppy-mcp", "the client_name `NAME` shown to the user on Companies' sign-in pages (default: the one stored by the last init, else poppy-mcp)")
+	fs.BoolVar(&cfg.rotate, "rotate", false, "make a new signing key; the old public key stays in jwks.json for 7 days")
+	return cfg
+}
+
 // runInit creates (or loads) the agent's signing key in the state dir,
 // stores the client metadata it was told for serve to publish and use, and
 // writes agent.json and jwks.json to publish at client_id and jwks_uri
 // (Poppy 0.1 §4.1).
 func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("init", flag.ContinueOnError)
-	var c common
-	c.register(fs)
-	var redirects listFlag
-	fs.Var(&redirects, "redirect-uri", "a Direct Sign-In callback on the client_id's host (repeatable; default: those stored by the last init)")
-	out := fs.String("out", ".", "where to write agent.json and jwks.json")
-	name := fs.String("client-name", "poppy-mcp", "client_name shown to the user on Companies' sign-in pages (default: the one stored by the last init)")
-	rotate := fs.Bool("rotate", false, "make a new signing key; the old public key stays in jwks.json for 7 days")
+	cfg := initFlags(fs)
+	c := &cfg.common
 	if !parse(fs, args, stderr) || fs.NArg() > 0 || c.clientID == "" {
-		fmt.Fprintln(stderr, "usage: poppy-mcp init --client-id https://YOUR.DOMAIN/agent.json [--redirect-uri URL]... [--client-name NAME] [--out DIR] [--rotate]")
-		return 2
+		return usageError(stderr, "init")
 	}
 	st, dir, err := c.openStore(ctx)
 	if err != nil {
@@ -42,13 +55,13 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer st.Close()
-	opts, kept := initMetadata(ctx, st, c.clientID, redirects, fs, *name)
+	opts, kept := initMetadata(ctx, st, c.clientID, cfg.redirects, fs, cfg.name)
 	id, err := auth.NewIdentity(ctx, c.clientID, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "poppy-mcp init:", err)
 		return 2
 	}
-	if err := finishInit(ctx, st, id, *rotate, *out); err != nil {
+	if err := finishInit(ctx, st, id, cfg.rotate, cfg.out); err != nil {
 		fmt.Fprintln(stderr, "poppy-mcp init:", err)
 		return 1
 	}
@@ -58,7 +71,7 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, kept)
 	}
 	fmt.Fprintf(stdout, "Publish these two files over HTTPS:\n  %s  at %s\n  %s  at %s\n",
-		filepath.Join(*out, "agent.json"), md.ClientID, filepath.Join(*out, "jwks.json"), md.JWKSURI)
+		filepath.Join(cfg.out, "agent.json"), md.ClientID, filepath.Join(cfg.out, "jwks.json"), md.JWKSURI)
 	again := "--state-dir if you gave one here"
 	if c.store != "" {
 		again = "with the same --store and POPPY_STATE_KEY"

@@ -1,9 +1,10 @@
 // Command poppy-mcp is a Personal Agent for the Personal Agent Protocol
-// (Poppy 0.1), served as an MCP server. See README.md and TOOLS.md.
+// (Poppy 0.1), served as an MCP server. See README.md.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,28 +14,6 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/tools"
 )
 
-const usage = `poppy-mcp: a Personal Agent for Poppy, as an MCP server
-
-Usage:
-  poppy-mcp [serve] [--demo] [flags]    MCP server over stdio (logs to stderr)
-  poppy-mcp check [--json] DOMAIN       validate a Company's discovery documents
-  poppy-mcp check --live [--conversations] [--dry-run] [--json] DOMAIN
-                                        probe the running Company under the agent's identity
-  poppy-mcp init --client-id URL [--redirect-uri URL]... [--out DIR] [--rotate]
-                                        create the agent's signing key; write agent.json and jwks.json
-  poppy-mcp openapi [--json] [--domain DOMAIN] FILE_OR_URL
-                                        print the tools an OpenAPI document becomes
-  poppy-mcp demo                        a scripted walk against the embedded demo Company
-  poppy-mcp version
-
-Flags shared where they apply:
-  --state-dir DIR          state directory (default $XDG_STATE_HOME/poppy-mcp)
-  --client-id URL          the agent's client_id (or POPPY_CLIENT_ID)
-  --resolve HOST:PORT:ADDR map a name to a local address, like curl's (repeatable)
-  --log-level LEVEL        debug, info, warn or error (default info)
-Extra CAs come from SSL_CERT_FILE.
-`
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
@@ -42,31 +21,105 @@ func main() {
 	os.Exit(code)
 }
 
-// run dispatches a subcommand and returns the process exit code.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cmd := "serve"
-	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
-		cmd, args = args[0], args[1:]
+// commands is every subcommand, in the order `poppy-mcp help` lists them.
+// Adding a command is adding an entry here (see command): dispatch, the
+// help pages and `<command> --help` follow from it.
+func commands() []command {
+	return []command{
+		{name: "serve", summary: "serve MCP over stdio (the default command), or over streamable HTTP with --http",
+			usage: []string{
+				"serve [--demo] [--browser PATH|auto] [--pages-addr ADDR] [flags]",
+				"serve --http ADDR [--http-token T | --no-http-token] [--public-url URL] [--allow-origin ORIGIN]... [flags]",
+				"serve --http ADDR --public-url URL --auth-issuer URL [--auth-scope SCOPE]... [--auth-client-id ID] [flags]",
+			},
+			notes:   "Logs go to stderr only: over stdio, stdout carries MCP. What stops serve from starting is said in one line, with exit status 1.",
+			example: "poppy-mcp serve --demo",
+			flags:   func(fs *flag.FlagSet) { serveFlags(fs) },
+			run:     runServe},
+		{name: "check", summary: "validate a Company's discovery documents, or probe the running Company with --live",
+			usage: []string{
+				"check [--json] [--resolve HOST:PORT:ADDR]... DOMAIN",
+				"check --live [--conversations] [--dry-run] [--json] [--state-dir DIR] [--client-id URL] [--resolve HOST:PORT:ADDR]... DOMAIN",
+			},
+			notes:   "Exit status: 0 no errors, 1 errors found, 2 could not check.",
+			example: "poppy-mcp check example.com",
+			flags:   func(fs *flag.FlagSet) { checkFlags(fs) },
+			run:     withoutStdin(runCheck)},
+		{name: "init", summary: "create the agent's signing key; write agent.json and jwks.json to publish",
+			usage:   []string{"init --client-id URL [--redirect-uri URL]... [--client-name NAME] [--out DIR] [--rotate] [--state-dir DIR]"},
+			notes:   "serve then uses this identity with no --client-id; publish the two files at client_id and jwks_uri.",
+			example: "poppy-mcp init --client-id https://agent.example/agent.json --redirect-uri https://agent.example/oauth/callback",
+			flags:   func(fs *flag.FlagSet) { initFlags(fs) },
+			run:     withoutStdin(runInit)},
+		{name: "openapi", summary: "print the tools an OpenAPI document becomes (for API owners)",
+			usage:   []string{"openapi [--json] [--domain DOMAIN] [--resolve HOST:PORT:ADDR]... FILE_OR_URL"},
+			notes:   "FILE_OR_URL is a file, - for stdin, or an https URL. Exit status: 0 translated, 1 cannot be translated, 2 usage, or it could not be read.",
+			example: "poppy-mcp openapi --json --domain example.com openapi.yaml",
+			flags:   func(fs *flag.FlagSet) { openAPIFlags(fs) },
+			run:     runOpenAPI},
+		{name: "demo", summary: "a scripted walk through every capability, against the embedded demo Company",
+			usage:   []string{"demo [--log-level LEVEL] [--state-dir DIR]"},
+			example: "poppy-mcp demo",
+			flags:   func(fs *flag.FlagSet) { demoFlags(fs) },
+			run:     withoutStdin(runDemo)},
+		{name: "version", summary: "print poppy-mcp's version (also --version)",
+			usage: []string{"version"}, example: "poppy-mcp version",
+			run: withoutStdin(runVersion)},
+		{name: "help", summary: "this page, or a command's page: its flags and an example",
+			usage: []string{"help [COMMAND]"}, example: "poppy-mcp help serve",
+			run: withoutStdin(runHelp)},
 	}
-	switch cmd {
-	case "serve":
-		return runServe(ctx, args, stdin, stdout, stderr)
-	case "check":
-		return runCheck(ctx, args, stdout, stderr)
-	case "init":
-		return runInit(ctx, args, stdout, stderr)
-	case "openapi":
-		return runOpenAPI(ctx, args, stdin, stdout, stderr)
-	case "demo":
-		return runDemo(ctx, args, stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, "poppy-mcp", tools.Version)
-		return 0
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "poppy-mcp: unknown command %q\n\n%s", cmd, usage)
+}
+
+// run dispatches a subcommand and returns the process exit code. With no
+// command, or flags first, it is serve.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "-help", "--help":
+			return runHelp(ctx, args[1:], stdout, stderr)
+		case "-version", "--version":
+			return runVersion(ctx, args[1:], stdout, stderr)
+		}
+	}
+	name := "serve"
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		name, args = args[0], args[1:]
+	}
+	cmd, ok := lookupCommand(name)
+	if !ok {
+		fmt.Fprintf(stderr, "poppy-mcp: unknown command %q. Run 'poppy-mcp help' for the commands.\n", name)
 		return 2
 	}
+	if wantsHelp(args) {
+		cmd.writeHelp(stdout)
+		return 0
+	}
+	return cmd.run(ctx, args, stdin, stdout, stderr)
+}
+
+func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		return usageError(stderr, "version")
+	}
+	fmt.Fprintln(stdout, "poppy-mcp", tools.Version)
+	return 0
+}
+
+// runHelp prints the main help page, or a command's.
+func runHelp(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		writeMainHelp(stdout)
+		return 0
+	case len(args) > 1:
+		return usageError(stderr, "help")
+	}
+	cmd, ok := lookupCommand(args[0])
+	if !ok {
+		fmt.Fprintf(stderr, "poppy-mcp help: unknown command %q. Run 'poppy-mcp help' for the commands.\n", args[0])
+		return 2
+	}
+	cmd.writeHelp(stdout)
+	return 0
 }

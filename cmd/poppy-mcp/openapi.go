@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,7 +28,21 @@ const maxOpenAPIInput = openapi2tools.MaxDocumentBytes
 // perOperationLimit is tools.Deps.MaxAPITools' default, for the note.
 const perOperationLimit = 30
 
-const openAPIUsage = "usage: poppy-mcp openapi [--json] [--domain DOMAIN] [--resolve HOST:PORT:ADDR]... FILE_OR_URL"
+// openAPIConfig is openapi's parsed command line.
+type openAPIConfig struct {
+	common // only --resolve is registered
+	asJSON bool
+	domain string
+}
+
+// openAPIFlags registers openapi's flags on fs, bound to a new config.
+func openAPIFlags(fs *flag.FlagSet) *openAPIConfig {
+	cfg := &openAPIConfig{}
+	fs.Var(&cfg.resolve, "resolve", "reach a name at a local address: `HOST:PORT:ADDR`, like curl's --resolve (repeatable; HOST may be *.example.com)")
+	fs.BoolVar(&cfg.asJSON, "json", false, `print one JSON object {"tools": [...]} of MCP tools, exactly as tools/list gives them`)
+	fs.StringVar(&cfg.domain, "domain", "", "the Company's `DOMAIN`, for the tool-name prefix (default: a URL's host without api. or www.; none for a file)")
+	return cfg
+}
 
 // runOpenAPI prints the tools an OpenAPI document becomes, for API owners
 // (TOOLS.md): with --json, one object {"tools": [...]} of MCP Tool objects
@@ -35,29 +50,25 @@ const openAPIUsage = "usage: poppy-mcp openapi [--json] [--domain DOMAIN] [--res
 // cannot be translated; 2: usage, or it could not be read.
 func runOpenAPI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("openapi", flag.ContinueOnError)
-	var c common
-	fs.Var(&c.resolve, "resolve", "HOST:PORT:ADDR, map a name to a local address like curl's (repeatable)")
-	asJSON := fs.Bool("json", false, `print one JSON object {"tools": [...]} of MCP tools`)
-	domain := fs.String("domain", "", "the Company's domain, for the tool-name prefix (default: a URL's host without api. or www.; none for a file)")
+	cfg := openAPIFlags(fs)
 	pos, ok := parseInterspersed(fs, args, stderr)
 	if !ok || len(pos) != 1 {
-		fmt.Fprintln(stderr, openAPIUsage)
-		return 2
+		return usageError(stderr, "openapi")
 	}
-	data, docURL, err := readOpenAPI(ctx, pos[0], stdin, &c)
+	data, docURL, err := readOpenAPI(ctx, pos[0], stdin, &cfg.common)
 	if err != nil {
 		fmt.Fprintf(stderr, "poppy-mcp openapi: %v\n", err)
 		return 2
 	}
-	if *domain == "" && docURL != "" {
-		*domain = defaultDomain(docURL)
+	if cfg.domain == "" && docURL != "" {
+		cfg.domain = defaultDomain(docURL)
 	}
-	cat, defs, err := tools.LoadAPITools(ctx, data, docURL, *domain)
+	cat, defs, err := tools.LoadAPITools(ctx, data, docURL, cfg.domain)
 	if err != nil {
-		fmt.Fprintf(stderr, "poppy-mcp openapi: %v\n", err)
+		fmt.Fprintf(stderr, "poppy-mcp openapi: %s\n", notTranslated(pos[0], err))
 		return 1
 	}
-	if *asJSON {
+	if cfg.asJSON {
 		printSkipped(stderr, cat)
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -69,9 +80,23 @@ func runOpenAPI(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 		return 0
 	}
-	printTools(stdout, cat, *domain)
+	printTools(stdout, cat, cfg.domain)
 	printSkipped(stdout, cat)
 	return 0
+}
+
+// notTranslated says why the document from src could not be translated:
+// one openapi2tools cannot read is said not to be an OpenAPI document it
+// reads, with what one is, before the reason.
+func notTranslated(src string, err error) string {
+	if !errors.Is(err, openapi2tools.ErrInvalidDocument) {
+		return err.Error()
+	}
+	if src == "-" {
+		src = "the document on stdin"
+	}
+	return fmt.Sprintf(`%s is not an OpenAPI document poppy-mcp reads (a JSON or YAML object with "openapi": "3.0.x" or "3.1.x", `+
+		`or "swagger": "2.0"): %s`, src, strings.TrimPrefix(err.Error(), "openapi2tools: "))
 }
 
 // readOpenAPI reads a document from a file ("-" for stdin) or an https URL

@@ -72,10 +72,22 @@ func TestOpenAPICommand(t *testing.T) {
 
 func TestOpenAPICommandErrors(t *testing.T) {
 	dir := t.TempDir()
-	html := filepath.Join(dir, "soft404.html")
-	if err := os.WriteFile(html, []byte("<html><body>Not found</body></html>"), 0o600); err != nil {
-		t.Fatal(err)
+	write := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
 	}
+	html := write("soft404.html", "<html><body>Not found</body></html>")
+	// A document that is not OpenAPI is said to be not one, before the
+	// reason. Before, a text file got "cannot read the document: not an
+	// object" (and earlier "json: cannot unmarshal string into Go value of
+	// type map[string]json.RawMessage").
+	notOpenAPI := func(path string) string {
+		return path + ` is not an OpenAPI document poppy-mcp reads (a JSON or YAML object with "openapi"`
+	}
+	text, other := write("notes.txt", "hello world\n"), write("package.json", `{"name": "x"}`)
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -84,7 +96,10 @@ func TestOpenAPICommandErrors(t *testing.T) {
 		{[]string{"openapi"}, 2, "usage"},
 		{[]string{"openapi", filepath.Join(dir, "missing.json")}, 2, "no such file"},
 		{[]string{"openapi", "http://example.com/openapi.json"}, 2, "https"},
-		{[]string{"openapi", html}, 1, "cannot read the document"},
+		{[]string{"openapi", html}, 1, notOpenAPI(html)},
+		{[]string{"openapi", text}, 1, notOpenAPI(text)},
+		{[]string{"openapi", other}, 1, notOpenAPI(other)},
+		{[]string{"openapi", other}, 1, `"swagger": "2.0"): neither "openapi" nor "swagger" is set`},
 	} {
 		_, errOut, code := runBinary(t, nil, tc.args...)
 		if code != tc.code || !strings.Contains(errOut, tc.want) {

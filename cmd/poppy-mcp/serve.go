@@ -32,26 +32,35 @@ type serveConfig struct {
 	warnings []string
 }
 
+// errServeUsage is a command line the flag package refused, having said why.
+var errServeUsage = errors.New("usage: poppy-mcp serve [flags]; run 'poppy-mcp serve --help' for them")
+
+// serveFlags registers serve's flags on fs, bound to a new config.
+func serveFlags(fs *flag.FlagSet) *serveConfig {
+	cfg := &serveConfig{}
+	cfg.register(fs)
+	fs.BoolVar(&cfg.demo, "demo", false, "serve with the embedded demo Company at "+demoDomain)
+	fs.StringVar(&cfg.pagesAddr, "pages-addr", "", "where local pages listen: `ADDR` on loopback, 127.0.0.1:PORT (default 127.0.0.1 on a random port)")
+	fs.StringVar(&cfg.http.addr, "http", "", "serve MCP over streamable HTTP at `ADDR` (endpoint /mcp) instead of stdio; a bare port binds 127.0.0.1")
+	fs.StringVar(&cfg.http.token, "http-token", os.Getenv("POPPY_HTTP_TOKEN"), "HTTP mode: the bearer `TOKEN` clients must send (prefer POPPY_HTTP_TOKEN: ps shows flags; default: one kept in the state directory)")
+	fs.BoolVar(&cfg.http.noToken, "no-http-token", false, "HTTP mode on loopback: serve MCP without a bearer token, to every local process")
+	fs.Var(&cfg.http.allowOrigins, "allow-origin", "HTTP mode: an `ORIGIN` (scheme://host[:port]) whose web pages may call /mcp (repeatable)")
+	fs.StringVar(&cfg.browser, "browser", "", "drive the headless Chromium at `PATH` (\"auto\" finds one) and add the browse_page tool")
+	fs.StringVar(&cfg.http.publicURL, "public-url", "", "HTTP mode: the https `URL` this server is reachable at; serves agent.json, jwks.json and the user's pages there")
+	fs.StringVar(&cfg.http.auth.issuer, "auth-issuer", "", "HTTP mode with --public-url: accept the access tokens of the OAuth authorization server whose issuer is `URL` instead of a bearer token, one local user per person")
+	fs.Var(&cfg.http.auth.scopes, "auth-scope", "with --auth-issuer: a `SCOPE` every access token must carry (repeatable)")
+	fs.StringVar(&cfg.http.auth.clientID, "auth-client-id", "", "with --auth-issuer: poppy-mcp's client `ID` there, to sign people's browsers in for their pages (secret in "+authClientSecretEnv+")")
+	cfg.http.auth.clientSecret = os.Getenv(authClientSecretEnv)
+	return cfg
+}
+
 // parseServe parses serve's flags and checks them, without starting
 // anything; the assistant configs in examples/ are tested against it.
 func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	cfg := &serveConfig{}
-	cfg.register(fs)
-	fs.BoolVar(&cfg.demo, "demo", false, "serve with the embedded demo Company at "+demoDomain)
-	fs.StringVar(&cfg.pagesAddr, "pages-addr", "", "where local pages listen, on loopback (default 127.0.0.1 on a random port)")
-	fs.StringVar(&cfg.http.addr, "http", "", "serve MCP over streamable HTTP at ADDR (endpoint /mcp) instead of stdio")
-	fs.StringVar(&cfg.http.token, "http-token", os.Getenv("POPPY_HTTP_TOKEN"), "bearer token HTTP clients must send (or POPPY_HTTP_TOKEN; default: one kept in the state directory)")
-	fs.BoolVar(&cfg.http.noToken, "no-http-token", false, "HTTP mode on loopback: serve MCP without a bearer token, to every local process")
-	fs.Var(&cfg.http.allowOrigins, "allow-origin", "HTTP mode: an origin (scheme://host[:port]) whose web pages may call /mcp (repeatable)")
-	fs.StringVar(&cfg.browser, "browser", "", "drive this headless Chromium (\"auto\" finds one) and add the browse_page tool")
-	fs.StringVar(&cfg.http.publicURL, "public-url", "", "HTTP mode: the https URL this server is reachable at; serves agent.json, jwks.json and local pages there")
-	fs.StringVar(&cfg.http.auth.issuer, "auth-issuer", "", "HTTP mode with --public-url: accept the access tokens of this OAuth authorization server (its issuer URL) instead of a bearer token, one local user per person")
-	fs.Var(&cfg.http.auth.scopes, "auth-scope", "with --auth-issuer: a scope every access token must carry (repeatable)")
-	fs.StringVar(&cfg.http.auth.clientID, "auth-client-id", "", "with --auth-issuer: poppy-mcp's client ID there, to sign people's browsers in for their pages (secret in "+authClientSecretEnv+")")
-	cfg.http.auth.clientSecret = os.Getenv(authClientSecretEnv)
+	cfg := serveFlags(fs)
 	if !parse(fs, args, stderr) {
-		return nil, errors.New("usage: poppy-mcp serve [--demo] [--http ADDR [--http-token T | --no-http-token | --auth-issuer URL [--auth-scope S]... [--auth-client-id ID]] [--public-url URL] [--allow-origin O]...] [flags]")
+		return nil, errServeUsage
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("serve takes no arguments, got %q", fs.Args())
@@ -95,9 +104,17 @@ func (cfg *serveConfig) stdioOnly(fs *flag.FlagSet) error {
 // starting is said in one line on stderr, with exit code 1.
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cfg, err := parseServe(args, stderr)
+	if errors.Is(err, errServeUsage) {
+		return 2
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "poppy-mcp:", err)
 		return 2
+	}
+	if cfg.browser != "" { // a wrong path is said now, not at the first browse_page
+		if cfg.browser, err = browserPath(cfg.browser); err != nil {
+			return startupFailure(stderr, err)
+		}
 	}
 	logger, _ := cfg.logger(stderr)
 	if cfg.http.auth.issuer != "" { // records logged with a request's context name its person, pseudonymously
@@ -153,8 +170,10 @@ type app struct {
 	store    *store.Store
 	pages    *pages.Server
 	identity *auth.Identity // nil without one
-	hosted   *hosted        // with --auth-issuer; else nil
-	cleanup  []func()
+	// noIdentity says, when identity is nil, what is missing and what to run.
+	noIdentity string
+	hosted     *hosted // with --auth-issuer; else nil
+	cleanup    []func()
 }
 
 // appOptions are what newApp needs beyond the shared flags.
@@ -227,7 +246,7 @@ func (a *app) start(ctx context.Context, c *common, demo bool, o *appOptions) (e
 	deps := tools.Deps{
 		Discovery: docs,
 		Agent:     agent, Store: a.store, Pages: a.pages, Logger: logger,
-		PublicURL: c.publicURL,
+		PublicURL: c.publicURL, NoIdentity: a.noIdentity,
 	}
 	if c.browser != "" {
 		if deps.Browser, err = a.startBrowser(c.browser, guard); err != nil {
@@ -269,14 +288,20 @@ func (a *app) newAgent(ctx context.Context, c *common, base http.RoundTripper, h
 	var choice identityChoice
 	var err error
 	if a.demo != nil {
-		choice = identityChoice{clientID: "https://" + a.demo.srv.AgentHost() + "/agent.json", opts: &auth.IdentityOptions{Store: a.store}}
-	} else if choice, err = chooseIdentity(ctx, a.store, c.clientID, logger); err != nil || choice.clientID == "" {
+		choice = identityChoice{clientID: "https://" + a.demo.srv.AgentHost() + "/agent.json", from: "the demo", opts: &auth.IdentityOptions{Store: a.store}}
+	} else if choice, err = chooseIdentity(ctx, a.store, c.clientID, logger); err != nil {
 		return nil, err
 	}
-	id, err := auth.NewIdentity(ctx, choice.clientID, choice.opts)
-	if errors.Is(err, auth.ErrNoIdentity) {
-		logger.Warn("no signing key in the state in " + a.store.Where() + " for " + choice.clientID +
-			": run `poppy-mcp init --client-id " + choice.clientID + "`; only discovery works until then")
+	var id *auth.Identity
+	if choice.clientID != "" {
+		id, err = auth.NewIdentity(ctx, choice.clientID, choice.opts)
+	}
+	if choice.clientID == "" || errors.Is(err, auth.ErrNoIdentity) {
+		// What is missing is said in the log and by every tool that needs a Session.
+		if a.noIdentity = choice.missing; a.noIdentity == "" {
+			a.noIdentity = noSigningKey(a.store, choice)
+		}
+		logger.Warn("no agent identity, only discovery works: " + a.noIdentity)
 		return nil, nil
 	}
 	if err != nil {
@@ -285,6 +310,7 @@ func (a *app) newAgent(ctx context.Context, c *common, base http.RoundTripper, h
 	if choice.unstored != "" {
 		logger.Warn(choice.unstored)
 	}
+	logger.Info("agent identity", "client_id", choice.clientID, "from", choice.from, "key", id.CurrentKeyID())
 	a.identity = id
 	if a.demo != nil {
 		agentJSON, err := id.AgentJSON()

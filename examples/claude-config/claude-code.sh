@@ -4,8 +4,9 @@
 # Try every tool against the embedded demo Company (nothing else needed):
 claude mcp add poppy-demo -- poppy-mcp serve --demo
 
-# With your own identity (run `poppy-mcp init --client-id URL` and publish the two files first):
-claude mcp add poppy --env POPPY_CLIENT_ID=https://agent.example/agent.json -- poppy-mcp serve
+# With your own identity (run `poppy-mcp init --client-id URL` and publish the two files first;
+# serve uses the identity init stored):
+claude mcp add poppy -- poppy-mcp serve
 
 # Over streamable HTTP (start serve-http.sh first; POPPY_HTTP_TOKEN holds its bearer token):
 claude mcp add --transport http poppy-http http://127.0.0.1:8808/mcp --header "Authorization: Bearer $POPPY_HTTP_TOKEN"
