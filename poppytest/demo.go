@@ -10,7 +10,6 @@ import (
 	"cmp"
 	"html/template"
 	"net/http"
-	"slices"
 	"time"
 )
 
@@ -107,23 +106,22 @@ func (s *Server) InboxHandler() http.Handler {
 // inbox lists the codes sent, newest first, at most 20.
 func (s *Server) inbox() []inboxEntry {
 	now := s.timeNow()
-	s.mu.Lock()
-	var out []inboxEntry
-	for _, si := range s.signIn.signIns {
-		e := inboxEntry{Sent: si.expires.Add(-signInLife), SentTo: si.sentTo, Code: si.code, Expires: si.expires, State: "waiting"}
+	codes := s.SentCodes() // oldest first
+	out := make([]inboxEntry, 0, min(len(codes), 20))
+	for i := len(codes) - 1; i >= 0 && len(out) < 20; i-- {
+		c := codes[i]
+		e := inboxEntry{Sent: c.Expires.Add(-signInLife), SentTo: c.SentTo, Code: c.Code, Expires: c.Expires, State: "waiting"}
 		switch {
-		case si.finished:
-			e.State = "finished"
-		case !now.Before(si.expires):
+		case !now.Before(c.Expires):
 			e.State = "expired"
+		case c.Finished:
+			e.State = "finished"
 		}
-		a, _ := s.accountByID(si.account)
+		a, _ := s.accountByID(c.Account) // accounts are fixed once the Server is built
 		e.Email = a.Email
 		out = append(out, e)
 	}
-	s.mu.Unlock()
-	slices.SortFunc(out, func(a, b inboxEntry) int { return b.Sent.Compare(a.Sent) })
-	return out[:min(len(out), 20)]
+	return out
 }
 
 var inboxTemplate = template.Must(template.New("inbox").Parse(`<!doctype html>
