@@ -3,9 +3,6 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,10 +10,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/golden"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // revisions are the MCP revisions every client test runs under.
 var revisions = []string{"2025-11-25", "2026-07-28"}
@@ -129,30 +125,5 @@ func TestToolInvariants(t *testing.T) {
 			}
 		}
 	}
-	golden(t, "tools.golden.json", list.Tools)
-}
-
-// golden compares v, as indented JSON, with testdata/name; -update rewrites it.
-func golden(t *testing.T, name string, v any) {
-	t.Helper()
-	got, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if strings.TrimSpace(string(want)) != strings.TrimSpace(string(got)) {
-		t.Errorf("%s differs from the golden file; review, then run go test ./tools -update\ngot:\n%s", name, got)
-	}
+	golden.CheckJSON(t, "testdata/tools.golden.json", list.Tools)
 }

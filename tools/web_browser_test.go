@@ -31,6 +31,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/browser"
 	"github.com/poppy-mcp/poppy-mcp/cache"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/golden"
 	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 	"github.com/poppy-mcp/poppy-mcp/tools"
@@ -302,7 +303,7 @@ func TestBrowsePageDefinition(t *testing.T) {
 	if a := tool.Annotations; len(tool.Description) > 400 || a == nil || a.Title == "" || a.DestructiveHint == nil || a.OpenWorldHint == nil {
 		t.Errorf("browse_page: description of %d bytes, annotations %+v", len(tool.Description), a)
 	}
-	golden(t, "browse_page.golden.json", tool)
+	golden.CheckJSON(t, "testdata/browse_page.golden.json", tool)
 }
 
 // hasTool returns the listed tool called name, or nil.
