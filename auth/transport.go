@@ -20,6 +20,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/httpbody"
 )
 
 // authorizer is what differs between the DPoP and the Bearer transports.
@@ -194,7 +196,7 @@ func (a *Agent) responseError(resp *http.Response, scheme string) *Error {
 	if e := challengeError(scheme, resp.StatusCode, resp.Header); e != nil {
 		return e
 	}
-	if resp.StatusCode != http.StatusForbidden || !isJSON(resp.Header.Get("Content-Type")) {
+	if resp.StatusCode != http.StatusForbidden || !httpbody.IsJSON(resp.Header.Get("Content-Type")) {
 		return nil
 	}
 	const limit = 64 << 10

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"mime"
-	"strings"
 	"time"
 )
 
@@ -208,13 +207,6 @@ func parseTextDelta(data string) (TextDelta, bool) {
 		return TextDelta{}, false
 	}
 	return TextDelta{MessageID: w.MessageID, Text: w.Text}, true
-}
-
-// isJSON reports whether a Content-Type is JSON: application/json or a
-// +json type.
-func isJSON(ct string) bool {
-	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 // isEventStream reports whether a Content-Type is text/event-stream.

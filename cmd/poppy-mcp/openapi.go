@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/httpbody"
 	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 	"github.com/poppy-mcp/poppy-mcp/openapi2tools"
 	"github.com/poppy-mcp/poppy-mcp/tools"
@@ -87,7 +89,7 @@ func readOpenAPI(ctx context.Context, src string, stdin io.Reader, c *common) ([
 			defer f.Close()
 			r = f
 		}
-		data, err := readLimited(r)
+		data, err := readDocument(r)
 		return data, "", err
 	}
 	u, err := url.Parse(src)
@@ -120,13 +122,14 @@ func readOpenAPI(ctx context.Context, src string, stdin io.Reader, c *common) ([
 	if resp.StatusCode != http.StatusOK {
 		return nil, "", fmt.Errorf("%s answered HTTP %d", src, resp.StatusCode)
 	}
-	data, err := readLimited(resp.Body)
+	data, err := readDocument(resp.Body)
 	return data, resp.Request.URL.String(), err // relative servers resolve against where it finally was
 }
 
-func readLimited(r io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxOpenAPIInput+1))
-	if err == nil && len(data) > maxOpenAPIInput {
+// readDocument reads an OpenAPI document of at most maxOpenAPIInput bytes.
+func readDocument(r io.Reader) ([]byte, error) {
+	data, err := httpbody.ReadAtMost(r, maxOpenAPIInput)
+	if errors.Is(err, httpbody.ErrTooLarge) {
 		err = fmt.Errorf("the document is larger than %d MiB", maxOpenAPIInput>>20)
 	}
 	return data, err
