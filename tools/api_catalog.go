@@ -3,7 +3,7 @@ package tools
 // This file loads the catalogs of a Company's OpenAPI APIs (Poppy 0.1 §6:
 // an openapi entry's url is an OpenAPI document; calls go to its servers).
 // Documents are public: they are fetched like discovery's, through
-// Deps.Discovery and so the HTTP cache (§3: "SHOULD cache ... according to its HTTP caching headers"), and
+// the Server's discovery.Client and so the HTTP cache (§3: "SHOULD cache ... according to its HTTP caching headers"), and
 // the translated catalog is kept in memory and in the store under the
 // document's URL, versioned by its ETag (else its SHA-256), so a second
 // start with an unchanged document asks with If-None-Match and reuses the
@@ -158,10 +158,10 @@ func loadCatalog(ctx context.Context, data []byte, docURL, prefix, resource stri
 // storedCatalog returns the catalog the store holds for the translation
 // key, or nil. It is not read when memory already has a catalog.
 func (s *Server) storedCatalog(ctx context.Context, u, key string, mem *loadedCatalog) *loadedCatalog {
-	if mem != nil || s.deps.Store == nil {
+	if mem != nil || s.opts.Store == nil {
 		return nil
 	}
-	v, data, err := s.deps.Store.Blob(ctx, u)
+	v, data, err := s.opts.Store.Blob(ctx, u)
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
 			s.log.Info("could not read a stored catalog", "url", u, "err", err)
@@ -182,12 +182,12 @@ func (s *Server) storedCatalog(ctx context.Context, u, key string, mem *loadedCa
 
 // storeCatalog keeps lc in the store for the next start.
 func (s *Server) storeCatalog(ctx context.Context, u, key string, lc *loadedCatalog) {
-	if s.deps.Store == nil {
+	if s.opts.Store == nil {
 		return
 	}
 	data, err := lc.cat.MarshalBinary()
 	if err == nil {
-		err = s.deps.Store.PutBlob(ctx, u, key+"\n"+lc.version, data)
+		err = s.opts.Store.PutBlob(ctx, u, key+"\n"+lc.version, data)
 	}
 	if err != nil {
 		s.log.Info("could not store a catalog", "url", u, "err", err)
@@ -209,7 +209,7 @@ func (s *Server) fetchDocument(ctx context.Context, u string, mem, stored *loade
 		// RFC 9110 §13.1.2: the Company answers 304 while the document is unchanged.
 		r.IfNoneMatch = stored.version
 	}
-	f, err := s.deps.Discovery.FetchDocument(ctx, r)
+	f, err := s.disc.FetchDocument(ctx, r)
 	if err != nil {
 		return "", nil, fmt.Errorf("the OpenAPI document could not be fetched: %w", err)
 	}

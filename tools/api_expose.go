@@ -2,7 +2,7 @@ package tools
 
 // This file announces a tool per API operation (TOOLS.md): once a Session
 // with a Company exists, when all its OpenAPI APIs together have at most
-// Deps.MaxAPITools operations, each becomes a tool named under the
+// Options.MaxAPITools operations, each becomes a tool named under the
 // Company's prefix. mcp-go's AddTools and DeleteTools send
 // notifications/tools/list_changed. The tools are the server's own, not a
 // session's, so stateless (2026-07-28) clients see them too.
@@ -22,7 +22,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/openapi2tools"
 )
 
-// defaultMaxAPITools is Deps.MaxAPITools when zero.
+// defaultMaxAPITools is Options.MaxAPITools when zero.
 const defaultMaxAPITools = 30
 
 // LoadAPITools translates an OpenAPI document into the MCP tools poppy-mcp
@@ -155,7 +155,7 @@ type wantedTool struct {
 // there are more than the limit. It reports false when a document could not
 // be read: what is announced then stays, rather than flap on a passing failure.
 func (s *Server) wantedTools(co *discovery.Company, apis []*companyAPI) (map[string]wantedTool, bool) {
-	limit := s.deps.MaxAPITools
+	limit := s.opts.MaxAPITools
 	if limit == 0 {
 		limit = defaultMaxAPITools
 	}

@@ -40,9 +40,8 @@ func newAPIHarness(t *testing.T, opts *poppytest.Options, maxTools int) *harness
 func (h *harness) restart(t *testing.T, maxTools int) {
 	t.Helper()
 	cached := &http.Client{Transport: cache.New(h.base, nil)}
-	h.tools = tools.New(tools.Deps{
-		Discovery: discovery.New(cached, &discovery.Options{Holds: h.holds}), MaxAPITools: maxTools,
-		Agent: h.agent, Store: h.store, Pages: h.pages,
+	h.tools = tools.New(discovery.New(cached, &discovery.Options{Holds: h.holds}), &tools.Options{
+		MaxAPITools: maxTools, Agent: h.agent, Store: h.store, Pages: h.pages,
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	t.Cleanup(h.tools.Close)

@@ -234,7 +234,7 @@ func (s *Server) convFor(ctx context.Context, domain string) (*convTarget, *mcp.
 	c, err := conversation.New(sess.Client(), endpoint, nil)
 	var tr *conversation.Tracker
 	if err == nil {
-		tr, err = s.convs.tracker(c, s.deps.Store, conversation.Owner{Issuer: rt.issuer, UserID: sess.UserID(), Domain: co.Domain})
+		tr, err = s.convs.tracker(c, s.opts.Store, conversation.Owner{Issuer: rt.issuer, UserID: sess.UserID(), Domain: co.Domain})
 	}
 	if err != nil {
 		return nil, failure(map[string]string{"error": "conversation_failed", "domain": co.Domain}, "%v.", err)
@@ -251,7 +251,7 @@ func (s *Server) convByID(ctx context.Context, id, domain string) (*convTarget, 
 		return nil, failure(map[string]string{"error": "invalid_conversation_id"},
 			"%q is not a conversation ID. Call list_conversations to see the conversations poppy-mcp holds.", id)
 	}
-	if s.deps.Store == nil {
+	if s.opts.Store == nil {
 		return nil, s.sessionFailure(domain, errNoIdentity)
 	}
 	host := ""
@@ -261,7 +261,7 @@ func (s *Server) convByID(ctx context.Context, id, domain string) (*convTarget, 
 			return nil, failure(map[string]string{"error": "invalid_domain"}, "%v. Give the domain alone, like example.com.", err)
 		}
 	}
-	all, err := s.deps.Store.Conversations(ctx, host)
+	all, err := s.opts.Store.Conversations(ctx, host)
 	if err != nil {
 		return nil, failure(map[string]string{"error": "store_failed"}, "poppy-mcp could not read its conversations: %v.", err)
 	}

@@ -103,7 +103,7 @@ func (p *convProgress) piece(text string) {
 	if room := convPieceBytes - p.pieces.Len(); room > 0 {
 		p.pieces.WriteString(untrusted.Text(text, room))
 	}
-	if wait := convPieceInterval - time.Since(p.lastPiece); wait > 0 {
+	if wait := convPieceInterval - p.s.now().Sub(p.lastPiece); wait > 0 {
 		if p.flush == nil {
 			p.flush = time.AfterFunc(wait, p.sendPieces)
 		}
@@ -119,7 +119,7 @@ func (p *convProgress) sendPieces() {
 	p.mu.Lock()
 	text := p.pieces.String()
 	p.pieces.Reset()
-	p.flush, p.lastPiece = nil, time.Now()
+	p.flush, p.lastPiece = nil, p.s.now()
 	p.mu.Unlock()
 	if text != "" {
 		p.send("The Company is writing (third-party content, partial): " + text)

@@ -316,7 +316,7 @@ type convListed struct {
 }
 
 func (s *Server) listConversations(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	if s.deps.Store == nil {
+	if s.opts.Store == nil {
 		return s.sessionFailure(stringArg(req, "domain"), errNoIdentity), nil
 	}
 	host := ""
@@ -326,7 +326,7 @@ func (s *Server) listConversations(ctx context.Context, req mcp.CallToolRequest)
 			return failure(map[string]string{"error": "invalid_domain"}, "%v. Give the domain alone, like example.com.", err), nil
 		}
 	}
-	all, err := s.deps.Store.Conversations(ctx, host)
+	all, err := s.opts.Store.Conversations(ctx, host)
 	if err != nil {
 		return failure(map[string]string{"error": "store_failed"}, "poppy-mcp could not read its conversations: %v.", err), nil
 	}

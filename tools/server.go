@@ -24,17 +24,16 @@ import (
 )
 
 // Version is poppy-mcp's version, reported to MCP clients.
-var Version = "0.1.0-dev"
+const Version = "0.1.0-dev"
 
-// Deps are the protocol services the tools drive.
-type Deps struct {
-	// Discovery fetches and checks Companies. Required.
-	Discovery *discovery.Client
+// Options configure a Server. The zero value of each field is documented;
+// nil Options are all zero values.
+type Options struct {
 	// Agent starts Sessions. Nil means poppy-mcp has no identity yet: tools
 	// that need a Session say how to get one (poppy-mcp init).
 	Agent *auth.Agent
-	// Store keeps User IDs, Sessions and later Account Tokens and cursors.
-	// Required when Agent is set.
+	// Store keeps User IDs, Sessions, Account Tokens, cursors and catalogs.
+	// Required when Agent is set; nil otherwise means nothing is kept.
 	Store *store.Store
 	// Pages serves one-time local pages (joining the website, mediated
 	// sign-in). Nil: tools that need one say so.
@@ -62,12 +61,17 @@ type Deps struct {
 	// with more, list_api_operations and call_api reach them. Zero means 30;
 	// negative means never.
 	MaxAPITools int
+	// Now is the clock of every time the tools read: when a sign-in or a
+	// join page expires, how long a progress notification waits. Nil means
+	// time.Now. (The protocol packages keep their own.)
+	Now func() time.Time
 }
 
 // Server holds the MCP server and the per-Company state the tools share. It is
 // safe for concurrent use.
 type Server struct {
-	deps Deps
+	disc *discovery.Client
+	opts Options // as given, with Now set
 	mcp  *server.MCPServer
 	log  *slog.Logger
 
@@ -89,13 +93,21 @@ type Server struct {
 	convs      *convTrackers // the conversation Trackers (conversation.go); set once by New; has its own lock
 }
 
-// New builds the MCP server with every tool registered.
-func New(deps Deps) *Server {
-	s := &Server{deps: deps, companies: map[string]*discovery.Company{}, runtimes: map[string]*runtime{},
+// New builds the MCP server with every tool registered. disc fetches and
+// checks Companies; it is required.
+func New(disc *discovery.Client, opts *Options) *Server {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &Server{disc: disc, opts: o, companies: map[string]*discovery.Company{}, runtimes: map[string]*runtime{},
 		convs: &convTrackers{byOwner: map[conversation.Owner]*conversation.Tracker{}}}
 	base := slog.Handler(slog.DiscardHandler)
-	if deps.Logger != nil {
-		base = deps.Logger.Handler()
+	if o.Logger != nil {
+		base = o.Logger.Handler()
 	}
 	s.log = slog.New(&mcpLogHandler{next: base, srv: func() *server.MCPServer { return s.mcp }})
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
@@ -160,6 +172,9 @@ func (s *Server) Close() {
 // MCP returns the underlying mcp-go server, for a transport to serve.
 func (s *Server) MCP() *server.MCPServer { return s.mcp }
 
+// now is the time on the Server's clock (Options.Now).
+func (s *Server) now() time.Time { return s.opts.Now() }
+
 // tool is a definition with its handler.
 type tool struct {
 	tool    mcp.Tool
@@ -217,7 +232,7 @@ func (s *Server) company(ctx context.Context, domain string, refresh bool) (*dis
 	if err != nil {
 		return nil, err
 	}
-	co, err := s.deps.Discovery.Discover(ctx, host, refresh)
+	co, err := s.disc.Discover(ctx, host, refresh)
 	if err != nil {
 		return co, err
 	}

@@ -11,7 +11,7 @@ import (
 
 // TestCloseStopsBackground: Close cancels background work and waits for it.
 func TestCloseStopsBackground(t *testing.T) {
-	s := New(Deps{Discovery: discovery.New(nil, nil)})
+	s := New(discovery.New(nil, nil), nil)
 	var finished atomic.Bool
 	started := make(chan struct{})
 	if !s.Go(func(ctx context.Context) {

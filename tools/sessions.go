@@ -124,7 +124,7 @@ func (s *Server) runtimeFor(ctx context.Context, domain string) (*runtime, *disc
 // run for each of the Company's domains once a Session exists: for every
 // domain known when a Session starts, and for a domain first used later.
 func (s *Server) session(ctx context.Context, domain string, fresh bool) (*runtime, *discovery.Company, *auth.Session, error) {
-	if s.deps.Agent == nil {
+	if s.opts.Agent == nil {
 		return nil, nil, nil, errNoIdentity
 	}
 	rt, co, err := s.runtimeFor(ctx, domain)
@@ -158,7 +158,7 @@ func (s *Server) ensureSession(ctx context.Context, rt *runtime, co *discovery.C
 	if rt.session != nil && !fresh {
 		return nil
 	}
-	userID, err := s.deps.Store.UserID(ctx, rt.issuer)
+	userID, err := s.opts.Store.UserID(ctx, rt.issuer)
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func (s *Server) ensureSession(ctx context.Context, rt *runtime, co *discovery.C
 	if !fresh {
 		saved = s.savedSession(ctx, rt)
 	}
-	sess, err := s.deps.Agent.Open(ctx, authCompany(co), userID, saved)
+	sess, err := s.opts.Agent.Open(ctx, authCompany(co), userID, saved)
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func (s *Server) ensureSession(ctx context.Context, rt *runtime, co *discovery.C
 // savedSession returns the ID of the newest Session an earlier run saved
 // for rt's User, or "".
 func (s *Server) savedSession(ctx context.Context, rt *runtime) string {
-	saved, err := s.deps.Store.Sessions(ctx, rt.issuer)
+	saved, err := s.opts.Store.Sessions(ctx, rt.issuer)
 	if err != nil || len(saved) == 0 || saved[0].UserID != rt.userID {
 		return ""
 	}
@@ -191,7 +191,7 @@ func (s *Server) savedSession(ctx context.Context, rt *runtime) string {
 // saveSession records rt's Session (never its token) so a restart resumes it.
 func (s *Server) saveSession(ctx context.Context, rt *runtime) error {
 	info := rt.session.Info()
-	return s.deps.Store.PutSession(ctx, store.Session{
+	return s.opts.Store.PutSession(ctx, store.Session{
 		Issuer: rt.issuer, UserID: rt.userID, ID: info.ID, Domain: rt.domain,
 		SignedIn: info.SignedIn, Scopes: slices.Clone(info.Scopes), ExpiresAt: info.ExpiresAt,
 	})

@@ -36,9 +36,6 @@ const (
 	statusFailed   = "failed"
 )
 
-// signInClock is the sign-in tools' clock seam.
-var signInClock = time.Now
-
 // signInState is what a runtime knows of signing in. It is safe for
 // concurrent use.
 type signInState struct {

@@ -3,7 +3,7 @@ package tools
 // This file serves sign_in_direct: Direct Sign-In (Poppy 0.1 §4.5), the
 // authorization code flow with PKCE, and the callback the Company sends the
 // user's browser back to. The callback is served by poppy-mcp in HTTP mode
-// at Deps.PublicURL + CallbackPath, which must be one of the redirect_uris
+// at Options.PublicURL + CallbackPath, which must be one of the redirect_uris
 // the agent publishes (§4.1); without one, the tool says to use Device
 // Sign-In.
 //
@@ -33,7 +33,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/pages"
 )
 
-// CallbackPath is where Direct Sign-In returns under Deps.PublicURL; mount
+// CallbackPath is where Direct Sign-In returns under Options.PublicURL; mount
 // CallbackHandler there.
 const CallbackPath = "/oauth/callback"
 
@@ -67,12 +67,12 @@ func (s *Server) signInDirectTool() tool {
 // redirectURI is the callback URL, and whether poppy-mcp can receive it:
 // it serves it and publishes it in redirect_uris.
 func (s *Server) redirectURI() (string, bool) {
-	if s.deps.PublicURL == "" || s.deps.Agent == nil {
+	if s.opts.PublicURL == "" || s.opts.Agent == nil {
 		return "", false
 	}
-	u := strings.TrimSuffix(s.deps.PublicURL, "/") + CallbackPath
+	u := strings.TrimSuffix(s.opts.PublicURL, "/") + CallbackPath
 	// Poppy 0.1 §4.5: "redirect_uri MUST exactly match an entry in the Personal Agent's redirect_uris (4.1)."
-	return u, slices.Contains(s.deps.Agent.Identity().Metadata().RedirectURIs, u)
+	return u, slices.Contains(s.opts.Agent.Identity().Metadata().RedirectURIs, u)
 }
 
 func (s *Server) signInDirect(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -83,11 +83,11 @@ func (s *Server) signInDirect(ctx context.Context, req mcp.CallToolRequest) (*mc
 	}
 	rt, sess, scopes := start.rt, start.sess, start.scopes
 	redirect, ok := s.redirectURI()
-	if !ok || s.deps.Pages == nil {
+	if !ok || s.opts.Pages == nil {
 		next := "Use sign_in_device with the same scopes (or sign_in_mediated), if the Company offers them."
 		return failure(map[string]string{"error": "no_callback", "next": next},
 			"Direct Sign-In needs poppy-mcp served over HTTP with --public-url, and %s listed in redirect_uris of agent.json. %s",
-			strings.TrimSuffix(s.deps.PublicURL, "/")+CallbackPath, next), nil
+			strings.TrimSuffix(s.opts.PublicURL, "/")+CallbackPath, next), nil
 	}
 	d, err := sess.StartDirect(redirect, scopes)
 	if err != nil {
@@ -96,7 +96,7 @@ func (s *Server) signInDirect(ctx context.Context, req mcp.CallToolRequest) (*mc
 	f := newFlow("direct", domain, scopes)
 	ds := &directSignIn{s: s, rt: rt, sess: sess, f: f, d: d, binding: randomToken()}
 	f.direct, f.expires, f.callback = d, d.Started.Add(directTTL), ds.callback
-	f.page, f.close = s.deps.Pages.OpenForUser(ds.start, directTTL)
+	f.page, f.close = s.opts.Pages.OpenForUser(ds.start, directTTL)
 	rt.replaceFlow(f)
 	s.log.Info("direct sign-in started", "issuer", rt.issuer, "scopes", strings.Join(scopes, " "))
 	if elicitsURL(ctx) {
@@ -144,7 +144,7 @@ func (ds *directSignIn) start(w http.ResponseWriter, r *http.Request, done func(
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: ds.cookieName(), Value: ds.binding, Path: "/", Secure: true, HttpOnly: true,
-		MaxAge: int(time.Until(ds.f.expires) / time.Second),
+		MaxAge: int(ds.f.expires.Sub(ds.s.now()) / time.Second),
 		// Lax: the Company sends the browser back to the callback with a
 		// top-level GET from its own site, which Strict would send bare.
 		SameSite: http.SameSiteLaxMode,
@@ -226,7 +226,7 @@ func (f *signInFlow) note(detail string) {
 }
 
 // CallbackHandler serves the Direct Sign-In callback (Poppy 0.1 §4.5 step 3):
-// mount it at Deps.PublicURL's path + CallbackPath. It finds the sign-in by
+// mount it at Options.PublicURL's path + CallbackPath. It finds the sign-in by
 // its state and hands the request to it; the user learns the outcome in the
 // browser, the model from sign_in_status.
 func (s *Server) CallbackHandler() http.Handler {

@@ -57,7 +57,7 @@ func (s *Server) signInMediated(ctx context.Context, req mcp.CallToolRequest) (*
 		return done, nil
 	}
 	rt, co, scopes := start.rt, start.co, start.scopes
-	if s.deps.Pages == nil {
+	if s.opts.Pages == nil {
 		return failure(map[string]string{"error": "no_pages"},
 			"This poppy-mcp serves no local pages, so it cannot collect credentials. Use sign_in_device or sign_in_direct if %s offers them.", domain), nil
 	}
@@ -70,8 +70,8 @@ func (s *Server) signInMediated(ctx context.Context, req mcp.CallToolRequest) (*
 	m := co.Document.Auth.Mediated
 	mp := &mediatedPage{s: s, rt: rt, sess: start.sess, at: at, f: f, fields: m.Fields,
 		domain: co.Domain, claim: claimedName(co), endpoint: hostOf(m.Endpoint)}
-	url, closePage := s.deps.Pages.OpenForUser(mp.serve, mediatedPageTTL)
-	f.page, f.close, f.expires = url, closePage, signInClock().Add(mediatedPageTTL)
+	url, closePage := s.opts.Pages.OpenForUser(mp.serve, mediatedPageTTL)
+	f.page, f.close, f.expires = url, closePage, s.now().Add(mediatedPageTTL)
 	// Poppy 0.1 §4.7: the credentials go to auth.mediated.endpoint; the
 	// user must see where, not only the name the Company gives itself.
 	f.note("The page asks for what " + whereTo(co, m.Endpoint) + " wants and sends it only to " + mp.endpoint + ", never to you.")

@@ -17,7 +17,7 @@ import (
 // and the sign-in type the Company offers with them.
 func TestSignInNeeded(t *testing.T) {
 	company := poppytest.NewServer(t, nil)
-	s := New(Deps{Discovery: discovery.New(company.Client(), nil)})
+	s := New(discovery.New(company.Client(), nil), nil)
 	if _, err := s.company(context.Background(), "example.com", false); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestSignInNeededDirect(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := New(Deps{Discovery: discovery.New(company.Client(), nil), Agent: auth.New(id, nil), PublicURL: publicURL})
+		s := New(discovery.New(company.Client(), nil), &Options{Agent: auth.New(id, nil), PublicURL: publicURL})
 		if _, err := s.company(ctx, "example.com", false); err != nil {
 			t.Fatal(err)
 		}

@@ -133,7 +133,7 @@ func (s *Server) waitFlow(ctx context.Context, req mcp.CallToolRequest, f *signI
 // flowResult is the result of a sign-in tool for f; elicited is the
 // client's answer to a URL elicitation, if one was made.
 func (s *Server) flowResult(rt *runtime, f *signInFlow, elicited string) *mcp.CallToolResult {
-	if isPending(f) && !f.expires.IsZero() && !signInClock().Before(f.expires) && f.end(statusExpired, nil, nil, "The sign-in expired before the user finished it.") {
+	if isPending(f) && !f.expires.IsZero() && !s.now().Before(f.expires) && f.end(statusExpired, nil, nil, "The sign-in expired before the user finished it.") {
 		f.close()
 	}
 	status, granted, missing, detail := f.state()
@@ -170,7 +170,7 @@ func (s *Server) flowResult(rt *runtime, f *signInFlow, elicited string) *mcp.Ca
 
 // pendingFields adds what the user needs while a sign-in is pending.
 func (s *Server) pendingFields(res *statusResult, f *signInFlow, elicited bool) {
-	left := int64(time.Until(f.expires) / time.Second)
+	left := int64(f.expires.Sub(s.now()) / time.Second)
 	if left > 0 {
 		res.ExpiresIn = left
 	}

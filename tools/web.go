@@ -7,7 +7,7 @@ package tools
 // web.browser_session_endpoint in a form that submits itself.
 //
 // It also implements browse_page, offered only when poppy-mcp drives a
-// browser of its own (Deps.Browser, the --browser flag): it joins that
+// browser of its own (Options.Browser, the --browser flag): it joins that
 // browser through the same join page and returns the page's readable text,
 // and a screenshot on request.
 
@@ -21,7 +21,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -36,21 +35,9 @@ import (
 // fresh whenever that is.
 const joinTTL = time.Minute
 
-// webClock is the clock of join pages; tests move it (web_export_test.go).
-// It is read from page handlers, so it is swapped atomically.
-var webClock atomic.Pointer[func() time.Time]
-
-// webNow is the time on webClock, or the real time.
-func webNow() time.Time {
-	if f := webClock.Load(); f != nil {
-		return (*f)()
-	}
-	return time.Now()
-}
-
 func init() {
 	toolsets = append(toolsets, func(s *Server) []tool {
-		if s.deps.Browser == nil {
+		if s.opts.Browser == nil {
 			return []tool{s.openWebsiteTool()}
 		}
 		return []tool{s.openWebsiteTool(), s.browsePageTool()}
@@ -112,7 +99,7 @@ func (s *Server) openWebsite(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		// Poppy 0.1 §5: "The Personal Agent MUST post browser assertions only from a browser it controls, never from the User's own browser"
 		Next: "Open join_url once, within a minute, in the browser you control, never the user's. " +
 			"Call open_website again after sign-in or sign-out, or when the website no longer knows the Session."}
-	if s.deps.PublicURL != "" {
+	if s.opts.PublicURL != "" {
 		res.LoopbackOnly, res.Next = true, s.loopbackJoinNext()
 	}
 	return result(res, "Opening join_url lands on %s in Session %s (%s). %s", target, j.info.ID, state, res.Next), nil
@@ -124,7 +111,7 @@ func (s *Server) openWebsite(ctx context.Context, req mcp.CallToolRequest) (*mcp
 func (s *Server) loopbackJoinNext() string {
 	next := "join_url is served only on 127.0.0.1 of the machine poppy-mcp runs on, never under its public URL: " +
 		"only a browser you control on that machine can open it, once, within a minute. "
-	if s.deps.Browser != nil {
+	if s.opts.Browser != nil {
 		return next + "To read the website, call browse_page instead: poppy-mcp's own browser joins the Session there."
 	}
 	return next + "If you have no browser there, use the Company's APIs or Company Agent instead."
@@ -167,7 +154,7 @@ type join struct {
 // openJoin opens a one-time join page for the Company's Session that lands
 // on target. A non-nil result is the failure to return.
 func (s *Server) openJoin(ctx context.Context, co *discovery.Company, domain, target string) (*join, *mcp.CallToolResult) {
-	if s.deps.Pages == nil {
+	if s.opts.Pages == nil {
 		return nil, failure(map[string]string{"error": "no_pages", "next": "Use the Company's APIs or Company Agent instead."},
 			"This poppy-mcp serves no local pages, so it cannot join a browser to the Session. Use the Company's APIs or Company Agent instead.")
 	}
@@ -175,8 +162,8 @@ func (s *Server) openJoin(ctx context.Context, co *discovery.Company, domain, ta
 	if err != nil {
 		return nil, s.sessionFailure(domain, err)
 	}
-	j := &join{expires: webNow().Add(joinTTL), info: sess.Info()}
-	j.url, j.close = s.deps.Pages.Open(s.joinPage(domain, orgHost(co), target, j.expires), joinTTL)
+	j := &join{expires: s.now().Add(joinTTL), info: sess.Info()}
+	j.url, j.close = s.opts.Pages.Open(s.joinPage(domain, orgHost(co), target, j.expires), joinTTL)
 	s.log.Info("join page opened", "domain", co.Domain, "session", j.info.ID)
 	return j, nil
 }
@@ -225,7 +212,7 @@ func (s *Server) joinPage(domain, host, target string, expires time.Time) pages.
 			return
 		}
 		done() // single use: a second open gets 410, whatever happens below
-		if webNow().After(expires) {
+		if s.now().After(expires) {
 			pages.Message(w, http.StatusGone, "Link expired", "This link has expired. Ask for a new one with open_website.")
 			return
 		}
@@ -354,7 +341,7 @@ func (s *Server) browsePage(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		open = j.url
 		res.JoinedSession, res.SessionID, res.SignedIn = true, j.info.ID, j.info.SignedIn
 	}
-	page, err := s.deps.Browser.Open(ctx, open, boolArg(req, "screenshot"))
+	page, err := s.opts.Browser.Open(ctx, open, boolArg(req, "screenshot"))
 	if err != nil {
 		msg := strings.ReplaceAll(err.Error(), open, target) // the join page's URL is not for the model
 		return failure(map[string]string{"error": "browser_failed"}, "poppy-mcp's browser could not open %s: %s. Try again later.", target, msg), nil

@@ -215,14 +215,15 @@ func withBrowser(t *testing.T, h *harness) *harness {
 		t.Fatal(err)
 	}
 	guard.Allow = []netip.AddrPort{netip.MustParseAddrPort(pagesURL.Host)}
-	b, err := browser.New(chromiumPath(t), &browser.Options{Flags: chromiumFlags(t, h), Dial: netguard.New(guard).DialContext})
+	b, err := browser.New(chromiumPath(t), &browser.Options{
+		Flags: chromiumFlags(t, h), Dial: netguard.New(guard).DialContext,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	ts := tools.New(tools.Deps{
-		Discovery: discovery.New(&http.Client{Transport: cache.New(h.base, nil)}, &discovery.Options{Holds: h.holds}),
-		Agent:     h.agent, Store: h.store, Pages: h.pages, Browser: b,
+	ts := tools.New(discovery.New(&http.Client{Transport: cache.New(h.base, nil)}, &discovery.Options{Holds: h.holds}), &tools.Options{
+		Agent: h.agent, Store: h.store, Pages: h.pages, Browser: b,
 		Logger: slog.New(slog.NewTextHandler(h.logs, nil)),
 	})
 	hs := httptest.NewServer(ts.HTTPHandler())
@@ -291,7 +292,7 @@ func TestBrowsePageDefinition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := tools.New(tools.Deps{Discovery: discovery.New(h.company.Client(), nil), Browser: b})
+	ts := tools.New(discovery.New(h.company.Client(), nil), &tools.Options{Browser: b})
 	hs := httptest.NewServer(ts.HTTPHandler())
 	t.Cleanup(hs.Close) // after the client session closes (cleanups run last-in first-out)
 	h2 := *h

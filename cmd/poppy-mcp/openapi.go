@@ -26,7 +26,7 @@ import (
 // maxOpenAPIInput bounds the document read: what openapi2tools translates.
 const maxOpenAPIInput = openapi2tools.MaxDocumentBytes
 
-// perOperationLimit is tools.Deps.MaxAPITools' default, for the note.
+// perOperationLimit is tools.Options.MaxAPITools' default, for the note.
 const perOperationLimit = 30
 
 const openAPIUsage = "usage: poppy-mcp openapi [--json] [--domain DOMAIN] [--resolve HOST:PORT:ADDR]... FILE_OR_URL"

@@ -202,18 +202,14 @@ func (a *app) start(ctx context.Context, c *common, demo bool, o *appOptions) (e
 		return err
 	}
 	docs := documentClient(base) // one HTTP cache for every public document
-	deps := tools.Deps{
-		Discovery: discovery.New(docs, &discovery.Options{Holds: holds}),
-		Agent:     agent, Store: a.store, Pages: a.pages, Logger: logger,
-		PublicURL: c.publicURL,
-	}
+	opts := &tools.Options{Agent: agent, Store: a.store, Pages: a.pages, Logger: logger, PublicURL: c.publicURL}
 	if c.browser != "" {
-		if deps.Browser, err = a.startBrowser(c.browser, guard); err != nil {
+		if opts.Browser, err = a.startBrowser(c.browser, guard); err != nil {
 			return fmt.Errorf("--browser: %w", err)
 		}
-		a.cleanup = append(a.cleanup, func() { deps.Browser.Close() })
+		a.cleanup = append(a.cleanup, func() { opts.Browser.Close() })
 	}
-	a.tools = tools.New(deps)
+	a.tools = tools.New(discovery.New(docs, &discovery.Options{Holds: holds}), opts)
 	return nil
 }
 
