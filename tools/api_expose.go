@@ -65,7 +65,7 @@ func operationTool(t *openapi2tools.Tool, domain string) mcp.Tool {
 // exposeAPITools is the session hook: it loads the catalogs of one of the
 // Company's domains and announces its operations as tools when they are few
 // enough.
-func exposeAPITools(ctx context.Context, s *Server, _ *runtime, co *discovery.Company) {
+func exposeAPITools(ctx context.Context, s *Server, _ *companyState, co *discovery.Company) {
 	prefix := companyPrefix(co)
 	apis := s.apis(ctx, co)
 	if err := s.claimAPIPrefixes(co, apis); err != nil {

@@ -208,7 +208,7 @@ func (ts *convTrackers) tracker(c *conversation.Client, st *store.Store, owner c
 
 // convTarget is a Company's conversations as the tools reach them.
 type convTarget struct {
-	rt      *runtime
+	cs      *companyState
 	sess    *auth.Session
 	tracker *conversation.Tracker
 	domain  string // the Company's domain as discovered
@@ -217,7 +217,7 @@ type convTarget struct {
 // convFor returns the conversations of the Company at domain, starting its
 // Session when needed. Its failure result is phrased for the model.
 func (s *Server) convFor(ctx context.Context, domain string) (*convTarget, *mcp.CallToolResult) {
-	rt, co, sess, err := s.session(ctx, domain, false)
+	cs, co, sess, err := s.session(ctx, domain, false)
 	if err != nil {
 		return nil, s.sessionFailure(domain, err)
 	}
@@ -234,12 +234,12 @@ func (s *Server) convFor(ctx context.Context, domain string) (*convTarget, *mcp.
 	c, err := conversation.New(sess.Client(), endpoint, nil)
 	var tr *conversation.Tracker
 	if err == nil {
-		tr, err = s.convs.tracker(c, s.opts.Store, conversation.Owner{Issuer: rt.issuer, UserID: sess.UserID(), Domain: co.Domain})
+		tr, err = s.convs.tracker(c, s.opts.Store, conversation.Owner{Issuer: cs.issuer, UserID: sess.UserID(), Domain: co.Domain})
 	}
 	if err != nil {
 		return nil, failure(map[string]string{"error": "conversation_failed", "domain": co.Domain}, "%v.", err)
 	}
-	return &convTarget{rt: rt, sess: sess, tracker: tr, domain: co.Domain}, nil
+	return &convTarget{cs: cs, sess: sess, tracker: tr, domain: co.Domain}, nil
 }
 
 // convByID finds a conversation in the store and returns its Company's

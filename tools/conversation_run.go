@@ -126,11 +126,11 @@ func convScopes(scope string) []string {
 func (s *Server) convSignInHeld(ctx context.Context, t *convTarget, scopes []string) bool {
 	if err := t.sess.SignInHeld(ctx, scopes); err != nil {
 		if !errors.Is(err, auth.ErrNoAccountToken) {
-			s.log.Info("could not sign in with the held Account Token", "issuer", t.rt.issuer, "err", err)
+			s.log.Info("could not sign in with the held Account Token", "issuer", t.cs.issuer, "err", err)
 		}
 		return false
 	}
-	s.saveSignedIn(ctx, t.rt, t.sess)
+	s.saveSignedIn(ctx, t.cs, t.sess)
 	return true
 }
 
@@ -155,7 +155,7 @@ func (s *Server) convAnswerAuthorization(ctx context.Context, t *convTarget, upd
 	}
 	more, err := t.tracker.Send(ctx, upd.ConversationID, conversation.Message{Sender: conversation.SenderAgent, Text: convContinueText}, opts)
 	if err != nil {
-		s.log.Info("could not continue the conversation after signing in", "issuer", t.rt.issuer, "err", err)
+		s.log.Info("could not continue the conversation after signing in", "issuer", t.cs.issuer, "err", err)
 		return ""
 	}
 	upd.Events = append(upd.Events, more.Events...)

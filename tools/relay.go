@@ -29,8 +29,8 @@ import (
 )
 
 func init() {
-	sessionHooks = append(sessionHooks, func(ctx context.Context, s *Server, rt *runtime, co *discovery.Company) {
-		s.relayMCPServers(ctx, rt, co)
+	sessionHooks = append(sessionHooks, func(ctx context.Context, s *Server, cs *companyState, co *discovery.Company) {
+		s.relayMCPServers(ctx, cs, co)
 	})
 }
 
@@ -76,11 +76,11 @@ func (st *relayState) closeAll() {
 }
 
 // relayMCPServers is the Session hook: it relays every usable MCP server of
-// one of rt's Company's domains, whose documents co are, with rt's Session.
-func (s *Server) relayMCPServers(ctx context.Context, rt *runtime, co *discovery.Company) {
-	rt.mu.Lock()
-	sess := rt.session
-	rt.mu.Unlock()
+// one of cs's Company's domains, whose documents co are, with cs's Session.
+func (s *Server) relayMCPServers(ctx context.Context, cs *companyState, co *discovery.Company) {
+	cs.mu.Lock()
+	sess := cs.session
+	cs.mu.Unlock()
 	if co == nil || co.Document == nil || co.Document.Auth == nil || sess == nil {
 		return
 	}
@@ -95,7 +95,7 @@ func (s *Server) relayMCPServers(ctx context.Context, rt *runtime, co *discovery
 			continue
 		}
 		prefix := relayPrefix(co, n)
-		if err := s.claimPrefixes(rt.issuer, prefix); err != nil {
+		if err := s.claimPrefixes(cs.issuer, prefix); err != nil {
 			s.log.Warn("MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
 			continue
 		}

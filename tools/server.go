@@ -83,7 +83,7 @@ type Server struct {
 
 	mu        sync.Mutex
 	companies map[string]*discovery.Company // by normalized domain; guarded by mu
-	runtimes  map[string]*runtime           // by issuer; guarded by mu
+	states    map[string]*companyState      // by issuer; guarded by mu
 
 	apiState *apiState       // OpenAPI catalogs and per-operation tools (api*.go); set once by its toolset; has its own lock
 	names    *prefixRegistry // which Company owns each tool-name prefix (names.go); set once by New; has its own lock
@@ -103,7 +103,7 @@ func New(disc *discovery.Client, opts *Options) *Server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{disc: disc, opts: o, companies: map[string]*discovery.Company{}, runtimes: map[string]*runtime{},
+	s := &Server{disc: disc, opts: o, companies: map[string]*discovery.Company{}, states: map[string]*companyState{},
 		convs: &convTrackers{byOwner: map[conversation.Owner]*conversation.Tracker{}}}
 	base := slog.Handler(slog.DiscardHandler)
 	if o.Logger != nil {
@@ -137,7 +137,7 @@ var toolsets []func(*Server) []tool
 // domains, with that domain's documents: a Company's MCP servers are
 // connected and its API tools announced then. Capabilities register
 // them in init functions; they must not block long.
-var sessionHooks []func(ctx context.Context, s *Server, rt *runtime, co *discovery.Company)
+var sessionHooks []func(ctx context.Context, s *Server, cs *companyState, co *discovery.Company)
 
 const instructions = "poppy-mcp is the user's Personal Agent for Companies that speak the Personal Agent Protocol (Poppy). " +
 	"Start with discover_company for the Company's domain. poppy-mcp keeps sessions, tokens and cursors itself: " +

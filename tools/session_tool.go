@@ -43,13 +43,13 @@ type sessionResult struct {
 
 func (s *Server) startSession(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	domain := stringArg(req, "domain")
-	rt, co, sess, err := s.session(ctx, domain, boolArg(req, "new"))
+	cs, co, sess, err := s.session(ctx, domain, boolArg(req, "new"))
 	if err != nil {
 		s.log.WarnContext(ctx, "no Session", "domain", domain, "err", err.Error())
 		return s.sessionFailure(domain, err), nil
 	}
 	if _, given := req.GetArguments()["scopes"]; given {
-		if fail := s.narrow(ctx, rt, co, sess, scopesArg(req)); fail != nil {
+		if fail := s.narrow(ctx, cs, co, sess, scopesArg(req)); fail != nil {
 			return fail, nil
 		}
 	}
@@ -64,7 +64,7 @@ func (s *Server) startSession(ctx context.Context, req mcp.CallToolRequest) (*mc
 		state = "signed in with scopes " + strings.Join(info.Scopes, " ")
 	}
 	s.log.DebugContext(ctx, "session ready", "domain", res.Domain, "session_id", info.ID, "signed_in", info.SignedIn)
-	res.Notice = rt.takeNotice()
+	res.Notice = cs.takeNotice()
 	return result(res, "Session %s with %s is open, %s. poppy-mcp renews it by itself. %s", info.ID, res.Domain, state, res.Notice), nil
 }
 
@@ -99,7 +99,7 @@ func (s *Server) sessionFailure(domain string, err error) *mcp.CallToolResult {
 // 0.1 §4.8: "scope MAY ask for fewer scopes than the Account Token has, for
 // example read-only access for a task that only looks things up. It can't
 // ask for more."
-func (s *Server) narrow(ctx context.Context, rt *runtime, co *discovery.Company, sess *auth.Session, scopes []string) *mcp.CallToolResult {
+func (s *Server) narrow(ctx context.Context, cs *companyState, co *discovery.Company, sess *auth.Session, scopes []string) *mcp.CallToolResult {
 	domain := co.Domain
 	err := sess.Narrow(ctx, scopes)
 	switch {
@@ -118,6 +118,6 @@ func (s *Server) narrow(ctx context.Context, rt *runtime, co *discovery.Company,
 	case err != nil:
 		return s.sessionFailure(domain, err)
 	}
-	s.saveSignedIn(ctx, rt, sess) // under rt.mu, and only if sess is still rt's Session
+	s.saveSignedIn(ctx, cs, sess) // under cs.mu, and only if sess is still cs's Session
 	return nil
 }

@@ -147,7 +147,7 @@ func TestStartSessionNarrows(t *testing.T) {
 }
 
 // TestStartSessionNarrowRace: narrowing while another call starts a new
-// Session touches the runtime only under its lock (run with -race).
+// Session touches the companyState only under its lock (run with -race).
 func TestStartSessionNarrowRace(t *testing.T) {
 	h := newSignInHarness(t, signInOpts(nil))
 	cs := h.connect(t, revisions[0])

@@ -13,14 +13,14 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
-// runtime is what the tools keep for one Company, identified by its issuer.
+// companyState is what the tools keep for one Company, identified by its issuer.
 // Poppy 0.1 §3.2: several domains naming one issuer "are then one Company:
 // the same User IDs (4.2), Sessions, and Account Tokens apply to all of
-// them". So a runtime has one Session, and the documents of each of the
+// them". So a companyState has one Session, and the documents of each of the
 // Company's domains used so far: a tool given a domain uses that domain's
 // APIs, MCP servers, website and mediated endpoint. It is safe for
 // concurrent use.
-type runtime struct {
+type companyState struct {
 	issuer string
 	signin signInState // sign-in flows and the Account Token (signin.go); has its own lock
 
@@ -39,13 +39,13 @@ type runtime struct {
 func siteKey(co *discovery.Company) string { return nameKey(orgDomain(co)) }
 
 // dueHooks marks and returns, in key order, the domains whose Session hooks
-// have not run with sess; rt.mu is held.
-func (rt *runtime) dueHooks(sess *auth.Session) []*discovery.Company {
+// have not run with sess; cs.mu is held.
+func (cs *companyState) dueHooks(sess *auth.Session) []*discovery.Company {
 	var due []*discovery.Company
-	for _, key := range slices.Sorted(maps.Keys(rt.sites)) {
-		if rt.hooked[key] != sess {
-			rt.hooked[key] = sess
-			due = append(due, rt.sites[key])
+	for _, key := range slices.Sorted(maps.Keys(cs.sites)) {
+		if cs.hooked[key] != sess {
+			cs.hooked[key] = sess
+			due = append(due, cs.sites[key])
 		}
 	}
 	return due
@@ -95,26 +95,26 @@ func authCompany(co *discovery.Company) auth.Company {
 	return c
 }
 
-// runtimeFor returns the runtime of a usable Company, creating it, and the
+// stateFor returns the state of a usable Company, creating it, and the
 // documents of the domain asked for, which it keeps beside its other
 // domains'.
-func (s *Server) runtimeFor(ctx context.Context, domain string) (*runtime, *discovery.Company, error) {
+func (s *Server) stateFor(ctx context.Context, domain string) (*companyState, *discovery.Company, error) {
 	co, err := s.usableCompany(ctx, domain)
 	if err != nil {
 		return nil, nil, err
 	}
 	issuer := co.Document.Auth.Issuer
 	s.mu.Lock()
-	rt := s.runtimes[issuer]
-	if rt == nil {
-		rt = &runtime{issuer: issuer, sites: map[string]*discovery.Company{}, hooked: map[string]*auth.Session{}}
-		s.runtimes[issuer] = rt
+	cs := s.states[issuer]
+	if cs == nil {
+		cs = &companyState{issuer: issuer, sites: map[string]*discovery.Company{}, hooked: map[string]*auth.Session{}}
+		s.states[issuer] = cs
 	}
 	s.mu.Unlock()
-	rt.mu.Lock()
-	rt.sites[siteKey(co)] = co
-	rt.mu.Unlock()
-	return rt, co, nil
+	cs.mu.Lock()
+	cs.sites[siteKey(co)] = co
+	cs.mu.Unlock()
+	return cs, co, nil
 }
 
 // session returns the Company's Session, starting one when there is none or
@@ -123,76 +123,76 @@ func (s *Server) runtimeFor(ctx context.Context, domain string) (*runtime, *disc
 // a Session lasts; auth starts a new one when it has ended). Session hooks
 // run for each of the Company's domains once a Session exists: for every
 // domain known when a Session starts, and for a domain first used later.
-func (s *Server) session(ctx context.Context, domain string, fresh bool) (*runtime, *discovery.Company, *auth.Session, error) {
+func (s *Server) session(ctx context.Context, domain string, fresh bool) (*companyState, *discovery.Company, *auth.Session, error) {
 	if s.opts.Agent == nil {
 		return nil, nil, nil, errNoIdentity
 	}
-	rt, co, err := s.runtimeFor(ctx, domain)
+	cs, co, err := s.stateFor(ctx, domain)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	rt.mu.Lock()
-	err = s.ensureSession(ctx, rt, co, fresh)
-	sess := rt.session
+	cs.mu.Lock()
+	err = s.ensureSession(ctx, cs, co, fresh)
+	sess := cs.session
 	var due []*discovery.Company
 	if err == nil {
-		due = rt.dueHooks(sess)
+		due = cs.dueHooks(sess)
 	}
-	rt.mu.Unlock()
+	cs.mu.Unlock()
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	for _, site := range due {
 		for _, hook := range sessionHooks {
-			hook(ctx, s, rt, site)
+			hook(ctx, s, cs, site)
 		}
 	}
-	return rt, co, sess, nil
+	return cs, co, sess, nil
 }
 
-// ensureSession starts or resumes rt's Session through the domain of co;
-// rt.mu is held. auth chooses how: the newest Session an earlier run saved
+// ensureSession starts or resumes cs's Session through the domain of co;
+// cs.mu is held. auth chooses how: the newest Session an earlier run saved
 // is continued while the Company has it, and the Session starts signed in
 // when an Account Token is held (Poppy 0.1 §4.8).
-func (s *Server) ensureSession(ctx context.Context, rt *runtime, co *discovery.Company, fresh bool) error {
-	if rt.session != nil && !fresh {
+func (s *Server) ensureSession(ctx context.Context, cs *companyState, co *discovery.Company, fresh bool) error {
+	if cs.session != nil && !fresh {
 		return nil
 	}
-	userID, err := s.opts.Store.UserID(ctx, rt.issuer)
+	userID, err := s.opts.Store.UserID(ctx, cs.issuer)
 	if err != nil {
 		return err
 	}
-	rt.userID = userID
+	cs.userID = userID
 	saved := ""
 	if !fresh {
-		saved = s.savedSession(ctx, rt)
+		saved = s.savedSession(ctx, cs)
 	}
 	sess, err := s.opts.Agent.Open(ctx, authCompany(co), userID, saved)
 	if err != nil {
 		return err
 	}
 	if saved != "" && sess.Info().ID != saved {
-		s.log.Info("the saved Session could not be continued; a new one started", "issuer", rt.issuer)
+		s.log.Info("the saved Session could not be continued; a new one started", "issuer", cs.issuer)
 	}
-	rt.session, rt.domain = sess, co.Domain
-	return s.saveSession(ctx, rt)
+	cs.session, cs.domain = sess, co.Domain
+	return s.saveSession(ctx, cs)
 }
 
 // savedSession returns the ID of the newest Session an earlier run saved
-// for rt's User, or "".
-func (s *Server) savedSession(ctx context.Context, rt *runtime) string {
-	saved, err := s.opts.Store.Sessions(ctx, rt.issuer)
-	if err != nil || len(saved) == 0 || saved[0].UserID != rt.userID {
+// for cs's User, or "".
+func (s *Server) savedSession(ctx context.Context, cs *companyState) string {
+	saved, err := s.opts.Store.Sessions(ctx, cs.issuer)
+	if err != nil || len(saved) == 0 || saved[0].UserID != cs.userID {
 		return ""
 	}
 	return saved[0].ID
 }
 
-// saveSession records rt's Session (never its token) so a restart resumes it.
-func (s *Server) saveSession(ctx context.Context, rt *runtime) error {
-	info := rt.session.Info()
+// saveSession records cs's Session (never its token) so a restart resumes it.
+func (s *Server) saveSession(ctx context.Context, cs *companyState) error {
+	info := cs.session.Info()
 	return s.opts.Store.PutSession(ctx, store.Session{
-		Issuer: rt.issuer, UserID: rt.userID, ID: info.ID, Domain: rt.domain,
+		Issuer: cs.issuer, UserID: cs.userID, ID: info.ID, Domain: cs.domain,
 		SignedIn: info.SignedIn, Scopes: slices.Clone(info.Scopes), ExpiresAt: info.ExpiresAt,
 	})
 }

@@ -36,7 +36,7 @@ const (
 	statusFailed   = "failed"
 )
 
-// signInState is what a runtime knows of signing in. It is safe for
+// signInState is what a companyState knows of signing in. It is safe for
 // concurrent use.
 type signInState struct {
 	// mu guards everything below. It is never held during I/O.
@@ -96,19 +96,19 @@ func (f *signInFlow) end(status string, granted, missing []string, detail string
 	return true
 }
 
-// currentFlow returns rt's latest sign-in, or nil.
-func (rt *runtime) currentFlow() *signInFlow {
-	rt.signin.mu.Lock()
-	defer rt.signin.mu.Unlock()
-	return rt.signin.flow
+// currentFlow returns cs's latest sign-in, or nil.
+func (cs *companyState) currentFlow() *signInFlow {
+	cs.signin.mu.Lock()
+	defer cs.signin.mu.Unlock()
+	return cs.signin.flow
 }
 
-// replaceFlow makes f rt's sign-in; one still pending is stopped first.
-func (rt *runtime) replaceFlow(f *signInFlow) {
-	rt.signin.mu.Lock()
-	old := rt.signin.flow
-	rt.signin.flow = f
-	rt.signin.mu.Unlock()
+// replaceFlow makes f cs's sign-in; one still pending is stopped first.
+func (cs *companyState) replaceFlow(f *signInFlow) {
+	cs.signin.mu.Lock()
+	old := cs.signin.flow
+	cs.signin.flow = f
+	cs.signin.mu.Unlock()
 	if old != nil && old.end(statusFailed, nil, nil, "replaced by a newer sign-in") {
 		old.close()
 	}
@@ -116,10 +116,10 @@ func (rt *runtime) replaceFlow(f *signInFlow) {
 
 // takeNotice returns, once, what the model should hear of what happened
 // to the Session's sign-in by itself, or "".
-func (rt *runtime) takeNotice() string {
-	rt.mu.Lock()
-	sess := rt.session
-	rt.mu.Unlock()
+func (cs *companyState) takeNotice() string {
+	cs.mu.Lock()
+	sess := cs.session
+	cs.mu.Unlock()
 	if sess == nil {
 		return ""
 	}
@@ -147,11 +147,11 @@ const (
 // §4.4: "The new Account Token replaces the old one, which the Personal Agent
 // SHOULD revoke (4.9)"). A failed sign-in leaves the tokens held as they were
 // (§4.4: "A pending or failed sign-in leaves existing tokens unchanged").
-func (s *Server) finishFlow(ctx context.Context, rt *runtime, sess *auth.Session, f *signInFlow, in *auth.SignIn, err error) {
+func (s *Server) finishFlow(ctx context.Context, cs *companyState, sess *auth.Session, f *signInFlow, in *auth.SignIn, err error) {
 	if err != nil {
 		status, detail := flowFailure(err)
 		if f.end(status, nil, nil, detail) {
-			s.log.Info("sign-in ended", "type", f.kind, "issuer", rt.issuer, "status", status, "err", err)
+			s.log.Info("sign-in ended", "type", f.kind, "issuer", cs.issuer, "status", status, "err", err)
 		}
 		return
 	}
@@ -159,16 +159,16 @@ func (s *Server) finishFlow(ctx context.Context, rt *runtime, sess *auth.Session
 	var held *auth.HoldError
 	if errors.As(sess.Hold(ctx, in), &held) {
 		if held.Keep != nil {
-			s.log.Error("could not keep the Account Token", "issuer", rt.issuer, "err", held.Keep)
+			s.log.Error("could not keep the Account Token", "issuer", cs.issuer, "err", held.Keep)
 			detail = "poppy-mcp could not store the Account Token, so later Sessions will start signed out."
 		}
 		if held.Revoke != nil {
-			s.log.Warn("could not revoke the replaced Account Token", "issuer", rt.issuer, "err", held.Revoke)
+			s.log.Warn("could not revoke the replaced Account Token", "issuer", cs.issuer, "err", held.Revoke)
 		}
 	}
-	s.saveSignedIn(ctx, rt, sess)
+	s.saveSignedIn(ctx, cs, sess)
 	f.end(statusComplete, in.Scopes, in.Missing, detail)
-	s.log.Info("signed in", "type", f.kind, "issuer", rt.issuer, "scopes", strings.Join(in.Scopes, " "))
+	s.log.Info("signed in", "type", f.kind, "issuer", cs.issuer, "scopes", strings.Join(in.Scopes, " "))
 }
 
 // flowFailure maps a sign-in error to a status and a sentence for the model.
@@ -191,14 +191,14 @@ func flowFailure(err error) (status, detail string) {
 }
 
 // saveSignedIn records the Session's new state (never its token).
-func (s *Server) saveSignedIn(ctx context.Context, rt *runtime, sess *auth.Session) {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if rt.session != sess {
+func (s *Server) saveSignedIn(ctx context.Context, cs *companyState, sess *auth.Session) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.session != sess {
 		return
 	}
-	if err := s.saveSession(ctx, rt); err != nil {
-		s.log.Warn("could not save the Session", "issuer", rt.issuer, "err", err)
+	if err := s.saveSession(ctx, cs); err != nil {
+		s.log.Warn("could not save the Session", "issuer", cs.issuer, "err", err)
 	}
 }
 
@@ -272,19 +272,19 @@ func (s *Server) checkScopes(co *discovery.Company, kind, tool string, scopes []
 // Company, so a Session that only seems signed in (the User disconnected
 // poppy-mcp, §4.9) gets a real sign-in. It returns the result to give, or
 // nil to go on with a new sign-in.
-func (s *Server) alreadyCovered(ctx context.Context, rt *runtime, sess *auth.Session, domain string, scopes []string) *mcp.CallToolResult {
+func (s *Server) alreadyCovered(ctx context.Context, cs *companyState, sess *auth.Session, domain string, scopes []string) *mcp.CallToolResult {
 	before := sess.Info()
 	err := sess.SignInHeld(ctx, scopes)
 	switch {
 	case errors.Is(err, auth.ErrNoAccountToken):
 		return nil // a new sign-in follows
 	case errors.Is(err, auth.ErrAccountTokenRefused):
-		s.log.Info("the held Account Token was refused", "issuer", rt.issuer)
+		s.log.Info("the held Account Token was refused", "issuer", cs.issuer)
 		return nil
 	case err != nil:
 		return s.sessionFailure(domain, err)
 	}
-	s.saveSignedIn(ctx, rt, sess)
+	s.saveSignedIn(ctx, cs, sess)
 	info := sess.Info()
 	res := statusResult{Domain: domain, Status: statusComplete, SignedIn: true, Scopes: info.Scopes, Missing: []string{}, SessionID: info.ID,
 		Next: "Go on with the task."}
@@ -296,12 +296,12 @@ func (s *Server) alreadyCovered(ctx context.Context, rt *runtime, sess *auth.Ses
 		domain, strings.Join(scopes, " "))
 }
 
-// signInStart is what a sign-in tool starts from: the Company's runtime and
+// signInStart is what a sign-in tool starts from: the Company's state and
 // Session, the documents of the domain the tool was given (Poppy 0.1 §3.2:
 // the Session is the Company's, the endpoints the domain's), and the scopes
 // asked for.
 type signInStart struct {
-	rt     *runtime
+	cs     *companyState
 	co     *discovery.Company
 	sess   *auth.Session
 	scopes []string
@@ -313,25 +313,25 @@ type signInStart struct {
 // makes a new sign-in needless. done is the result to give at once, if any.
 func (s *Server) beginSignIn(ctx context.Context, req mcp.CallToolRequest, kind, tool string) (start *signInStart, done *mcp.CallToolResult) {
 	domain := stringArg(req, "domain")
-	rt, co, sess, err := s.session(ctx, domain, false)
+	cs, co, sess, err := s.session(ctx, domain, false)
 	if err != nil {
 		return nil, s.sessionFailure(domain, err)
 	}
-	if f, action := elicited(req, rt); f != nil {
+	if f, action := elicited(req, cs); f != nil {
 		// The local page's URL went only to the client: declined, it is closed.
 		if f.page != "" && action != "accept" && f.end(statusFailed, nil, nil, "The user did not open the sign-in page ("+action+").") {
 			f.close()
 		}
-		return nil, s.flowResult(rt, f, action)
+		return nil, s.flowResult(cs, f, action)
 	}
 	scopes := scopesArg(req)
 	if r := s.checkScopes(co, kind, tool, scopes); r != nil {
 		return nil, r
 	}
-	if r := s.alreadyCovered(ctx, rt, sess, domain, scopes); r != nil {
+	if r := s.alreadyCovered(ctx, cs, sess, domain, scopes); r != nil {
 		return nil, r
 	}
-	return &signInStart{rt: rt, co: co, sess: sess, scopes: scopes}, nil
+	return &signInStart{cs: cs, co: co, sess: sess, scopes: scopes}, nil
 }
 
 // covers reports whether have holds every scope of want.

@@ -40,9 +40,9 @@ func (s *Server) signInDevice(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if done != nil {
 		return done, nil
 	}
-	rt, sess, scopes := start.rt, start.sess, start.scopes
-	if f := rt.currentFlow(); f != nil && f.device != nil && sameScopes(f.scopes, scopes) && isPending(f) && f.domain == domain {
-		return s.offerDevice(ctx, rt, f), nil // the user may already be on the page: no second code
+	cs, sess, scopes := start.cs, start.sess, start.scopes
+	if f := cs.currentFlow(); f != nil && f.device != nil && sameScopes(f.scopes, scopes) && isPending(f) && f.domain == domain {
+		return s.offerDevice(ctx, cs, f), nil // the user may already be on the page: no second code
 	}
 	d, err := sess.StartDevice(ctx, scopes)
 	if err != nil {
@@ -55,26 +55,26 @@ func (s *Server) signInDevice(ctx context.Context, req mcp.CallToolRequest) (*mc
 	f.device, f.expires = d, d.ExpiresAt
 	pollCtx, cancel := context.WithCancel(context.Background())
 	f.close = cancel
-	rt.replaceFlow(f)
+	cs.replaceFlow(f)
 	started := s.Go(func(bg context.Context) {
 		stop := context.AfterFunc(bg, cancel) // Close stops polling
 		defer stop()
 		in, err := sess.PollDevice(pollCtx, d)
 		// The outcome is kept even while shutting down, so it is not lost.
-		s.finishFlow(context.WithoutCancel(pollCtx), rt, sess, f, in, err)
+		s.finishFlow(context.WithoutCancel(pollCtx), cs, sess, f, in, err)
 	})
 	if !started {
 		cancel()
 		f.end(statusFailed, nil, nil, "poppy-mcp is shutting down.")
 	}
-	s.log.Info("device sign-in started", "issuer", rt.issuer, "scopes", strings.Join(scopes, " "))
-	return s.offerDevice(ctx, rt, f), nil
+	s.log.Info("device sign-in started", "issuer", cs.issuer, "scopes", strings.Join(scopes, " "))
+	return s.offerDevice(ctx, cs, f), nil
 }
 
 // offerDevice is the result for a pending device sign-in: URL-mode
 // elicitation of the verification URL where the client supports it, else
 // the fields for the model to show.
-func (s *Server) offerDevice(ctx context.Context, rt *runtime, f *signInFlow) *mcp.CallToolResult {
+func (s *Server) offerDevice(ctx context.Context, cs *companyState, f *signInFlow) *mcp.CallToolResult {
 	if elicitsURL(ctx) && isPending(f) {
 		u := f.device.VerificationURIComplete
 		if u == "" {
@@ -83,7 +83,7 @@ func (s *Server) offerDevice(ctx context.Context, rt *runtime, f *signInFlow) *m
 		return elicitURL(f, u, fmt.Sprintf("Sign in to %s to let your assistant use your account. Check that the page shows the code %s.",
 			f.domain, f.device.UserCode))
 	}
-	return s.flowResult(rt, f, "")
+	return s.flowResult(cs, f, "")
 }
 
 func isPending(f *signInFlow) bool {

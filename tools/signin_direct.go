@@ -81,7 +81,7 @@ func (s *Server) signInDirect(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if done != nil {
 		return done, nil
 	}
-	rt, sess, scopes := start.rt, start.sess, start.scopes
+	cs, sess, scopes := start.cs, start.sess, start.scopes
 	redirect, ok := s.redirectURI()
 	if !ok || s.opts.Pages == nil {
 		next := "Use sign_in_device with the same scopes (or sign_in_mediated), if the Company offers them."
@@ -94,15 +94,15 @@ func (s *Server) signInDirect(ctx context.Context, req mcp.CallToolRequest) (*mc
 		return s.sessionFailure(domain, err), nil
 	}
 	f := newFlow("direct", domain, scopes)
-	ds := &directSignIn{s: s, rt: rt, sess: sess, f: f, d: d, binding: randomToken()}
+	ds := &directSignIn{s: s, cs: cs, sess: sess, f: f, d: d, binding: randomToken()}
 	f.direct, f.expires, f.callback = d, d.Started.Add(directTTL), ds.callback
 	f.page, f.close = s.opts.Pages.OpenForUser(ds.start, directTTL)
-	rt.replaceFlow(f)
-	s.log.Info("direct sign-in started", "issuer", rt.issuer, "scopes", strings.Join(scopes, " "))
+	cs.replaceFlow(f)
+	s.log.Info("direct sign-in started", "issuer", cs.issuer, "scopes", strings.Join(scopes, " "))
 	if elicitsURL(ctx) {
 		return elicitURL(f, f.page, "Sign in to "+whereTo(start.co, "")+" on its own page, to let your assistant use your account."), nil
 	}
-	return s.flowResult(rt, f, ""), nil
+	return s.flowResult(cs, f, ""), nil
 }
 
 // randomToken is 256 random bits, base64url.
@@ -116,7 +116,7 @@ func randomToken() string {
 // concurrent use: callbacks are taken one at a time.
 type directSignIn struct {
 	s       *Server
-	rt      *runtime
+	cs      *companyState
 	sess    *auth.Session
 	f       *signInFlow
 	d       *auth.DirectSignIn
@@ -180,7 +180,7 @@ func (ds *directSignIn) callback(w http.ResponseWriter, r *http.Request) {
 	in, err := ds.sess.FinishDirect(ctx, ds.d, r.URL.Query())
 	if err != nil && !errors.Is(err, auth.ErrAccessDenied) && !errors.Is(err, auth.ErrAccountMismatch) {
 		ds.failed++
-		ds.s.log.Info("direct sign-in: a callback could not be used", "issuer", ds.rt.issuer, "err", err)
+		ds.s.log.Info("direct sign-in: a callback could not be used", "issuer", ds.cs.issuer, "err", err)
 		if ds.failed < maxDirectCallbacks {
 			ds.f.note("A return from the Company's page could not be used (" + callbackTrouble(err) + "); still waiting for the user.")
 			pages.Message(w, http.StatusBadRequest, "Sign-in not finished",
@@ -188,7 +188,7 @@ func (ds *directSignIn) callback(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ds.s.finishFlow(ctx, ds.rt, ds.sess, ds.f, in, err)
+	ds.s.finishFlow(ctx, ds.cs, ds.sess, ds.f, in, err)
 	ds.f.close()
 	status, _, _, detail := ds.f.state()
 	clearCookie(w, ds.cookieName())
@@ -250,13 +250,13 @@ func (s *Server) directFlow(state string) *signInFlow {
 		return nil
 	}
 	s.mu.Lock()
-	rts := make([]*runtime, 0, len(s.runtimes))
-	for _, rt := range s.runtimes {
-		rts = append(rts, rt)
+	states := make([]*companyState, 0, len(s.states))
+	for _, cs := range s.states {
+		states = append(states, cs)
 	}
 	s.mu.Unlock()
-	for _, rt := range rts {
-		f := rt.currentFlow()
+	for _, cs := range states {
+		f := cs.currentFlow()
 		if f != nil && f.direct != nil && isPending(f) && subtle.ConstantTimeCompare([]byte(f.direct.State), []byte(state)) == 1 {
 			return f
 		}

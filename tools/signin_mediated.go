@@ -56,7 +56,7 @@ func (s *Server) signInMediated(ctx context.Context, req mcp.CallToolRequest) (*
 	if done != nil {
 		return done, nil
 	}
-	rt, co, scopes := start.rt, start.co, start.scopes
+	cs, co, scopes := start.cs, start.co, start.scopes
 	if s.opts.Pages == nil {
 		return failure(map[string]string{"error": "no_pages"},
 			"This poppy-mcp serves no local pages, so it cannot collect credentials. Use sign_in_device or sign_in_direct if %s offers them.", domain), nil
@@ -68,20 +68,20 @@ func (s *Server) signInMediated(ctx context.Context, req mcp.CallToolRequest) (*
 	}
 	f := newFlow("mediated", domain, scopes)
 	m := co.Document.Auth.Mediated
-	mp := &mediatedPage{s: s, rt: rt, sess: start.sess, at: at, f: f, fields: m.Fields,
+	mp := &mediatedPage{s: s, cs: cs, sess: start.sess, at: at, f: f, fields: m.Fields,
 		domain: co.Domain, claim: claimedName(co), endpoint: hostOf(m.Endpoint)}
 	url, closePage := s.opts.Pages.OpenForUser(mp.serve, mediatedPageTTL)
 	f.page, f.close, f.expires = url, closePage, s.now().Add(mediatedPageTTL)
 	// Poppy 0.1 §4.7: the credentials go to auth.mediated.endpoint; the
 	// user must see where, not only the name the Company gives itself.
 	f.note("The page asks for what " + whereTo(co, m.Endpoint) + " wants and sends it only to " + mp.endpoint + ", never to you.")
-	rt.replaceFlow(f)
-	s.log.Info("mediated sign-in page opened", "issuer", rt.issuer)
+	cs.replaceFlow(f)
+	s.log.Info("mediated sign-in page opened", "issuer", cs.issuer)
 	if elicitsURL(ctx) {
 		return elicitURL(f, url, "Sign in to "+whereTo(co, m.Endpoint)+" on this page of poppy-mcp's own: what you type goes only to "+
 			mp.endpoint+", never to your assistant."), nil
 	}
-	return s.flowResult(rt, f, ""), nil
+	return s.flowResult(cs, f, ""), nil
 }
 
 // claimedName is the name the Company gives itself (organization.name),
@@ -125,7 +125,7 @@ func hostOf(raw string) string {
 // concurrent use: posts are taken one at a time.
 type mediatedPage struct {
 	s      *Server
-	rt     *runtime
+	cs     *companyState
 	sess   *auth.Session
 	at     *auth.Site // the Session at the domain whose auth.mediated.endpoint takes the credentials
 	f      *signInFlow
@@ -189,11 +189,11 @@ func (p *mediatedPage) outcome(w http.ResponseWriter, r *http.Request, st *auth.
 	var wait *auth.RetryAfterError
 	switch {
 	case errors.As(err, &wait):
-		p.s.finishFlow(ctx, p.rt, p.sess, p.f, nil, fmt.Errorf("too many attempts: the Company asks to wait %d s", int(wait.Wait.Seconds())))
+		p.s.finishFlow(ctx, p.cs, p.sess, p.f, nil, fmt.Errorf("too many attempts: the Company asks to wait %d s", int(wait.Wait.Seconds())))
 	case err != nil:
-		p.s.finishFlow(ctx, p.rt, p.sess, p.f, nil, err)
+		p.s.finishFlow(ctx, p.cs, p.sess, p.f, nil, err)
 	case st.Status == auth.MediatedComplete:
-		p.s.finishFlow(ctx, p.rt, p.sess, p.f, st.SignIn, nil)
+		p.s.finishFlow(ctx, p.cs, p.sess, p.f, st.SignIn, nil)
 		done()
 		pages.Message(w, http.StatusOK, "Signed in", "You are signed in to "+p.domain+". You can close this page and return to your assistant.")
 		return
@@ -215,7 +215,7 @@ func (p *mediatedPage) outcome(w http.ResponseWriter, r *http.Request, st *auth.
 		p.render(w, http.StatusOK, "Your assistant had been signed in to another account here, so it started afresh: enter your details again.")
 		return
 	default:
-		p.s.finishFlow(ctx, p.rt, p.sess, p.f, nil, st.Err)
+		p.s.finishFlow(ctx, p.cs, p.sess, p.f, nil, st.Err)
 	}
 	done()
 	_, _, _, detail := p.f.state()

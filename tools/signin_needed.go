@@ -63,8 +63,8 @@ func (s *Server) signInAdvice(domain, code string, scopes []string) *mcp.CallToo
 	default:
 		res.Next = fmt.Sprintf("Call %s with domain %s and scopes %s, then call this tool again.", res.Tool, domain, list)
 	}
-	if rt := s.knownRuntime(domain); rt != nil {
-		res.Notice = rt.takeNotice() // why a Session that was signed in is not any more
+	if cs := s.knownState(domain); cs != nil {
+		res.Notice = cs.takeNotice() // why a Session that was signed in is not any more
 	}
 	s.log.Info("sign-in needed", "domain", domain, "code", code, "scopes", list)
 	if res.Notice != "" {
@@ -73,15 +73,15 @@ func (s *Server) signInAdvice(domain, code string, scopes []string) *mcp.CallToo
 	return failure(res, "%s: %s", code, res.Next)
 }
 
-// knownRuntime returns the runtime of a Company already discovered, or nil.
-func (s *Server) knownRuntime(domain string) *runtime {
+// knownState returns the state of a Company already discovered, or nil.
+func (s *Server) knownState(domain string) *companyState {
 	a := s.knownAuth(domain)
 	if a == nil {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.runtimes[a.Issuer]
+	return s.states[a.Issuer]
 }
 
 // knownAuth returns the auth object of a Company already discovered, or nil.

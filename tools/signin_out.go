@@ -37,11 +37,11 @@ type signOutResult struct {
 
 func (s *Server) signOut(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	domain := stringArg(req, "domain")
-	rt, _, sess, err := s.session(ctx, domain, false)
+	cs, _, sess, err := s.session(ctx, domain, false)
 	if err != nil {
 		return s.sessionFailure(domain, err), nil
 	}
-	if f := rt.currentFlow(); f != nil && f.end(statusFailed, nil, nil, "The user signed out.") {
+	if f := cs.currentFlow(); f != nil && f.end(statusFailed, nil, nil, "The user signed out.") {
 		f.close()
 	}
 	acct := sess.Account()
@@ -55,9 +55,9 @@ func (s *Server) signOut(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	// be renewed after it: it is no longer held.
 	kept := held != nil && !held.Dropped() || acct != nil && !acct.Dropped()
 	if err != nil {
-		return s.signOutFailure(rt, domain, revoked, kept, err), nil
+		return s.signOutFailure(cs, domain, revoked, kept, err), nil
 	}
-	s.saveSignedIn(ctx, rt, sess)
+	s.saveSignedIn(ctx, cs, sess)
 	info := sess.Info()
 	res := signOutResult{Domain: domain, Revoked: revoked, SignedIn: info.SignedIn, SessionID: info.ID,
 		Next: "The Session continues signed out; sign in again when a task needs the account."}
@@ -69,8 +69,8 @@ func (s *Server) signOut(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 
 // signOutFailure phrases a failed sign-out: whether the Account Token is
 // still kept, or only renewing the Session signed out failed after it.
-func (s *Server) signOutFailure(rt *runtime, domain string, revoked, kept bool, err error) *mcp.CallToolResult {
-	s.log.Warn("sign-out failed", "issuer", rt.issuer, "revoked", revoked && !kept, "err", err)
+func (s *Server) signOutFailure(cs *companyState, domain string, revoked, kept bool, err error) *mcp.CallToolResult {
+	s.log.Warn("sign-out failed", "issuer", cs.issuer, "revoked", revoked && !kept, "err", err)
 	if kept {
 		return failure(map[string]string{"error": "sign_out_failed", "next": "Try sign_out again later."},
 			"Could not sign out of %s: %v. The Account Token is kept; try sign_out again later.", domain, err)

@@ -65,25 +65,25 @@ type statusResult struct {
 
 func (s *Server) signInStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	domain := stringArg(req, "domain")
-	rt, _, err := s.runtimeFor(ctx, domain)
+	cs, _, err := s.stateFor(ctx, domain)
 	if err != nil {
 		return s.sessionFailure(domain, err), nil
 	}
-	f := rt.currentFlow()
+	f := cs.currentFlow()
 	if f == nil {
-		return s.noSignIn(ctx, rt, domain), nil
+		return s.noSignIn(ctx, cs, domain), nil
 	}
 	if wait := waitArg(req); wait > 0 {
 		s.waitFlow(ctx, req, f, wait)
 	}
-	return s.flowResult(rt, f, ""), nil
+	return s.flowResult(cs, f, ""), nil
 }
 
 // noSignIn answers sign_in_status before any sign-in.
-func (s *Server) noSignIn(ctx context.Context, rt *runtime, domain string) *mcp.CallToolResult {
-	rt.mu.Lock()
-	sess := rt.session
-	rt.mu.Unlock()
+func (s *Server) noSignIn(ctx context.Context, cs *companyState, domain string) *mcp.CallToolResult {
+	cs.mu.Lock()
+	sess := cs.session
+	cs.mu.Unlock()
 	if sess != nil && sess.Info().SignedIn {
 		info := sess.Info()
 		return result(statusResult{Domain: domain, Status: statusComplete, SignedIn: true, Scopes: info.Scopes, Missing: []string{},
@@ -132,19 +132,19 @@ func (s *Server) waitFlow(ctx context.Context, req mcp.CallToolRequest, f *signI
 
 // flowResult is the result of a sign-in tool for f; elicited is the
 // client's answer to a URL elicitation, if one was made.
-func (s *Server) flowResult(rt *runtime, f *signInFlow, elicited string) *mcp.CallToolResult {
+func (s *Server) flowResult(cs *companyState, f *signInFlow, elicited string) *mcp.CallToolResult {
 	if isPending(f) && !f.expires.IsZero() && !s.now().Before(f.expires) && f.end(statusExpired, nil, nil, "The sign-in expired before the user finished it.") {
 		f.close()
 	}
 	status, granted, missing, detail := f.state()
 	res := statusResult{Domain: f.domain, Type: f.kind, Status: status, Scopes: granted, Requested: f.scopes,
-		Missing: missing, Elicitation: elicited, Detail: detail, Notice: rt.takeNotice()}
-	rt.mu.Lock()
-	if rt.session != nil {
-		info := rt.session.Info()
+		Missing: missing, Elicitation: elicited, Detail: detail, Notice: cs.takeNotice()}
+	cs.mu.Lock()
+	if cs.session != nil {
+		info := cs.session.Info()
 		res.SignedIn, res.SessionID = info.SignedIn, info.ID
 	}
-	rt.mu.Unlock()
+	cs.mu.Unlock()
 	if res.Scopes == nil {
 		res.Scopes = []string{}
 	}
@@ -214,8 +214,8 @@ func elicitsURL(ctx context.Context) bool {
 	var caps *mcp.ClientCapabilities
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
 		caps = info.ClientCapabilities
-	} else if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
-		c := cs.GetClientCapabilities()
+	} else if sess, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
+		c := sess.GetClientCapabilities()
 		caps = &c
 	}
 	return caps != nil && caps.Elicitation != nil && caps.Elicitation.URL != nil
@@ -231,10 +231,10 @@ func elicitURL(f *signInFlow, url, message string) *mcp.CallToolResult {
 }
 
 // elicited returns the flow a retried call answers, and the client's
-// action, when the call carries the requestState of rt's current flow.
-func elicited(req mcp.CallToolRequest, rt *runtime) (*signInFlow, string) {
+// action, when the call carries the requestState of cs's current flow.
+func elicited(req mcp.CallToolRequest, cs *companyState) (*signInFlow, string) {
 	state := req.Params.RequestState
-	f := rt.currentFlow()
+	f := cs.currentFlow()
 	if state == "" || f == nil || f.id != state {
 		return nil, ""
 	}
