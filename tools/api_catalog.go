@@ -209,7 +209,7 @@ func (s *Server) fetchDocument(ctx context.Context, u string, mem, stored *loade
 		// RFC 9110 §13.1.2: the Company answers 304 while the document is unchanged.
 		r.IfNoneMatch = stored.version
 	}
-	f, err := s.disc.FetchDocument(ctx, r)
+	f, err := s.companies.disc.FetchDocument(ctx, r)
 	if err != nil {
 		return "", nil, fmt.Errorf("the OpenAPI document could not be fetched: %w", err)
 	}

@@ -30,7 +30,6 @@ func init() {
 		s.apiState = newAPIState()
 		return []tool{s.listAPIOperationsTool(), s.describeAPIOperationTool(), s.callAPITool()}
 	})
-	sessionHooks = append(sessionHooks, exposeAPITools)
 }
 
 const (
@@ -110,9 +109,9 @@ type operationList struct {
 // result is a failure to return when the Company cannot be used or has no
 // OpenAPI API.
 func (s *Server) apiCompany(ctx context.Context, domain string) (*discovery.Company, []*companyAPI, *mcp.CallToolResult) {
-	co, err := s.usableForAPIs(ctx, domain)
+	co, err := s.companies.checked(ctx, domain)
 	if err != nil {
-		return nil, nil, s.sessionFailure(domain, err)
+		return nil, nil, s.sessions.failure(domain, err)
 	}
 	apis := s.apis(ctx, co)
 	if len(apis) == 0 {
@@ -121,15 +120,6 @@ func (s *Server) apiCompany(ctx context.Context, domain string) (*discovery.Comp
 	}
 	s.refreshAPITools(co, apis)
 	return co, apis, nil
-}
-
-// usableForAPIs discovers a Company and refuses one with error findings.
-func (s *Server) usableForAPIs(ctx context.Context, domain string) (*discovery.Company, error) {
-	co, err := s.company(ctx, domain, false)
-	if err != nil {
-		return nil, err
-	}
-	return co, co.Err()
 }
 
 func (s *Server) listAPIOperations(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -309,9 +299,9 @@ func (s *Server) callOperation(ctx context.Context, domain, name string, args ma
 	if t == nil {
 		return unknownOperation(co, name)
 	}
-	_, _, sess, err := s.session(ctx, domain, false)
+	_, _, sess, err := s.sessions.session(ctx, domain, false)
 	if err != nil {
-		return s.sessionFailure(domain, err)
+		return s.sessions.failure(domain, err)
 	}
 	client := sess.Client()
 	if a.cat.Resource != "" {

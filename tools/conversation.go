@@ -217,9 +217,9 @@ type convTarget struct {
 // convFor returns the conversations of the Company at domain, starting its
 // Session when needed. Its failure result is phrased for the model.
 func (s *Server) convFor(ctx context.Context, domain string) (*convTarget, *mcp.CallToolResult) {
-	cs, co, sess, err := s.session(ctx, domain, false)
+	cs, co, sess, err := s.sessions.session(ctx, domain, false)
 	if err != nil {
-		return nil, s.sessionFailure(domain, err)
+		return nil, s.sessions.failure(domain, err)
 	}
 	var protocols []discovery.Protocol
 	if co.Document.Agent != nil {
@@ -252,7 +252,7 @@ func (s *Server) convByID(ctx context.Context, id, domain string) (*convTarget, 
 			"%q is not a conversation ID. Call list_conversations to see the conversations poppy-mcp holds.", id)
 	}
 	if s.opts.Store == nil {
-		return nil, s.sessionFailure(domain, errNoIdentity)
+		return nil, s.sessions.failure(domain, errNoIdentity)
 	}
 	host := ""
 	if domain != "" {

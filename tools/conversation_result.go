@@ -119,7 +119,7 @@ func (s *Server) convEvent(t *convTarget, upd *conversation.Update, e conversati
 			out.Next = "poppy-mcp signed the Session in with the Account Token it holds and continued the conversation: nothing to do."
 			break
 		}
-		out.Tool = s.signInTool(s.knownAuth(t.domain), out.Scopes)
+		out.Tool = s.choice.tool(s.companies.knownAuth(t.domain), out.Scopes)
 		out.Next = fmt.Sprintf("The Company needs the user's account (%s). Call %s with domain %s and scopes %s; once signed in, "+
 			"call send_message with conversation_id %s to continue.", e.Error, out.Tool, t.domain, strings.Join(out.Scopes, " "), upd.ConversationID)
 		if out.Tool == "" {
@@ -317,7 +317,7 @@ type convListed struct {
 
 func (s *Server) listConversations(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if s.opts.Store == nil {
-		return s.sessionFailure(stringArg(req, "domain"), errNoIdentity), nil
+		return s.sessions.failure(stringArg(req, "domain"), errNoIdentity), nil
 	}
 	host := ""
 	if d := stringArg(req, "domain"); d != "" {

@@ -130,7 +130,7 @@ func (s *Server) convSignInHeld(ctx context.Context, t *convTarget, scopes []str
 		}
 		return false
 	}
-	s.saveSignedIn(ctx, t.cs, t.sess)
+	s.sessions.saveSignedIn(ctx, t.cs, t.sess)
 	return true
 }
 

@@ -28,12 +28,6 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/mcpproxy"
 )
 
-func init() {
-	sessionHooks = append(sessionHooks, func(ctx context.Context, s *Server, cs *companyState, co *discovery.Company) {
-		s.relayMCPServers(ctx, cs, co)
-	})
-}
-
 // relaySyncWait bounds how long a Session hook waits for a relay's first
 // listing; past it, listing goes on in the background.
 const relaySyncWait = 10 * time.Second
@@ -57,7 +51,7 @@ func (s *Server) relays() *relayState {
 	s.relayOnce.Do(func() {
 		rs := &relayState{relays: map[string]*relayEntry{}}
 		s.relayState = rs
-		s.Go(func(ctx context.Context) {
+		s.bg.Go(func(ctx context.Context) {
 			<-ctx.Done()
 			rs.closeAll()
 		})
@@ -183,7 +177,7 @@ func (s *Server) firstSync(ctx context.Context, domain string, r *mcpproxy.Relay
 		return
 	}
 	s.log.Info("MCP server not listed yet; retrying in the background", "domain", domain, "url", r.Upstream().URL(), "err", err)
-	s.Go(func(ctx context.Context) {
+	s.bg.Go(func(ctx context.Context) {
 		b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(time.Second),
 			backoff.WithMaxInterval(time.Minute), backoff.WithMaxElapsedTime(30*time.Minute))
 		_ = backoff.Retry(func() error {

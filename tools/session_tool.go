@@ -12,11 +12,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 )
 
-func init() {
-	toolsets = append(toolsets, func(s *Server) []tool { return []tool{s.startSessionTool()} })
-}
-
-func (s *Server) startSessionTool() tool {
+func (ss *sessions) startTool() tool {
 	return tool{newTool("start_session",
 		"Open (or reuse) the user's Session with a Company: the Company then recognizes the same user across its APIs, "+
 			"conversations and website. Starts signed in when poppy-mcp holds an Account Token. Other tools start one as needed.",
@@ -26,7 +22,7 @@ func (s *Server) startSessionTool() tool {
 			`"scopes":{"type":"array","items":{"type":"string"},"description":"Narrow the signed-in Session to these scopes for a task (fewer than the sign-in granted); leave out for all of them"}},`+
 			`"required":["domain"],"additionalProperties":false}`,
 		annotations{title: "Start a Session", idempotent: true, openWorld: true},
-	), s.startSession}
+	), ss.start}
 }
 
 // sessionResult is start_session's structured content. It never holds a token.
@@ -41,15 +37,15 @@ type sessionResult struct {
 	Notice string `json:"notice,omitempty"`
 }
 
-func (s *Server) startSession(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (ss *sessions) start(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	domain := stringArg(req, "domain")
-	cs, co, sess, err := s.session(ctx, domain, boolArg(req, "new"))
+	cs, co, sess, err := ss.session(ctx, domain, boolArg(req, "new"))
 	if err != nil {
-		s.log.WarnContext(ctx, "no Session", "domain", domain, "err", err.Error())
-		return s.sessionFailure(domain, err), nil
+		ss.log.WarnContext(ctx, "no Session", "domain", domain, "err", err.Error())
+		return ss.failure(domain, err), nil
 	}
 	if _, given := req.GetArguments()["scopes"]; given {
-		if fail := s.narrow(ctx, cs, co, sess, scopesArg(req)); fail != nil {
+		if fail := ss.narrow(ctx, cs, co, sess, scopesArg(req)); fail != nil {
 			return fail, nil
 		}
 	}
@@ -63,14 +59,14 @@ func (s *Server) startSession(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if info.SignedIn {
 		state = "signed in with scopes " + strings.Join(info.Scopes, " ")
 	}
-	s.log.DebugContext(ctx, "session ready", "domain", res.Domain, "session_id", info.ID, "signed_in", info.SignedIn)
+	ss.log.DebugContext(ctx, "session ready", "domain", res.Domain, "session_id", info.ID, "signed_in", info.SignedIn)
 	res.Notice = cs.takeNotice()
 	return result(res, "Session %s with %s is open, %s. poppy-mcp renews it by itself. %s", info.ID, res.Domain, state, res.Notice), nil
 }
 
-// sessionFailure phrases an error from getting a Session for the model, with
-// what to do next. Errors from auth and discovery never carry secrets.
-func (s *Server) sessionFailure(domain string, err error) *mcp.CallToolResult {
+// failure phrases an error from getting a Session for the model, with what
+// to do next. Errors from auth and discovery never carry secrets.
+func (ss *sessions) failure(domain string, err error) *mcp.CallToolResult {
 	var (
 		refused *discovery.RefusedError
 		inErr   *discovery.InputError
@@ -90,7 +86,7 @@ func (s *Server) sessionFailure(domain string, err error) *mcp.CallToolResult {
 	case errors.As(err, &aerr):
 		code = aerr.Code
 	}
-	s.log.Info("no session", "domain", domain, "code", code, "err", err.Error())
+	ss.log.Info("no session", "domain", domain, "code", code, "err", err.Error())
 	return failure(map[string]string{"error": code, "next": next}, "%v. %s", err, next)
 }
 
@@ -99,14 +95,14 @@ func (s *Server) sessionFailure(domain string, err error) *mcp.CallToolResult {
 // 0.1 §4.8: "scope MAY ask for fewer scopes than the Account Token has, for
 // example read-only access for a task that only looks things up. It can't
 // ask for more."
-func (s *Server) narrow(ctx context.Context, cs *companyState, co *discovery.Company, sess *auth.Session, scopes []string) *mcp.CallToolResult {
+func (ss *sessions) narrow(ctx context.Context, cs *companyState, co *discovery.Company, sess *auth.Session, scopes []string) *mcp.CallToolResult {
 	domain := co.Domain
 	err := sess.Narrow(ctx, scopes)
 	switch {
 	case errors.Is(err, auth.ErrNoAccountToken):
 		return failure(map[string]string{"error": "not_signed_in"},
 			"Scopes narrow a signed-in Session, and poppy-mcp holds no sign-in for %s. Sign in first (%s with domain %s).",
-			domain, s.signInTool(co.Document.Auth, scopes), domain)
+			domain, ss.choice.tool(co.Document.Auth, scopes), domain)
 	case errors.Is(err, auth.ErrInvalidScope):
 		var granted []string
 		if acct, _ := sess.Held(ctx); acct != nil {
@@ -114,10 +110,10 @@ func (s *Server) narrow(ctx context.Context, cs *companyState, co *discovery.Com
 		}
 		return failure(map[string]any{"error": "scope_not_granted", "granted": granted},
 			"The sign-in for %s granted %s, not all of %s: a Session cannot get more. Call %s with domain %s and those scopes to sign in for more.",
-			domain, strings.Join(granted, " "), strings.Join(scopes, " "), s.signInTool(co.Document.Auth, scopes), domain)
+			domain, strings.Join(granted, " "), strings.Join(scopes, " "), ss.choice.tool(co.Document.Auth, scopes), domain)
 	case err != nil:
-		return s.sessionFailure(domain, err)
+		return ss.failure(domain, err)
 	}
-	s.saveSignedIn(ctx, cs, sess) // under cs.mu, and only if sess is still cs's Session
+	ss.saveSignedIn(ctx, cs, sess) // under cs.mu, and only if sess is still cs's Session
 	return nil
 }

@@ -1,17 +1,39 @@
 package tools
 
+// This file is the sessions capability: the state the tools keep for each
+// Company, its one Session (Poppy 0.1 §4.2, §3.2), and the Session hooks
+// that run once a Session exists. start_session is in session_tool.go.
+
 import (
 	"context"
 	"errors"
-	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
+
+// sessions is the state of every Company the tools have used, by issuer. It
+// is safe for concurrent use.
+type sessions struct {
+	companies *companies
+	agent     *auth.Agent  // nil: no identity, so no Session
+	store     *store.Store // required with agent
+	choice    signInChoice // which sign-in tool start_session advises
+	log       *slog.Logger
+	// ready runs once a Session exists, for each of its Company's domains
+	// (Server.sessionReady); set by New.
+	ready func(ctx context.Context, cs *companyState, co *discovery.Company)
+
+	// mu guards byIssuer.
+	mu       sync.Mutex
+	byIssuer map[string]*companyState
+}
 
 // companyState is what the tools keep for one Company, identified by its issuer.
 // Poppy 0.1 §3.2: several domains naming one issuer "are then one Company:
@@ -51,26 +73,44 @@ func (cs *companyState) dueHooks(sess *auth.Session) []*discovery.Company {
 	return due
 }
 
+// current returns the Company's Session, or nil before the first.
+func (cs *companyState) current() *auth.Session {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.session
+}
+
+// takeNotice returns, once, what the model should hear of what happened
+// to the Session's sign-in by itself, or "".
+func (cs *companyState) takeNotice() string {
+	sess := cs.current()
+	if sess == nil {
+		return ""
+	}
+	var notes []string
+	for _, c := range sess.TakeChanges() {
+		switch c {
+		case auth.ChangeAccountRefused:
+			notes = append(notes, refusedNotice)
+		case auth.ChangeRestarted:
+			notes = append(notes, restartedNotice)
+		}
+	}
+	return strings.Join(notes, " ")
+}
+
+const (
+	refusedNotice = "The Account Token poppy-mcp held was refused by the Company (expired or revoked, or the user disconnected poppy-mcp " +
+		"in the account settings), so it was dropped and the Session continues signed out. Sign in again when a task needs the account."
+	restartedNotice = "The Company signed the Session in without giving poppy-mcp an Account Token, so it could not be renewed signed in: " +
+		"poppy-mcp started a new signed-out Session in its place. Sign in again when a task needs the account."
+)
+
 // errNoIdentity is returned by tools that need a Session when poppy-mcp has
 // no agent identity.
 var errNoIdentity = errors.New("poppy-mcp has no agent identity yet: run `poppy-mcp init --client-id https://YOUR.DOMAIN/agent.json`, " +
 	"publish the agent.json and jwks.json it writes at those URLs, and restart with --client-id (or POPPY_CLIENT_ID). " +
 	"Discovery works without one")
-
-// usableCompany discovers the Company and refuses one with error findings.
-func (s *Server) usableCompany(ctx context.Context, domain string) (*discovery.Company, error) {
-	co, err := s.company(ctx, domain, false)
-	if err != nil {
-		return nil, err
-	}
-	if err := co.Err(); err != nil {
-		return nil, err
-	}
-	if co.Document.Auth == nil || co.Metadata == nil {
-		return nil, fmt.Errorf("%s offers no sign-in server (auth), so it has no Sessions", co.Domain)
-	}
-	return co, nil
-}
 
 // authCompany is what auth needs to know, taken from one domain's documents.
 func authCompany(co *discovery.Company) auth.Company {
@@ -98,41 +138,60 @@ func authCompany(co *discovery.Company) auth.Company {
 // stateFor returns the state of a usable Company, creating it, and the
 // documents of the domain asked for, which it keeps beside its other
 // domains'.
-func (s *Server) stateFor(ctx context.Context, domain string) (*companyState, *discovery.Company, error) {
-	co, err := s.usableCompany(ctx, domain)
+func (ss *sessions) stateFor(ctx context.Context, domain string) (*companyState, *discovery.Company, error) {
+	co, err := ss.companies.usable(ctx, domain)
 	if err != nil {
 		return nil, nil, err
 	}
 	issuer := co.Document.Auth.Issuer
-	s.mu.Lock()
-	cs := s.states[issuer]
+	ss.mu.Lock()
+	cs := ss.byIssuer[issuer]
 	if cs == nil {
 		cs = &companyState{issuer: issuer, sites: map[string]*discovery.Company{}, hooked: map[string]*auth.Session{}}
-		s.states[issuer] = cs
+		ss.byIssuer[issuer] = cs
 	}
-	s.mu.Unlock()
+	ss.mu.Unlock()
 	cs.mu.Lock()
 	cs.sites[siteKey(co)] = co
 	cs.mu.Unlock()
 	return cs, co, nil
 }
 
+// known returns the state of a Company already discovered and used, or nil.
+func (ss *sessions) known(domain string) *companyState {
+	a := ss.companies.knownAuth(domain)
+	if a == nil {
+		return nil
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.byIssuer[a.Issuer]
+}
+
+// all returns the state of every Company used so far.
+func (ss *sessions) all() []*companyState {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return slices.Collect(maps.Values(ss.byIssuer))
+}
+
 // session returns the Company's Session, starting one when there is none or
 // fresh is set, and the documents of the domain asked for. A Session saved
 // by an earlier run is resumed (Poppy 0.1 §4.2: the Company decides how long
-// a Session lasts; auth starts a new one when it has ended). Session hooks
-// run for each of the Company's domains once a Session exists: for every
-// domain known when a Session starts, and for a domain first used later.
-func (s *Server) session(ctx context.Context, domain string, fresh bool) (*companyState, *discovery.Company, *auth.Session, error) {
-	if s.opts.Agent == nil {
+// a Session lasts; auth starts a new one when it has ended). The Session
+// hooks (ready) run for each of the Company's domains once a Session exists:
+// for every domain known when a Session starts, and for a domain first used
+// later.
+func (ss *sessions) session(ctx context.Context, domain string, fresh bool) (*companyState, *discovery.Company, *auth.Session, error) {
+	if ss.agent == nil {
 		return nil, nil, nil, errNoIdentity
 	}
-	cs, co, err := s.stateFor(ctx, domain)
+	cs, co, err := ss.stateFor(ctx, domain)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	cs.mu.Lock()
-	err = s.ensureSession(ctx, cs, co, fresh)
+	err = ss.ensureSession(ctx, cs, co, fresh)
 	sess := cs.session
 	var due []*discovery.Company
 	if err == nil {
@@ -143,9 +202,7 @@ func (s *Server) session(ctx context.Context, domain string, fresh bool) (*compa
 		return nil, nil, nil, err
 	}
 	for _, site := range due {
-		for _, hook := range sessionHooks {
-			hook(ctx, s, cs, site)
-		}
+		ss.ready(ctx, cs, site)
 	}
 	return cs, co, sess, nil
 }
@@ -154,47 +211,61 @@ func (s *Server) session(ctx context.Context, domain string, fresh bool) (*compa
 // cs.mu is held. auth chooses how: the newest Session an earlier run saved
 // is continued while the Company has it, and the Session starts signed in
 // when an Account Token is held (Poppy 0.1 §4.8).
-func (s *Server) ensureSession(ctx context.Context, cs *companyState, co *discovery.Company, fresh bool) error {
+func (ss *sessions) ensureSession(ctx context.Context, cs *companyState, co *discovery.Company, fresh bool) error {
 	if cs.session != nil && !fresh {
 		return nil
 	}
-	userID, err := s.opts.Store.UserID(ctx, cs.issuer)
+	userID, err := ss.store.UserID(ctx, cs.issuer)
 	if err != nil {
 		return err
 	}
 	cs.userID = userID
 	saved := ""
 	if !fresh {
-		saved = s.savedSession(ctx, cs)
+		saved = ss.savedSession(ctx, cs)
 	}
-	sess, err := s.opts.Agent.Open(ctx, authCompany(co), userID, saved)
+	sess, err := ss.agent.Open(ctx, authCompany(co), userID, saved)
 	if err != nil {
 		return err
 	}
 	if saved != "" && sess.Info().ID != saved {
-		s.log.Info("the saved Session could not be continued; a new one started", "issuer", cs.issuer)
+		ss.log.Info("the saved Session could not be continued; a new one started", "issuer", cs.issuer)
 	}
 	cs.session, cs.domain = sess, co.Domain
-	return s.saveSession(ctx, cs)
+	return ss.save(ctx, cs)
 }
 
 // savedSession returns the ID of the newest Session an earlier run saved
 // for cs's User, or "".
-func (s *Server) savedSession(ctx context.Context, cs *companyState) string {
-	saved, err := s.opts.Store.Sessions(ctx, cs.issuer)
+func (ss *sessions) savedSession(ctx context.Context, cs *companyState) string {
+	saved, err := ss.store.Sessions(ctx, cs.issuer)
 	if err != nil || len(saved) == 0 || saved[0].UserID != cs.userID {
 		return ""
 	}
 	return saved[0].ID
 }
 
-// saveSession records cs's Session (never its token) so a restart resumes it.
-func (s *Server) saveSession(ctx context.Context, cs *companyState) error {
+// save records cs's Session (never its token) so a restart resumes it;
+// cs.mu is held.
+func (ss *sessions) save(ctx context.Context, cs *companyState) error {
 	info := cs.session.Info()
-	return s.opts.Store.PutSession(ctx, store.Session{
+	return ss.store.PutSession(ctx, store.Session{
 		Issuer: cs.issuer, UserID: cs.userID, ID: info.ID, Domain: cs.domain,
 		SignedIn: info.SignedIn, Scopes: slices.Clone(info.Scopes), ExpiresAt: info.ExpiresAt,
 	})
+}
+
+// saveSignedIn records the Session's new state after a sign-in, sign-out or
+// narrowing (never its token), if sess is still cs's Session.
+func (ss *sessions) saveSignedIn(ctx context.Context, cs *companyState, sess *auth.Session) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.session != sess {
+		return
+	}
+	if err := ss.save(ctx, cs); err != nil {
+		ss.log.Warn("could not save the Session", "issuer", cs.issuer, "err", err)
+	}
 }
 
 // sessionAt returns the Session at the domain whose documents co are

@@ -114,34 +114,6 @@ func (cs *companyState) replaceFlow(f *signInFlow) {
 	}
 }
 
-// takeNotice returns, once, what the model should hear of what happened
-// to the Session's sign-in by itself, or "".
-func (cs *companyState) takeNotice() string {
-	cs.mu.Lock()
-	sess := cs.session
-	cs.mu.Unlock()
-	if sess == nil {
-		return ""
-	}
-	var notes []string
-	for _, c := range sess.TakeChanges() {
-		switch c {
-		case auth.ChangeAccountRefused:
-			notes = append(notes, refusedNotice)
-		case auth.ChangeRestarted:
-			notes = append(notes, restartedNotice)
-		}
-	}
-	return strings.Join(notes, " ")
-}
-
-const (
-	refusedNotice = "The Account Token poppy-mcp held was refused by the Company (expired or revoked, or the user disconnected poppy-mcp " +
-		"in the account settings), so it was dropped and the Session continues signed out. Sign in again when a task needs the account."
-	restartedNotice = "The Company signed the Session in without giving poppy-mcp an Account Token, so it could not be renewed signed in: " +
-		"poppy-mcp started a new signed-out Session in its place. Sign in again when a task needs the account."
-)
-
 // finishFlow ends f with the outcome of its sign-in: on success the new
 // Account Token is kept in place of the old one, which is revoked (Poppy 0.1
 // §4.4: "The new Account Token replaces the old one, which the Personal Agent
@@ -166,7 +138,7 @@ func (s *Server) finishFlow(ctx context.Context, cs *companyState, sess *auth.Se
 			s.log.Warn("could not revoke the replaced Account Token", "issuer", cs.issuer, "err", held.Revoke)
 		}
 	}
-	s.saveSignedIn(ctx, cs, sess)
+	s.sessions.saveSignedIn(ctx, cs, sess)
 	f.end(statusComplete, in.Scopes, in.Missing, detail)
 	s.log.Info("signed in", "type", f.kind, "issuer", cs.issuer, "scopes", strings.Join(in.Scopes, " "))
 }
@@ -188,18 +160,6 @@ func flowFailure(err error) (status, detail string) {
 		return statusFailed, "The Company refused the sign-in: " + ae.Code + "."
 	}
 	return statusFailed, "The sign-in failed: " + err.Error()
-}
-
-// saveSignedIn records the Session's new state (never its token).
-func (s *Server) saveSignedIn(ctx context.Context, cs *companyState, sess *auth.Session) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if cs.session != sess {
-		return
-	}
-	if err := s.saveSession(ctx, cs); err != nil {
-		s.log.Warn("could not save the Session", "issuer", cs.issuer, "err", err)
-	}
 }
 
 // scopesArg reads the scopes argument: an array of strings, or one
@@ -252,7 +212,7 @@ func (s *Server) checkScopes(co *discovery.Company, kind, tool string, scopes []
 	if ok && len(missing) == 0 {
 		return nil
 	}
-	next := s.signInTool(a, scopes)
+	next := s.choice.tool(a, scopes)
 	msg := fmt.Sprintf("%s does not offer %s sign-in for %s.", co.Domain, kind, strings.Join(missing, " "))
 	if !ok {
 		msg = fmt.Sprintf("%s does not offer %s sign-in.", co.Domain, kind)
@@ -282,9 +242,9 @@ func (s *Server) alreadyCovered(ctx context.Context, cs *companyState, sess *aut
 		s.log.Info("the held Account Token was refused", "issuer", cs.issuer)
 		return nil
 	case err != nil:
-		return s.sessionFailure(domain, err)
+		return s.sessions.failure(domain, err)
 	}
-	s.saveSignedIn(ctx, cs, sess)
+	s.sessions.saveSignedIn(ctx, cs, sess)
 	info := sess.Info()
 	res := statusResult{Domain: domain, Status: statusComplete, SignedIn: true, Scopes: info.Scopes, Missing: []string{}, SessionID: info.ID,
 		Next: "Go on with the task."}
@@ -313,9 +273,9 @@ type signInStart struct {
 // makes a new sign-in needless. done is the result to give at once, if any.
 func (s *Server) beginSignIn(ctx context.Context, req mcp.CallToolRequest, kind, tool string) (start *signInStart, done *mcp.CallToolResult) {
 	domain := stringArg(req, "domain")
-	cs, co, sess, err := s.session(ctx, domain, false)
+	cs, co, sess, err := s.sessions.session(ctx, domain, false)
 	if err != nil {
-		return nil, s.sessionFailure(domain, err)
+		return nil, s.sessions.failure(domain, err)
 	}
 	if f, action := elicited(req, cs); f != nil {
 		// The local page's URL went only to the client: declined, it is closed.

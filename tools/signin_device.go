@@ -49,14 +49,14 @@ func (s *Server) signInDevice(ctx context.Context, req mcp.CallToolRequest) (*mc
 		if r, ok := s.signInNeeded(domain, err); ok {
 			return r, nil
 		}
-		return s.sessionFailure(domain, err), nil
+		return s.sessions.failure(domain, err), nil
 	}
 	f := newFlow("device", domain, scopes)
 	f.device, f.expires = d, d.ExpiresAt
 	pollCtx, cancel := context.WithCancel(context.Background())
 	f.close = cancel
 	cs.replaceFlow(f)
-	started := s.Go(func(bg context.Context) {
+	started := s.bg.Go(func(bg context.Context) {
 		stop := context.AfterFunc(bg, cancel) // Close stops polling
 		defer stop()
 		in, err := sess.PollDevice(pollCtx, d)

@@ -22,7 +22,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -64,17 +63,6 @@ func (s *Server) signInDirectTool() tool {
 	), s.signInDirect}
 }
 
-// redirectURI is the callback URL, and whether poppy-mcp can receive it:
-// it serves it and publishes it in redirect_uris.
-func (s *Server) redirectURI() (string, bool) {
-	if s.opts.PublicURL == "" || s.opts.Agent == nil {
-		return "", false
-	}
-	u := strings.TrimSuffix(s.opts.PublicURL, "/") + CallbackPath
-	// Poppy 0.1 §4.5: "redirect_uri MUST exactly match an entry in the Personal Agent's redirect_uris (4.1)."
-	return u, slices.Contains(s.opts.Agent.Identity().Metadata().RedirectURIs, u)
-}
-
 func (s *Server) signInDirect(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	domain := stringArg(req, "domain")
 	start, done := s.beginSignIn(ctx, req, "direct", "sign_in_direct")
@@ -82,7 +70,7 @@ func (s *Server) signInDirect(ctx context.Context, req mcp.CallToolRequest) (*mc
 		return done, nil
 	}
 	cs, sess, scopes := start.cs, start.sess, start.scopes
-	redirect, ok := s.redirectURI()
+	redirect, ok := s.choice.redirectURI()
 	if !ok || s.opts.Pages == nil {
 		next := "Use sign_in_device with the same scopes (or sign_in_mediated), if the Company offers them."
 		return failure(map[string]string{"error": "no_callback", "next": next},
@@ -91,7 +79,7 @@ func (s *Server) signInDirect(ctx context.Context, req mcp.CallToolRequest) (*mc
 	}
 	d, err := sess.StartDirect(redirect, scopes)
 	if err != nil {
-		return s.sessionFailure(domain, err), nil
+		return s.sessions.failure(domain, err), nil
 	}
 	f := newFlow("direct", domain, scopes)
 	ds := &directSignIn{s: s, cs: cs, sess: sess, f: f, d: d, binding: randomToken()}
@@ -249,13 +237,7 @@ func (s *Server) directFlow(state string) *signInFlow {
 	if state == "" {
 		return nil
 	}
-	s.mu.Lock()
-	states := make([]*companyState, 0, len(s.states))
-	for _, cs := range s.states {
-		states = append(states, cs)
-	}
-	s.mu.Unlock()
-	for _, cs := range states {
+	for _, cs := range s.sessions.all() {
 		f := cs.currentFlow()
 		if f != nil && f.direct != nil && isPending(f) && subtle.ConstantTimeCompare([]byte(f.direct.State), []byte(state)) == 1 {
 			return f

@@ -64,7 +64,7 @@ func (s *Server) signInMediated(ctx context.Context, req mcp.CallToolRequest) (*
 	// Poppy 0.1 §3.2: the Session is the Company's; the endpoint is this domain's.
 	at, err := sessionAt(start.sess, co)
 	if err != nil {
-		return s.sessionFailure(domain, err), nil
+		return s.sessions.failure(domain, err), nil
 	}
 	f := newFlow("mediated", domain, scopes)
 	m := co.Document.Auth.Mediated

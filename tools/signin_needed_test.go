@@ -18,7 +18,7 @@ import (
 func TestSignInNeeded(t *testing.T) {
 	company := poppytest.NewServer(t, nil)
 	s := New(discovery.New(company.Client(), nil), nil)
-	if _, err := s.company(context.Background(), "example.com", false); err != nil {
+	if _, err := s.companies.get(context.Background(), "example.com", false); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -68,7 +68,7 @@ func TestSignInNeededDirect(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := New(discovery.New(company.Client(), nil), &Options{Agent: auth.New(id, nil), PublicURL: publicURL})
-		if _, err := s.company(ctx, "example.com", false); err != nil {
+		if _, err := s.companies.get(ctx, "example.com", false); err != nil {
 			t.Fatal(err)
 		}
 		r, _ := s.signInNeeded("example.com", &auth.Error{Code: "insufficient_scope", Scope: "addresses"})

@@ -37,9 +37,9 @@ type signOutResult struct {
 
 func (s *Server) signOut(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	domain := stringArg(req, "domain")
-	cs, _, sess, err := s.session(ctx, domain, false)
+	cs, _, sess, err := s.sessions.session(ctx, domain, false)
 	if err != nil {
-		return s.sessionFailure(domain, err), nil
+		return s.sessions.failure(domain, err), nil
 	}
 	if f := cs.currentFlow(); f != nil && f.end(statusFailed, nil, nil, "The user signed out.") {
 		f.close()
@@ -57,7 +57,7 @@ func (s *Server) signOut(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if err != nil {
 		return s.signOutFailure(cs, domain, revoked, kept, err), nil
 	}
-	s.saveSignedIn(ctx, cs, sess)
+	s.sessions.saveSignedIn(ctx, cs, sess)
 	info := sess.Info()
 	res := signOutResult{Domain: domain, Revoked: revoked, SignedIn: info.SignedIn, SessionID: info.ID,
 		Next: "The Session continues signed out; sign in again when a task needs the account."}

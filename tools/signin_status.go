@@ -65,9 +65,9 @@ type statusResult struct {
 
 func (s *Server) signInStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	domain := stringArg(req, "domain")
-	cs, _, err := s.stateFor(ctx, domain)
+	cs, _, err := s.sessions.stateFor(ctx, domain)
 	if err != nil {
-		return s.sessionFailure(domain, err), nil
+		return s.sessions.failure(domain, err), nil
 	}
 	f := cs.currentFlow()
 	if f == nil {
@@ -89,7 +89,7 @@ func (s *Server) noSignIn(ctx context.Context, cs *companyState, domain string) 
 		return result(statusResult{Domain: domain, Status: statusComplete, SignedIn: true, Scopes: info.Scopes, Missing: []string{},
 			SessionID: info.ID, Next: "Go on with the task."}, "The Session with %s is signed in with %s.", domain, strings.Join(info.Scopes, " "))
 	}
-	next := fmt.Sprintf("Call %s with domain %s and the scopes the task needs.", s.signInTool(s.knownAuth(domain), []string{"poppy:read"}), domain)
+	next := fmt.Sprintf("Call %s with domain %s and the scopes the task needs.", s.choice.tool(s.companies.knownAuth(domain), []string{"poppy:read"}), domain)
 	return failure(map[string]string{"error": "no_sign_in", "next": next}, "No sign-in was started for %s. %s", domain, next)
 }
 

@@ -120,12 +120,9 @@ func (s *Server) loopbackJoinNext() string {
 // websiteTarget discovers a usable Company and resolves the url argument
 // to a page on its domain. A non-nil result is the failure to return.
 func (s *Server) websiteTarget(ctx context.Context, domain, rawURL string) (*discovery.Company, string, *mcp.CallToolResult) {
-	co, err := s.company(ctx, domain, false)
-	if err == nil {
-		err = co.Err()
-	}
+	co, err := s.companies.checked(ctx, domain)
 	if err != nil {
-		return nil, "", s.sessionFailure(domain, err)
+		return nil, "", s.sessions.failure(domain, err)
 	}
 	target, err := pageURL(co, rawURL)
 	if err != nil {
@@ -158,9 +155,9 @@ func (s *Server) openJoin(ctx context.Context, co *discovery.Company, domain, ta
 		return nil, failure(map[string]string{"error": "no_pages", "next": "Use the Company's APIs or Company Agent instead."},
 			"This poppy-mcp serves no local pages, so it cannot join a browser to the Session. Use the Company's APIs or Company Agent instead.")
 	}
-	_, _, sess, err := s.session(ctx, domain, false)
+	_, _, sess, err := s.sessions.session(ctx, domain, false)
 	if err != nil {
-		return nil, s.sessionFailure(domain, err)
+		return nil, s.sessions.failure(domain, err)
 	}
 	j := &join{expires: s.now().Add(joinTTL), info: sess.Info()}
 	j.url, j.close = s.opts.Pages.Open(s.joinPage(domain, orgHost(co), target, j.expires), joinTTL)
@@ -216,7 +213,7 @@ func (s *Server) joinPage(domain, host, target string, expires time.Time) pages.
 			pages.Message(w, http.StatusGone, "Link expired", "This link has expired. Ask for a new one with open_website.")
 			return
 		}
-		_, co, sess, err := s.session(r.Context(), domain, false)
+		_, co, sess, err := s.sessions.session(r.Context(), domain, false)
 		if err != nil {
 			s.log.Info("join page: no Session", "domain", domain, "err", err)
 			pages.Message(w, http.StatusBadGateway, "Could not join", "poppy-mcp has no Session with this Company now. Ask for a new link.")
