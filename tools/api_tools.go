@@ -364,7 +364,7 @@ func (s *Server) apiSignInNeeded(co *discovery.Company, t *openapi2tools.Tool, e
 	var aerr *auth.Error
 	readOnly := t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint
 	if errors.As(err, &aerr) && aerr.Is(auth.ErrSignInRequired) && aerr.Scope == "" && !readOnly {
-		return s.signInAdvice(co.Domain, aerr.Code, []string{"poppy:write"}), true
+		return s.signIn.advice(co.Domain, aerr.Code, []string{"poppy:write"}), true
 	}
-	return s.signInNeeded(co.Domain, err)
+	return s.signIn.needed(co.Domain, err)
 }

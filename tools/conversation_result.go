@@ -231,7 +231,7 @@ func (e eventOut) line() string {
 // convFailure phrases an error of a conversation request (Poppy 0.1 §7.13)
 // with what to do next.
 func (s *Server) convFailure(t *convTarget, id string, err error) *mcp.CallToolResult {
-	if r, ok := s.signInNeeded(t.domain, err); ok {
+	if r, ok := s.signIn.needed(t.domain, err); ok {
 		return r
 	}
 	var (

@@ -225,7 +225,7 @@ func companyDescription(domain, what, desc string) string {
 
 // relayFailure phrases an error of a relayed call for the model.
 func (s *Server) relayFailure(domain string, t mcpproxy.Tool, err error) *mcp.CallToolResult {
-	if res, ok := s.signInNeeded(domain, err); ok {
+	if res, ok := s.signIn.needed(domain, err); ok {
 		return res
 	}
 	var (

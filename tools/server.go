@@ -81,6 +81,7 @@ type Server struct {
 	companies *companies      // discovery: each domain's documents (discover.go)
 	sessions  *sessions       // each Company's state and Session, by issuer (sessions.go)
 	choice    signInChoice    // which sign-in tool to advise (signin_needed.go)
+	signIn    *signIn         // each Company's latest sign-in (signin*.go)
 	names     *prefixRegistry // which Company owns each tool-name prefix (names.go); has its own lock
 
 	apiState *apiState // OpenAPI catalogs and per-operation tools (api*.go); set once by its toolset; has its own lock
@@ -117,10 +118,17 @@ func New(disc *discovery.Client, opts *Options) *Server {
 	s.companies = &companies{disc: disc, log: s.log, operations: s.countOperations, byHost: map[string]*discovery.Company{}}
 	s.sessions = &sessions{companies: s.companies, agent: o.Agent, store: o.Store, choice: s.choice, log: s.log,
 		ready: s.sessionReady, byIssuer: map[string]*companyState{}}
+	s.signIn = &signIn{companies: s.companies, sessions: s.sessions, choice: s.choice, pages: o.Pages, bg: s.bg, mcp: s.mcp,
+		log: s.log, now: o.Now, flows: map[string]*signInFlow{}}
 
 	all := []tool{
 		s.companies.discoverTool(),
 		s.sessions.startTool(),
+		s.signIn.deviceTool(),
+		s.signIn.directTool(),
+		s.signIn.mediatedTool(),
+		s.signIn.statusTool(),
+		s.signIn.signOutTool(),
 	}
 	for _, set := range toolsets {
 		all = append(all, set(s)...)

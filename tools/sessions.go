@@ -44,7 +44,6 @@ type sessions struct {
 // concurrent use.
 type companyState struct {
 	issuer string
-	signin signInState // sign-in flows and the Account Token (signin.go); has its own lock
 
 	// mu guards everything below; it is held while a Session starts, so
 	// concurrent tools share one Session.
@@ -166,13 +165,6 @@ func (ss *sessions) known(domain string) *companyState {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.byIssuer[a.Issuer]
-}
-
-// all returns the state of every Company used so far.
-func (ss *sessions) all() []*companyState {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return slices.Collect(maps.Values(ss.byIssuer))
 }
 
 // session returns the Company's Session, starting one when there is none or

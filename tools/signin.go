@@ -15,6 +15,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -22,9 +23,11 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/pages"
 )
 
 // Sign-in statuses (TOOLS.md).
@@ -36,13 +39,25 @@ const (
 	statusFailed   = "failed"
 )
 
-// signInState is what a companyState knows of signing in. It is safe for
-// concurrent use.
-type signInState struct {
-	// mu guards everything below. It is never held during I/O.
+// signIn is the sign-in capability (Poppy 0.1 §4.4-4.9): the latest
+// sign-in of each Company, under way or finished, the sign-in tools, and the
+// advice other tools give when a Company asks for a sign-in
+// (signin_needed.go). It is safe for concurrent use.
+type signIn struct {
+	companies *companies
+	sessions  *sessions
+	choice    signInChoice
+	pages     *pages.Server     // the mediated and Direct Sign-In pages; nil: those tools say so
+	bg        *background       // device polling
+	mcp       *server.MCPServer // progress notifications while sign_in_status waits
+	log       *slog.Logger
+	now       func() time.Time
+
+	// mu guards flows. It is never held during I/O.
 	mu sync.Mutex
-	// flow is the latest sign-in, under way or finished; nil before the first.
-	flow *signInFlow
+	// flows holds each Company's latest sign-in, under way or finished, by
+	// issuer; a Company without one has none.
+	flows map[string]*signInFlow
 }
 
 // signInFlow is one sign-in. Fields above mu are set before it is shared.
@@ -67,7 +82,6 @@ type signInFlow struct {
 	granted []string
 	missing []string
 	detail  string // why it did not complete, for the model: never a secret
-	step    *auth.MediatedStep
 }
 
 func newFlow(kind, domain string, scopes []string) *signInFlow {
@@ -96,34 +110,35 @@ func (f *signInFlow) end(status string, granted, missing []string, detail string
 	return true
 }
 
-// currentFlow returns cs's latest sign-in, or nil.
-func (cs *companyState) currentFlow() *signInFlow {
-	cs.signin.mu.Lock()
-	defer cs.signin.mu.Unlock()
-	return cs.signin.flow
+// current returns the latest sign-in of the Company cs is, or nil.
+func (si *signIn) current(cs *companyState) *signInFlow {
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	return si.flows[cs.issuer]
 }
 
-// replaceFlow makes f cs's sign-in; one still pending is stopped first.
-func (cs *companyState) replaceFlow(f *signInFlow) {
-	cs.signin.mu.Lock()
-	old := cs.signin.flow
-	cs.signin.flow = f
-	cs.signin.mu.Unlock()
+// replace makes f the sign-in of the Company cs is; one still pending is
+// stopped first.
+func (si *signIn) replace(cs *companyState, f *signInFlow) {
+	si.mu.Lock()
+	old := si.flows[cs.issuer]
+	si.flows[cs.issuer] = f
+	si.mu.Unlock()
 	if old != nil && old.end(statusFailed, nil, nil, "replaced by a newer sign-in") {
 		old.close()
 	}
 }
 
-// finishFlow ends f with the outcome of its sign-in: on success the new
+// finish ends f with the outcome of its sign-in: on success the new
 // Account Token is kept in place of the old one, which is revoked (Poppy 0.1
 // §4.4: "The new Account Token replaces the old one, which the Personal Agent
 // SHOULD revoke (4.9)"). A failed sign-in leaves the tokens held as they were
 // (§4.4: "A pending or failed sign-in leaves existing tokens unchanged").
-func (s *Server) finishFlow(ctx context.Context, cs *companyState, sess *auth.Session, f *signInFlow, in *auth.SignIn, err error) {
+func (si *signIn) finish(ctx context.Context, cs *companyState, sess *auth.Session, f *signInFlow, in *auth.SignIn, err error) {
 	if err != nil {
 		status, detail := flowFailure(err)
 		if f.end(status, nil, nil, detail) {
-			s.log.Info("sign-in ended", "type", f.kind, "issuer", cs.issuer, "status", status, "err", err)
+			si.log.Info("sign-in ended", "type", f.kind, "issuer", cs.issuer, "status", status, "err", err)
 		}
 		return
 	}
@@ -131,16 +146,16 @@ func (s *Server) finishFlow(ctx context.Context, cs *companyState, sess *auth.Se
 	var held *auth.HoldError
 	if errors.As(sess.Hold(ctx, in), &held) {
 		if held.Keep != nil {
-			s.log.Error("could not keep the Account Token", "issuer", cs.issuer, "err", held.Keep)
+			si.log.Error("could not keep the Account Token", "issuer", cs.issuer, "err", held.Keep)
 			detail = "poppy-mcp could not store the Account Token, so later Sessions will start signed out."
 		}
 		if held.Revoke != nil {
-			s.log.Warn("could not revoke the replaced Account Token", "issuer", cs.issuer, "err", held.Revoke)
+			si.log.Warn("could not revoke the replaced Account Token", "issuer", cs.issuer, "err", held.Revoke)
 		}
 	}
-	s.sessions.saveSignedIn(ctx, cs, sess)
+	si.sessions.saveSignedIn(ctx, cs, sess)
 	f.end(statusComplete, in.Scopes, in.Missing, detail)
-	s.log.Info("signed in", "type", f.kind, "issuer", cs.issuer, "scopes", strings.Join(in.Scopes, " "))
+	si.log.Info("signed in", "type", f.kind, "issuer", cs.issuer, "scopes", strings.Join(in.Scopes, " "))
 }
 
 // flowFailure maps a sign-in error to a status and a sentence for the model.
@@ -196,7 +211,7 @@ func offered(a *discovery.Auth, kind string) ([]string, bool) {
 
 // checkScopes refuses scopes the sign-in type does not offer, with what to
 // do instead. Poppy 0.1 §4.4: "Each type lists the scopes it can grant".
-func (s *Server) checkScopes(co *discovery.Company, kind, tool string, scopes []string) *mcp.CallToolResult {
+func (si *signIn) checkScopes(co *discovery.Company, kind, tool string, scopes []string) *mcp.CallToolResult {
 	a := co.Document.Auth
 	list, ok := offered(a, kind)
 	if len(scopes) == 0 {
@@ -212,7 +227,7 @@ func (s *Server) checkScopes(co *discovery.Company, kind, tool string, scopes []
 	if ok && len(missing) == 0 {
 		return nil
 	}
-	next := s.choice.tool(a, scopes)
+	next := si.choice.tool(a, scopes)
 	msg := fmt.Sprintf("%s does not offer %s sign-in for %s.", co.Domain, kind, strings.Join(missing, " "))
 	if !ok {
 		msg = fmt.Sprintf("%s does not offer %s sign-in.", co.Domain, kind)
@@ -232,19 +247,19 @@ func (s *Server) checkScopes(co *discovery.Company, kind, tool string, scopes []
 // Company, so a Session that only seems signed in (the User disconnected
 // poppy-mcp, §4.9) gets a real sign-in. It returns the result to give, or
 // nil to go on with a new sign-in.
-func (s *Server) alreadyCovered(ctx context.Context, cs *companyState, sess *auth.Session, domain string, scopes []string) *mcp.CallToolResult {
+func (si *signIn) alreadyCovered(ctx context.Context, cs *companyState, sess *auth.Session, domain string, scopes []string) *mcp.CallToolResult {
 	before := sess.Info()
 	err := sess.SignInHeld(ctx, scopes)
 	switch {
 	case errors.Is(err, auth.ErrNoAccountToken):
 		return nil // a new sign-in follows
 	case errors.Is(err, auth.ErrAccountTokenRefused):
-		s.log.Info("the held Account Token was refused", "issuer", cs.issuer)
+		si.log.Info("the held Account Token was refused", "issuer", cs.issuer)
 		return nil
 	case err != nil:
-		return s.sessions.failure(domain, err)
+		return si.sessions.failure(domain, err)
 	}
-	s.sessions.saveSignedIn(ctx, cs, sess)
+	si.sessions.saveSignedIn(ctx, cs, sess)
 	info := sess.Info()
 	res := statusResult{Domain: domain, Status: statusComplete, SignedIn: true, Scopes: info.Scopes, Missing: []string{}, SessionID: info.ID,
 		Next: "Go on with the task."}
@@ -271,24 +286,24 @@ type signInStart struct {
 // a URL elicitation of its flow (a retried call), the scopes checked against
 // what the type offers, and a held Account Token or signed-in Session that
 // makes a new sign-in needless. done is the result to give at once, if any.
-func (s *Server) beginSignIn(ctx context.Context, req mcp.CallToolRequest, kind, tool string) (start *signInStart, done *mcp.CallToolResult) {
+func (si *signIn) begin(ctx context.Context, req mcp.CallToolRequest, kind, tool string) (start *signInStart, done *mcp.CallToolResult) {
 	domain := stringArg(req, "domain")
-	cs, co, sess, err := s.sessions.session(ctx, domain, false)
+	cs, co, sess, err := si.sessions.session(ctx, domain, false)
 	if err != nil {
-		return nil, s.sessions.failure(domain, err)
+		return nil, si.sessions.failure(domain, err)
 	}
-	if f, action := elicited(req, cs); f != nil {
+	if f, action := si.elicited(req, cs); f != nil {
 		// The local page's URL went only to the client: declined, it is closed.
 		if f.page != "" && action != "accept" && f.end(statusFailed, nil, nil, "The user did not open the sign-in page ("+action+").") {
 			f.close()
 		}
-		return nil, s.flowResult(cs, f, action)
+		return nil, si.flowResult(cs, f, action)
 	}
 	scopes := scopesArg(req)
-	if r := s.checkScopes(co, kind, tool, scopes); r != nil {
+	if r := si.checkScopes(co, kind, tool, scopes); r != nil {
 		return nil, r
 	}
-	if r := s.alreadyCovered(ctx, cs, sess, domain, scopes); r != nil {
+	if r := si.alreadyCovered(ctx, cs, sess, domain, scopes); r != nil {
 		return nil, r
 	}
 	return &signInStart{cs: cs, co: co, sess: sess, scopes: scopes}, nil

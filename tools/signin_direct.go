@@ -47,11 +47,7 @@ const maxDirectCallbacks = 5
 // one Direct Sign-In; the flow's ID follows. __Host- keeps it to this origin.
 const directCookiePrefix = "__Host-poppy-signin-"
 
-func init() {
-	toolsets = append(toolsets, func(s *Server) []tool { return []tool{s.signInDirectTool()} })
-}
-
-func (s *Server) signInDirectTool() tool {
+func (si *signIn) directTool() tool {
 	return tool{newTool("sign_in_direct",
 		"Sign the user in on the Company's own sign-in page in their browser: returns sign_in_url, a one-time link for the user "+
 			"to open (or offers it to the client). Needs poppy-mcp in HTTP mode with a public URL; otherwise use sign_in_device. "+
@@ -60,37 +56,37 @@ func (s *Server) signInDirectTool() tool {
 			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"},`+scopesSchema+`},`+
 			`"required":["domain","scopes"],"additionalProperties":false}`,
 		annotations{title: "Sign in in the browser", openWorld: true},
-	), s.signInDirect}
+	), si.direct}
 }
 
-func (s *Server) signInDirect(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (si *signIn) direct(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	domain := stringArg(req, "domain")
-	start, done := s.beginSignIn(ctx, req, "direct", "sign_in_direct")
+	start, done := si.begin(ctx, req, "direct", "sign_in_direct")
 	if done != nil {
 		return done, nil
 	}
 	cs, sess, scopes := start.cs, start.sess, start.scopes
-	redirect, ok := s.choice.redirectURI()
-	if !ok || s.opts.Pages == nil {
+	redirect, ok := si.choice.redirectURI()
+	if !ok || si.pages == nil {
 		next := "Use sign_in_device with the same scopes (or sign_in_mediated), if the Company offers them."
 		return failure(map[string]string{"error": "no_callback", "next": next},
 			"Direct Sign-In needs poppy-mcp served over HTTP with --public-url, and %s listed in redirect_uris of agent.json. %s",
-			strings.TrimSuffix(s.opts.PublicURL, "/")+CallbackPath, next), nil
+			strings.TrimSuffix(si.choice.publicURL, "/")+CallbackPath, next), nil
 	}
 	d, err := sess.StartDirect(redirect, scopes)
 	if err != nil {
-		return s.sessions.failure(domain, err), nil
+		return si.sessions.failure(domain, err), nil
 	}
 	f := newFlow("direct", domain, scopes)
-	ds := &directSignIn{s: s, cs: cs, sess: sess, f: f, d: d, binding: randomToken()}
+	ds := &directSignIn{si: si, cs: cs, sess: sess, f: f, d: d, binding: randomToken()}
 	f.direct, f.expires, f.callback = d, d.Started.Add(directTTL), ds.callback
-	f.page, f.close = s.opts.Pages.OpenForUser(ds.start, directTTL)
-	cs.replaceFlow(f)
-	s.log.Info("direct sign-in started", "issuer", cs.issuer, "scopes", strings.Join(scopes, " "))
+	f.page, f.close = si.pages.OpenForUser(ds.start, directTTL)
+	si.replace(cs, f)
+	si.log.Info("direct sign-in started", "issuer", cs.issuer, "scopes", strings.Join(scopes, " "))
 	if elicitsURL(ctx) {
 		return elicitURL(f, f.page, "Sign in to "+whereTo(start.co, "")+" on its own page, to let your assistant use your account."), nil
 	}
-	return s.flowResult(cs, f, ""), nil
+	return si.flowResult(cs, f, ""), nil
 }
 
 // randomToken is 256 random bits, base64url.
@@ -103,7 +99,7 @@ func randomToken() string {
 // directSignIn is one Direct Sign-In's browser side. It is safe for
 // concurrent use: callbacks are taken one at a time.
 type directSignIn struct {
-	s       *Server
+	si      *signIn
 	cs      *companyState
 	sess    *auth.Session
 	f       *signInFlow
@@ -132,7 +128,7 @@ func (ds *directSignIn) start(w http.ResponseWriter, r *http.Request, done func(
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: ds.cookieName(), Value: ds.binding, Path: "/", Secure: true, HttpOnly: true,
-		MaxAge: int(ds.f.expires.Sub(ds.s.now()) / time.Second),
+		MaxAge: int(ds.f.expires.Sub(ds.si.now()) / time.Second),
 		// Lax: the Company sends the browser back to the callback with a
 		// top-level GET from its own site, which Strict would send bare.
 		SameSite: http.SameSiteLaxMode,
@@ -168,7 +164,7 @@ func (ds *directSignIn) callback(w http.ResponseWriter, r *http.Request) {
 	in, err := ds.sess.FinishDirect(ctx, ds.d, r.URL.Query())
 	if err != nil && !errors.Is(err, auth.ErrAccessDenied) && !errors.Is(err, auth.ErrAccountMismatch) {
 		ds.failed++
-		ds.s.log.Info("direct sign-in: a callback could not be used", "issuer", ds.cs.issuer, "err", err)
+		ds.si.log.Info("direct sign-in: a callback could not be used", "issuer", ds.cs.issuer, "err", err)
 		if ds.failed < maxDirectCallbacks {
 			ds.f.note("A return from the Company's page could not be used (" + callbackTrouble(err) + "); still waiting for the user.")
 			pages.Message(w, http.StatusBadRequest, "Sign-in not finished",
@@ -176,7 +172,7 @@ func (ds *directSignIn) callback(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ds.s.finishFlow(ctx, ds.cs, ds.sess, ds.f, in, err)
+	ds.si.finish(ctx, ds.cs, ds.sess, ds.f, in, err)
 	ds.f.close()
 	status, _, _, detail := ds.f.state()
 	clearCookie(w, ds.cookieName())
@@ -217,13 +213,16 @@ func (f *signInFlow) note(detail string) {
 // mount it at Options.PublicURL's path + CallbackPath. It finds the sign-in by
 // its state and hands the request to it; the user learns the outcome in the
 // browser, the model from sign_in_status.
-func (s *Server) CallbackHandler() http.Handler {
+func (s *Server) CallbackHandler() http.Handler { return s.signIn.callbackHandler() }
+
+// callbackHandler is CallbackHandler.
+func (si *signIn) callbackHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		f := s.directFlow(r.URL.Query().Get("state"))
+		f := si.directFlow(r.URL.Query().Get("state"))
 		if f == nil {
 			pages.Message(w, http.StatusBadRequest, "Sign-in not found", "This sign-in is unknown or has finished. Ask your assistant to start again.")
 			return
@@ -233,13 +232,14 @@ func (s *Server) CallbackHandler() http.Handler {
 }
 
 // directFlow returns the pending Direct Sign-In with state, or nil.
-func (s *Server) directFlow(state string) *signInFlow {
+func (si *signIn) directFlow(state string) *signInFlow {
 	if state == "" {
 		return nil
 	}
-	for _, cs := range s.sessions.all() {
-		f := cs.currentFlow()
-		if f != nil && f.direct != nil && isPending(f) && subtle.ConstantTimeCompare([]byte(f.direct.State), []byte(state)) == 1 {
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	for _, f := range si.flows {
+		if f.direct != nil && isPending(f) && subtle.ConstantTimeCompare([]byte(f.direct.State), []byte(state)) == 1 {
 			return f
 		}
 	}

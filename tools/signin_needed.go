@@ -33,10 +33,10 @@ type signInNeededResult struct {
 // reports false for any other error. Tools call it before phrasing an error
 // themselves:
 //
-//	if r, ok := s.signInNeeded(domain, err); ok {
+//	if r, ok := si.needed(domain, err); ok {
 //		return r, nil
 //	}
-func (s *Server) signInNeeded(domain string, err error) (*mcp.CallToolResult, bool) {
+func (si *signIn) needed(domain string, err error) (*mcp.CallToolResult, bool) {
 	var ae *auth.Error
 	if !errors.As(err, &ae) || !ae.Is(auth.ErrSignInRequired) && !ae.Is(auth.ErrInsufficientScope) {
 		return nil, false
@@ -46,14 +46,14 @@ func (s *Server) signInNeeded(domain string, err error) (*mcp.CallToolResult, bo
 		// sign_in_required need not name a scope; reading the account is the least a task needs.
 		scopes = []string{"poppy:read"}
 	}
-	return s.signInAdvice(domain, ae.Code, scopes), true
+	return si.advice(domain, ae.Code, scopes), true
 }
 
 // signInAdvice is the result that tells the model how to get scopes.
-func (s *Server) signInAdvice(domain, code string, scopes []string) *mcp.CallToolResult {
+func (si *signIn) advice(domain, code string, scopes []string) *mcp.CallToolResult {
 	res := signInNeededResult{Error: code, Domain: domain, Scopes: scopes}
-	a := s.companies.knownAuth(domain)
-	res.Tool = s.choice.tool(a, scopes)
+	a := si.companies.knownAuth(domain)
+	res.Tool = si.choice.tool(a, scopes)
 	list := strings.Join(scopes, " ")
 	switch {
 	case res.Tool == "" && pickSignIn(a, scopes, true) == "sign_in_direct":
@@ -64,10 +64,10 @@ func (s *Server) signInAdvice(domain, code string, scopes []string) *mcp.CallToo
 	default:
 		res.Next = fmt.Sprintf("Call %s with domain %s and scopes %s, then call this tool again.", res.Tool, domain, list)
 	}
-	if cs := s.sessions.known(domain); cs != nil {
+	if cs := si.sessions.known(domain); cs != nil {
 		res.Notice = cs.takeNotice() // why a Session that was signed in is not any more
 	}
-	s.log.Info("sign-in needed", "domain", domain, "code", code, "scopes", list)
+	si.log.Info("sign-in needed", "domain", domain, "code", code, "scopes", list)
 	if res.Notice != "" {
 		return failure(res, "%s: %s %s", code, res.Notice, res.Next)
 	}
