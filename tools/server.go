@@ -82,13 +82,13 @@ type Server struct {
 	sessions  *sessions       // each Company's state and Session, by issuer (sessions.go)
 	choice    signInChoice    // which sign-in tool to advise (signin_needed.go)
 	signIn    *signIn         // each Company's latest sign-in (signin*.go)
+	convs     *conversations  // the conversation Trackers (conversation*.go)
 	names     *prefixRegistry // which Company owns each tool-name prefix (names.go); has its own lock
 
 	apiState *apiState // OpenAPI catalogs and per-operation tools (api*.go); set once by its toolset; has its own lock
 
-	relayOnce  sync.Once     // makes relayState
-	relayState *relayState   // the relayed MCP servers (relay.go); set once by relays; has its own lock
-	convs      *convTrackers // the conversation Trackers (conversation.go); set once by New; has its own lock
+	relayOnce  sync.Once   // makes relayState
+	relayState *relayState // the relayed MCP servers (relay.go); set once by relays; has its own lock
 }
 
 // New builds the MCP server with every tool registered. disc fetches and
@@ -101,8 +101,7 @@ func New(disc *discovery.Client, opts *Options) *Server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{opts: o, bg: newBackground(), choice: signInChoice{publicURL: o.PublicURL, agent: o.Agent},
-		convs: &convTrackers{byOwner: map[conversation.Owner]*conversation.Tracker{}}}
+	s := &Server{opts: o, bg: newBackground(), choice: signInChoice{publicURL: o.PublicURL, agent: o.Agent}}
 	base := slog.Handler(slog.DiscardHandler)
 	if o.Logger != nil {
 		base = o.Logger.Handler()
@@ -120,6 +119,8 @@ func New(disc *discovery.Client, opts *Options) *Server {
 		ready: s.sessionReady, byIssuer: map[string]*companyState{}}
 	s.signIn = &signIn{companies: s.companies, sessions: s.sessions, choice: s.choice, pages: o.Pages, bg: s.bg, mcp: s.mcp,
 		log: s.log, now: o.Now, flows: map[string]*signInFlow{}}
+	s.convs = &conversations{sessions: s.sessions, signIn: s.signIn, companies: s.companies, store: o.Store, mcp: s.mcp,
+		log: s.log, now: o.Now, trackers: map[conversation.Owner]*conversation.Tracker{}}
 
 	all := []tool{
 		s.companies.discoverTool(),
@@ -129,6 +130,12 @@ func New(disc *discovery.Client, opts *Options) *Server {
 		s.signIn.mediatedTool(),
 		s.signIn.statusTool(),
 		s.signIn.signOutTool(),
+		s.convs.sendMessageTool(),
+		s.convs.readEventsTool(),
+		s.convs.requestHumanTool(),
+		s.convs.startDirectTool(),
+		s.convs.closeTool(),
+		s.convs.listTool(),
 	}
 	for _, set := range toolsets {
 		all = append(all, set(s)...)
