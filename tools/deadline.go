@@ -66,7 +66,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, er
 // callLimit is how long req may run: the call timeout, or the wait it asks
 // for (at most longestWait) plus waitMargin when that is longer.
 func (s *Server) callLimit(req mcp.CallToolRequest) time.Duration {
-	limit := s.opts.CallTimeout
+	limit := s.callTimeout
 	if limit <= 0 {
 		limit = defaultCallTimeout
 	}

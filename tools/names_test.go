@@ -198,7 +198,7 @@ func TestClaimPrefixes(t *testing.T) {
 	s := New(nil, nil)
 	defer s.Close()
 	const a, b = "https://auth.example.com", "https://auth.other.example"
-	if err := s.claimPrefixes(a, "example_com_api_", "example_com_mcp_"); err != nil {
+	if err := s.names.claim(a, "example_com_api_", "example_com_mcp_"); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -217,7 +217,7 @@ func TestClaimPrefixes(t *testing.T) {
 		{b, []string{"example_co_api_"}, true}, // the refusal above recorded nothing
 		{a, []string{"example_co_api_x_"}, false},
 	} {
-		err := s.claimPrefixes(tc.issuer, tc.claim...)
+		err := s.names.claim(tc.issuer, tc.claim...)
 		if (err == nil) != tc.ok {
 			t.Errorf("claim %v for %s: %v, want ok %v", tc.claim, tc.issuer, err, tc.ok)
 		}
