@@ -28,11 +28,10 @@ const (
 	convTickInterval  = 3 * time.Second        // "still waiting"
 )
 
-// readOptions are the Tracker's options for a tool call: its wait, a
-// stream when it waits, and MCP progress notifications while it waits when
-// the client asked for them. stop ends the notifications.
-func (c *conversations) readOptions(ctx context.Context, req mcp.CallToolRequest, def time.Duration) (*conversation.ReadOptions, func()) {
-	wait := convWait(req, def)
+// readOptions are the Tracker's options for a tool call that waits for
+// wait: a stream when it waits, and MCP progress notifications while it
+// waits when the client asked for them. stop ends the notifications.
+func (c *conversations) readOptions(ctx context.Context, req mcp.CallToolRequest, wait time.Duration) (*conversation.ReadOptions, func()) {
 	opts := &conversation.ReadOptions{Wait: wait, Stream: wait > 0}
 	var token mcp.ProgressToken
 	if req.Params.Meta != nil {

@@ -314,15 +314,15 @@ type convListed struct {
 	UpdatedAt      string `json:"updated_at"`
 }
 
-func (c *conversations) list(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	all, fail := c.held(ctx, stringArg(req, "domain"))
+func (c *conversations) list(ctx context.Context, _ mcp.CallToolRequest, args listConversationsArgs) *mcp.CallToolResult {
+	all, fail := c.held(ctx, args.Domain)
 	if fail != nil {
-		return fail, nil
+		return fail
 	}
 	list := []convListed{}
 	var b strings.Builder
 	for _, held := range all {
-		if held.Closed && !boolArg(req, "include_closed") {
+		if held.Closed && !args.IncludeClosed {
 			continue
 		}
 		list = append(list, convListed{ConversationID: held.ID, Domain: held.Domain, ParentID: held.ParentID, Status: held.Status,
@@ -336,7 +336,7 @@ func (c *conversations) list(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if len(list) == 0 {
 		next = "Start one with send_message and the Company's domain."
 	}
-	return result(map[string]any{"conversations": list, "next": next}, "%d conversations.%s\nNext: %s", len(list), b.String(), next), nil
+	return result(map[string]any{"conversations": list, "next": next}, "%d conversations.%s\nNext: %s", len(list), b.String(), next)
 }
 
 // resentOut is what became of a message an earlier call or process left

@@ -17,72 +17,74 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/conversation"
 )
 
-func (c *conversations) sendMessage(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	domain, id := stringArg(req, "domain"), stringArg(req, "conversation_id")
-	m, err := convMessage(req)
+func (c *conversations) sendMessage(ctx context.Context, req mcp.CallToolRequest, args sendMessageArgs) *mcp.CallToolResult {
+	m, err := args.message()
 	if err != nil {
-		return failure(map[string]string{"error": "invalid_arguments"}, "%v.", err), nil
+		return failure(map[string]string{"error": "invalid_arguments"}, "%v.", err)
 	}
-	if id != "" {
-		return c.onID(ctx, req, convDefaultSendWait, func(t *convTarget, id string, o *conversation.ReadOptions) (*conversation.Update, error) {
+	wait := args.WaitSeconds.duration(convDefaultSendWait, convMaxWait)
+	if args.ConversationID != "" {
+		on := conversationArgs{ConversationID: args.ConversationID, Domain: args.Domain}
+		return c.onID(ctx, req, on, wait, func(t *convTarget, id string, o *conversation.ReadOptions) (*conversation.Update, error) {
 			return t.tracker.Send(ctx, id, m, o)
-		}), nil
+		})
 	}
-	t, fail := c.target(ctx, domain)
+	t, fail := c.target(ctx, args.Domain)
 	if fail != nil {
-		return fail, nil
+		return fail
 	}
-	opts, stop := c.readOptions(ctx, req, convDefaultSendWait)
+	opts, stop := c.readOptions(ctx, req, wait)
 	defer stop()
-	return t.run(ctx, "", opts, func() (*conversation.Update, error) { return t.tracker.Start(ctx, m, "", opts) }), nil
+	return t.run(ctx, "", opts, func() (*conversation.Update, error) { return t.tracker.Start(ctx, m, "", opts) })
 }
 
-func (c *conversations) readEvents(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return c.onID(ctx, req, convDefaultReadWait, func(t *convTarget, id string, o *conversation.ReadOptions) (*conversation.Update, error) {
+func (c *conversations) readEvents(ctx context.Context, req mcp.CallToolRequest, args readEventsArgs) *mcp.CallToolResult {
+	wait := args.WaitSeconds.duration(convDefaultReadWait, convMaxWait)
+	return c.onID(ctx, req, args.conversationArgs, wait, func(t *convTarget, id string, o *conversation.ReadOptions) (*conversation.Update, error) {
 		return t.tracker.Read(ctx, id, o)
-	}), nil
+	})
 }
 
-func (c *conversations) requestHuman(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return c.onID(ctx, req, -1, func(t *convTarget, id string, _ *conversation.ReadOptions) (*conversation.Update, error) {
+func (c *conversations) requestHuman(ctx context.Context, req mcp.CallToolRequest, args conversationArgs) *mcp.CallToolResult {
+	return c.onID(ctx, req, args, -1, func(t *convTarget, id string, _ *conversation.ReadOptions) (*conversation.Update, error) {
 		return t.tracker.Handoff(ctx, id)
-	}), nil
+	})
 }
 
-func (c *conversations) startDirect(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	text := stringArg(req, "text")
-	if text == "" {
-		return failure(map[string]string{"error": "invalid_arguments"}, "Give the user's first message as text."), nil
+func (c *conversations) startDirect(ctx context.Context, req mcp.CallToolRequest, args startDirectArgs) *mcp.CallToolResult {
+	if args.Text == "" {
+		return failure(map[string]string{"error": "invalid_arguments"}, "Give the user's first message as text.")
 	}
 	// Poppy 0.1 §7.10: "The Personal Agent sends the User's messages as written, with sender: "human""
-	m := conversation.Message{Sender: conversation.SenderHuman, Text: text}
-	return c.onID(ctx, req, convDefaultSendWait, func(t *convTarget, parent string, o *conversation.ReadOptions) (*conversation.Update, error) {
+	m := conversation.Message{Sender: conversation.SenderHuman, Text: args.Text}
+	parent := conversationArgs{ConversationID: args.ConversationID, Domain: args.Domain}
+	wait := args.WaitSeconds.duration(convDefaultSendWait, convMaxWait)
+	return c.onID(ctx, req, parent, wait, func(t *convTarget, parent string, o *conversation.ReadOptions) (*conversation.Update, error) {
 		return t.tracker.Start(ctx, m, parent, o)
-	}), nil
+	})
 }
 
-func (c *conversations) close(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return c.onID(ctx, req, -1, func(t *convTarget, id string, _ *conversation.ReadOptions) (*conversation.Update, error) {
+func (c *conversations) close(ctx context.Context, req mcp.CallToolRequest, args conversationArgs) *mcp.CallToolResult {
+	return c.onID(ctx, req, args, -1, func(t *convTarget, id string, _ *conversation.ReadOptions) (*conversation.Update, error) {
 		return t.tracker.Close(ctx, id)
-	}), nil
+	})
 }
 
 // convOp is one Tracker call on a conversation.
 type convOp func(t *convTarget, id string, opts *conversation.ReadOptions) (*conversation.Update, error)
 
-// onID runs op on the conversation req's conversation_id names (with the
-// optional domain), waiting as wait_seconds says with defWait as its
-// default; a negative defWait means op does not wait.
-func (c *conversations) onID(ctx context.Context, req mcp.CallToolRequest, defWait time.Duration, op convOp) *mcp.CallToolResult {
-	id := stringArg(req, "conversation_id")
-	t, fail := c.byID(ctx, id, stringArg(req, "domain"))
+// onID runs op on the conversation args name, waiting for wait; a
+// negative wait means op does not wait.
+func (c *conversations) onID(ctx context.Context, req mcp.CallToolRequest, args conversationArgs, wait time.Duration, op convOp) *mcp.CallToolResult {
+	id := args.ConversationID
+	t, fail := c.byID(ctx, id, args.Domain)
 	if fail != nil {
 		return fail
 	}
 	var opts *conversation.ReadOptions
-	if defWait >= 0 {
+	if wait >= 0 {
 		var stop func()
-		opts, stop = c.readOptions(ctx, req, defWait)
+		opts, stop = c.readOptions(ctx, req, wait)
 		defer stop()
 	}
 	return t.run(ctx, id, opts, func() (*conversation.Update, error) { return op(t, id, opts) })

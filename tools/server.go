@@ -6,12 +6,9 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
@@ -189,53 +186,3 @@ func (s *Server) Close() {
 
 // MCP returns the underlying mcp-go server, for a transport to serve.
 func (s *Server) MCP() *server.MCPServer { return s.mcp }
-
-// tool is a definition with its handler.
-type tool struct {
-	tool    mcp.Tool
-	handler server.ToolHandlerFunc
-}
-
-// newTool builds a tool from a raw JSON schema (notes/mcp-go.md: do not mix
-// NewTool with raw schemas) and sets every annotation explicitly.
-func newTool(name, description, schema string, a annotations) mcp.Tool {
-	t := mcp.NewToolWithRawSchema(name, description, json.RawMessage(schema))
-	t.Annotations = mcp.ToolAnnotation{
-		Title:           a.title,
-		ReadOnlyHint:    mcp.ToBoolPtr(a.readOnly),
-		DestructiveHint: mcp.ToBoolPtr(a.destructive),
-		IdempotentHint:  mcp.ToBoolPtr(a.idempotent),
-		OpenWorldHint:   mcp.ToBoolPtr(a.openWorld),
-	}
-	return t
-}
-
-type annotations struct {
-	title                                        string
-	readOnly, destructive, idempotent, openWorld bool
-}
-
-// result is structured content with a brief text for clients that read only text.
-func result(structured any, format string, args ...any) *mcp.CallToolResult {
-	return mcp.NewToolResultStructured(structured, fmt.Sprintf(format, args...))
-}
-
-// failure is a Company or input error the model should read and act on: an
-// isError result that says what to do next.
-func failure(structured any, format string, args ...any) *mcp.CallToolResult {
-	r := result(structured, format, args...)
-	r.IsError = true
-	return r
-}
-
-// stringArg reads a string argument.
-func stringArg(req mcp.CallToolRequest, name string) string {
-	v, _ := req.GetArguments()[name].(string)
-	return v
-}
-
-// boolArg reads a boolean argument.
-func boolArg(req mcp.CallToolRequest, name string) bool {
-	v, _ := req.GetArguments()[name].(bool)
-	return v
-}

@@ -12,17 +12,19 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 )
 
+// startSessionArgs are start_session's arguments.
+type startSessionArgs struct {
+	companyArgs
+	New    bool       `json:"new,omitempty" jsonschema:"Start a fresh Session instead of reusing the current one"`
+	Scopes *scopeList `json:"scopes,omitempty" jsonschema:"Narrow the signed-in Session to these scopes for a task (fewer than the sign-in granted); leave out for all of them"`
+}
+
 func (ss *sessions) startTool() tool {
-	return tool{newTool("start_session",
+	return newTool("start_session",
 		"Open (or reuse) the user's Session with a Company: the Company then recognizes the same user across its APIs, "+
 			"conversations and website. Starts signed in when poppy-mcp holds an Account Token. Other tools start one as needed.",
-		`{"type":"object","properties":{`+
-			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"},`+
-			`"new":{"type":"boolean","description":"Start a fresh Session instead of reusing the current one"},`+
-			`"scopes":{"type":"array","items":{"type":"string"},"description":"Narrow the signed-in Session to these scopes for a task (fewer than the sign-in granted); leave out for all of them"}},`+
-			`"required":["domain"],"additionalProperties":false}`,
 		annotations{title: "Start a Session", idempotent: true, openWorld: true},
-	), ss.start}
+		ss.start)
 }
 
 // sessionResult is start_session's structured content. It never holds a token.
@@ -37,16 +39,16 @@ type sessionResult struct {
 	Notice string `json:"notice,omitempty"`
 }
 
-func (ss *sessions) start(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	domain := stringArg(req, "domain")
-	cs, co, sess, err := ss.session(ctx, domain, boolArg(req, "new"))
+func (ss *sessions) start(ctx context.Context, _ mcp.CallToolRequest, args startSessionArgs) *mcp.CallToolResult {
+	domain := args.Domain
+	cs, co, sess, err := ss.session(ctx, domain, args.New)
 	if err != nil {
 		ss.log.WarnContext(ctx, "no Session", "domain", domain, "err", err.Error())
-		return ss.failure(domain, err), nil
+		return ss.failure(domain, err)
 	}
-	if _, given := req.GetArguments()["scopes"]; given {
-		if fail := ss.narrow(ctx, cs, co, sess, scopesArg(req)); fail != nil {
-			return fail, nil
+	if args.Scopes != nil {
+		if fail := ss.narrow(ctx, cs, co, sess, args.Scopes.sorted()); fail != nil {
+			return fail
 		}
 	}
 	info := sess.Info()
@@ -61,7 +63,7 @@ func (ss *sessions) start(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	}
 	ss.log.DebugContext(ctx, "session ready", "domain", res.Domain, "session_id", info.ID, "signed_in", info.SignedIn)
 	res.Notice = cs.takeNotice()
-	return result(res, "Session %s with %s is open, %s. poppy-mcp renews it by itself. %s", info.ID, res.Domain, state, res.Notice), nil
+	return result(res, "Session %s with %s is open, %s. poppy-mcp renews it by itself. %s", info.ID, res.Domain, state, res.Notice)
 }
 
 // failure phrases an error from getting a Session for the model, with what

@@ -30,6 +30,13 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/pages"
 )
 
+// signInArgs are the arguments of sign_in_device, sign_in_direct and
+// sign_in_mediated.
+type signInArgs struct {
+	companyArgs
+	Scopes scopeList `json:"scopes" schema:"minItems=1" jsonschema:"The scopes the task needs, from those discover_company lists for this sign-in type, e.g. [\"poppy:read\"]"`
+}
+
 // Sign-in statuses (TOOLS.md).
 const (
 	statusPending  = "pending"
@@ -177,24 +184,6 @@ func flowFailure(err error) (status, detail string) {
 	return statusFailed, "The sign-in failed: " + err.Error()
 }
 
-// scopesArg reads the scopes argument: an array of strings, or one
-// space-separated string.
-func scopesArg(req mcp.CallToolRequest) []string {
-	var out []string
-	switch v := req.GetArguments()["scopes"].(type) {
-	case string:
-		out = strings.Fields(v)
-	case []any:
-		for _, x := range v {
-			if sc, ok := x.(string); ok {
-				out = append(out, strings.Fields(sc)...)
-			}
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
 // offered returns the scopes a sign-in type of the Company can grant.
 func offered(a *discovery.Auth, kind string) ([]string, bool) {
 	switch {
@@ -286,8 +275,8 @@ type signInStart struct {
 // a URL elicitation of its flow (a retried call), the scopes checked against
 // what the type offers, and a held Account Token or signed-in Session that
 // makes a new sign-in needless. done is the result to give at once, if any.
-func (si *signIn) begin(ctx context.Context, req mcp.CallToolRequest, kind, tool string) (start *signInStart, done *mcp.CallToolResult) {
-	domain := stringArg(req, "domain")
+func (si *signIn) begin(ctx context.Context, req mcp.CallToolRequest, args signInArgs, kind, tool string) (start *signInStart, done *mcp.CallToolResult) {
+	domain := args.Domain
 	cs, co, sess, err := si.sessions.session(ctx, domain, false)
 	if err != nil {
 		return nil, si.sessions.failure(domain, err)
@@ -299,7 +288,7 @@ func (si *signIn) begin(ctx context.Context, req mcp.CallToolRequest, kind, tool
 		}
 		return nil, si.flowResult(cs, f, action)
 	}
-	scopes := scopesArg(req)
+	scopes := args.Scopes.sorted()
 	if r := si.checkScopes(co, kind, tool, scopes); r != nil {
 		return nil, r
 	}

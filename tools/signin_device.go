@@ -14,38 +14,31 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// scopesSchema is the scopes argument of the sign-in tools.
-const scopesSchema = `"scopes":{"type":"array","items":{"type":"string"},"minItems":1,` +
-	`"description":"The scopes the task needs, from those discover_company lists for this sign-in type, e.g. [\"poppy:read\"]"}`
-
 func (si *signIn) deviceTool() tool {
-	return tool{newTool("sign_in_device",
+	return newTool("sign_in_device",
 		"Sign the user in to a Company account on their own device: returns a link and a short code for the user. "+
 			"poppy-mcp waits for the user in the background; call sign_in_status with wait_seconds to learn when it is done. "+
 			"Uses an Account Token poppy-mcp already holds instead, when it covers the scopes.",
-		`{"type":"object","properties":{`+
-			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"},`+scopesSchema+`},`+
-			`"required":["domain","scopes"],"additionalProperties":false}`,
 		annotations{title: "Sign in on another device", openWorld: true},
-	), si.device}
+		si.device)
 }
 
-func (si *signIn) device(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	domain := stringArg(req, "domain")
-	start, done := si.begin(ctx, req, "device", "sign_in_device")
+func (si *signIn) device(ctx context.Context, req mcp.CallToolRequest, args signInArgs) *mcp.CallToolResult {
+	domain := args.Domain
+	start, done := si.begin(ctx, req, args, "device", "sign_in_device")
 	if done != nil {
-		return done, nil
+		return done
 	}
 	cs, sess, scopes := start.cs, start.sess, start.scopes
 	if f := si.current(cs); f != nil && f.device != nil && sameScopes(f.scopes, scopes) && isPending(f) && f.domain == domain {
-		return si.offerDevice(ctx, cs, f), nil // the user may already be on the page: no second code
+		return si.offerDevice(ctx, cs, f) // the user may already be on the page: no second code
 	}
 	d, err := sess.StartDevice(ctx, scopes)
 	if err != nil {
 		if r, ok := si.needed(domain, err); ok {
-			return r, nil
+			return r
 		}
-		return si.sessions.failure(domain, err), nil
+		return si.sessions.failure(domain, err)
 	}
 	f := newFlow("device", domain, scopes)
 	f.device, f.expires = d, d.ExpiresAt
@@ -64,7 +57,7 @@ func (si *signIn) device(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		f.end(statusFailed, nil, nil, "poppy-mcp is shutting down.")
 	}
 	si.log.Info("device sign-in started", "issuer", cs.issuer, "scopes", strings.Join(scopes, " "))
-	return si.offerDevice(ctx, cs, f), nil
+	return si.offerDevice(ctx, cs, f)
 }
 
 // offerDevice is the result for a pending device sign-in: URL-mode

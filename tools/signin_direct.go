@@ -48,22 +48,19 @@ const maxDirectCallbacks = 5
 const directCookiePrefix = "__Host-poppy-signin-"
 
 func (si *signIn) directTool() tool {
-	return tool{newTool("sign_in_direct",
+	return newTool("sign_in_direct",
 		"Sign the user in on the Company's own sign-in page in their browser: returns sign_in_url, a one-time link for the user "+
 			"to open (or offers it to the client). Needs poppy-mcp in HTTP mode with a public URL; otherwise use sign_in_device. "+
 			"Then call sign_in_status with wait_seconds.",
-		`{"type":"object","properties":{`+
-			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"},`+scopesSchema+`},`+
-			`"required":["domain","scopes"],"additionalProperties":false}`,
 		annotations{title: "Sign in in the browser", openWorld: true},
-	), si.direct}
+		si.direct)
 }
 
-func (si *signIn) direct(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	domain := stringArg(req, "domain")
-	start, done := si.begin(ctx, req, "direct", "sign_in_direct")
+func (si *signIn) direct(ctx context.Context, req mcp.CallToolRequest, args signInArgs) *mcp.CallToolResult {
+	domain := args.Domain
+	start, done := si.begin(ctx, req, args, "direct", "sign_in_direct")
 	if done != nil {
-		return done, nil
+		return done
 	}
 	cs, sess, scopes := start.cs, start.sess, start.scopes
 	redirect, ok := si.choice.redirectURI()
@@ -71,11 +68,11 @@ func (si *signIn) direct(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		next := "Use sign_in_device with the same scopes (or sign_in_mediated), if the Company offers them."
 		return failure(map[string]string{"error": "no_callback", "next": next},
 			"Direct Sign-In needs poppy-mcp served over HTTP with --public-url, and %s listed in redirect_uris of agent.json. %s",
-			strings.TrimSuffix(si.choice.publicURL, "/")+CallbackPath, next), nil
+			strings.TrimSuffix(si.choice.publicURL, "/")+CallbackPath, next)
 	}
 	d, err := sess.StartDirect(redirect, scopes)
 	if err != nil {
-		return si.sessions.failure(domain, err), nil
+		return si.sessions.failure(domain, err)
 	}
 	f := newFlow("direct", domain, scopes)
 	ds := &directSignIn{si: si, cs: cs, sess: sess, f: f, d: d, binding: randomToken()}
@@ -84,9 +81,9 @@ func (si *signIn) direct(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	si.replace(cs, f)
 	si.log.Info("direct sign-in started", "issuer", cs.issuer, "scopes", strings.Join(scopes, " "))
 	if elicitsURL(ctx) {
-		return elicitURL(f, f.page, "Sign in to "+whereTo(start.co, "")+" on its own page, to let your assistant use your account."), nil
+		return elicitURL(f, f.page, "Sign in to "+whereTo(start.co, "")+" on its own page, to let your assistant use your account.")
 	}
-	return si.flowResult(cs, f, ""), nil
+	return si.flowResult(cs, f, "")
 }
 
 // randomToken is 256 random bits, base64url.

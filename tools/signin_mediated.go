@@ -35,32 +35,29 @@ const mediatedPageTTL = 10 * time.Minute
 const maxSignInForm = 16 << 10
 
 func (si *signIn) mediatedTool() tool {
-	return tool{newTool("sign_in_mediated",
+	return newTool("sign_in_mediated",
 		"Sign the user in with the credentials the Company asks for, typed by the user on a one-time local page "+
 			"(never through you). Offers the page to the client, or returns sign_in_url for the user to open. "+
 			"Then call sign_in_status with wait_seconds.",
-		`{"type":"object","properties":{`+
-			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"},`+scopesSchema+`},`+
-			`"required":["domain","scopes"],"additionalProperties":false}`,
 		annotations{title: "Sign in with credentials", openWorld: true},
-	), si.mediated}
+		si.mediated)
 }
 
-func (si *signIn) mediated(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	domain := stringArg(req, "domain")
-	start, done := si.begin(ctx, req, "mediated", "sign_in_mediated")
+func (si *signIn) mediated(ctx context.Context, req mcp.CallToolRequest, args signInArgs) *mcp.CallToolResult {
+	domain := args.Domain
+	start, done := si.begin(ctx, req, args, "mediated", "sign_in_mediated")
 	if done != nil {
-		return done, nil
+		return done
 	}
 	cs, co, scopes := start.cs, start.co, start.scopes
 	if si.pages == nil {
 		return failure(map[string]string{"error": "no_pages"},
-			"This poppy-mcp serves no local pages, so it cannot collect credentials. Use sign_in_device or sign_in_direct if %s offers them.", domain), nil
+			"This poppy-mcp serves no local pages, so it cannot collect credentials. Use sign_in_device or sign_in_direct if %s offers them.", domain)
 	}
 	// Poppy 0.1 §3.2: the Session is the Company's; the endpoint is this domain's.
 	at, err := sessionAt(start.sess, co)
 	if err != nil {
-		return si.sessions.failure(domain, err), nil
+		return si.sessions.failure(domain, err)
 	}
 	f := newFlow("mediated", domain, scopes)
 	m := co.Document.Auth.Mediated
@@ -75,9 +72,9 @@ func (si *signIn) mediated(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	si.log.Info("mediated sign-in page opened", "issuer", cs.issuer)
 	if elicitsURL(ctx) {
 		return elicitURL(f, url, "Sign in to "+whereTo(co, m.Endpoint)+" on this page of poppy-mcp's own: what you type goes only to "+
-			mp.endpoint+", never to your assistant."), nil
+			mp.endpoint+", never to your assistant.")
 	}
-	return si.flowResult(cs, f, ""), nil
+	return si.flowResult(cs, f, "")
 }
 
 // claimedName is the name the Company gives itself (organization.name),

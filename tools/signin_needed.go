@@ -34,7 +34,7 @@ type signInNeededResult struct {
 // themselves:
 //
 //	if r, ok := si.needed(domain, err); ok {
-//		return r, nil
+//		return r
 //	}
 func (si *signIn) needed(domain string, err error) (*mcp.CallToolResult, bool) {
 	var ae *auth.Error

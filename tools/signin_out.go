@@ -12,14 +12,11 @@ import (
 )
 
 func (si *signIn) signOutTool() tool {
-	return tool{newTool("sign_out",
+	return newTool("sign_out",
 		"Sign the user out of a Company account: poppy-mcp revokes its Account Token there and forgets it. "+
 			"The Session continues signed out (a cart or conversation carries on); sign in again when a task needs the account.",
-		`{"type":"object","properties":{`+
-			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"}},`+
-			`"required":["domain"],"additionalProperties":false}`,
 		annotations{title: "Sign out", destructive: true, idempotent: true, openWorld: true},
-	), si.signOut}
+		si.signOut)
 }
 
 // signOutResult is sign_out's structured content.
@@ -31,11 +28,11 @@ type signOutResult struct {
 	Next      string `json:"next"`
 }
 
-func (si *signIn) signOut(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	domain := stringArg(req, "domain")
+func (si *signIn) signOut(ctx context.Context, _ mcp.CallToolRequest, args companyArgs) *mcp.CallToolResult {
+	domain := args.Domain
 	cs, _, sess, err := si.sessions.session(ctx, domain, false)
 	if err != nil {
-		return si.sessions.failure(domain, err), nil
+		return si.sessions.failure(domain, err)
 	}
 	if f := si.current(cs); f != nil && f.end(statusFailed, nil, nil, "The user signed out.") {
 		f.close()
@@ -51,16 +48,16 @@ func (si *signIn) signOut(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	// be renewed after it: it is no longer held.
 	kept := held != nil && !held.Dropped() || acct != nil && !acct.Dropped()
 	if err != nil {
-		return si.signOutFailure(cs, domain, revoked, kept, err), nil
+		return si.signOutFailure(cs, domain, revoked, kept, err)
 	}
 	si.sessions.saveSignedIn(ctx, cs, sess)
 	info := sess.Info()
 	res := signOutResult{Domain: domain, Revoked: revoked, SignedIn: info.SignedIn, SessionID: info.ID,
 		Next: "The Session continues signed out; sign in again when a task needs the account."}
 	if !revoked {
-		return result(res, "poppy-mcp held no Account Token for %s: nothing to revoke. %s", domain, res.Next), nil
+		return result(res, "poppy-mcp held no Account Token for %s: nothing to revoke. %s", domain, res.Next)
 	}
-	return result(res, "Signed out of %s: the Account Token was revoked and forgotten. Session %s. %s", domain, info.ID, res.Next), nil
+	return result(res, "Signed out of %s: the Account Token was revoked and forgotten. Session %s. %s", domain, info.ID, res.Next)
 }
 
 // signOutFailure phrases a failed sign-out: whether the Account Token is

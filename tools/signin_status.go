@@ -20,15 +20,11 @@ import (
 const maxWait = 50 * time.Second
 
 func (si *signIn) statusTool() tool {
-	return tool{newTool("sign_in_status",
+	return newTool("sign_in_status",
 		"Report the latest sign-in with a Company: pending, complete, denied, expired or failed, whether the Session is signed in, "+
 			"and the scopes granted. Set wait_seconds (up to 50) to wait for the user to finish; call again while pending.",
-		`{"type":"object","properties":{`+
-			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"},`+
-			`"wait_seconds":{"type":"integer","minimum":0,"maximum":50,"description":"Wait up to this long for a pending sign-in to finish"}},`+
-			`"required":["domain"],"additionalProperties":false}`,
 		annotations{title: "Sign-in status", readOnly: true, idempotent: true, openWorld: true},
-	), si.status}
+		si.status)
 }
 
 // statusResult is the structured content of the sign-in tools. It never
@@ -59,20 +55,26 @@ type statusResult struct {
 	Next        string `json:"next"`
 }
 
-func (si *signIn) status(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	domain := stringArg(req, "domain")
+// signInStatusArgs are sign_in_status's arguments.
+type signInStatusArgs struct {
+	companyArgs
+	WaitSeconds *integer `json:"wait_seconds,omitempty" schema:"minimum=0,maximum=50" jsonschema:"Wait up to this long for a pending sign-in to finish"`
+}
+
+func (si *signIn) status(ctx context.Context, req mcp.CallToolRequest, args signInStatusArgs) *mcp.CallToolResult {
+	domain := args.Domain
 	cs, _, err := si.sessions.stateFor(ctx, domain)
 	if err != nil {
-		return si.sessions.failure(domain, err), nil
+		return si.sessions.failure(domain, err)
 	}
 	f := si.current(cs)
 	if f == nil {
-		return si.noSignIn(ctx, cs, domain), nil
+		return si.noSignIn(ctx, cs, domain)
 	}
-	if wait := waitArg(req); wait > 0 {
+	if wait := args.WaitSeconds.duration(0, maxWait); wait > 0 {
 		si.waitFlow(ctx, req, f, wait)
 	}
-	return si.flowResult(cs, f, ""), nil
+	return si.flowResult(cs, f, "")
 }
 
 // noSignIn answers sign_in_status before any sign-in.
@@ -87,11 +89,6 @@ func (si *signIn) noSignIn(ctx context.Context, cs *companyState, domain string)
 	}
 	next := fmt.Sprintf("Call %s with domain %s and the scopes the task needs.", si.choice.tool(si.companies.knownAuth(domain), []string{"poppy:read"}), domain)
 	return failure(map[string]string{"error": "no_sign_in", "next": next}, "No sign-in was started for %s. %s", domain, next)
-}
-
-func waitArg(req mcp.CallToolRequest) time.Duration {
-	v, _ := req.GetArguments()["wait_seconds"].(float64)
-	return min(max(time.Duration(v*float64(time.Second)), 0), maxWait)
 }
 
 // waitFlow waits until f leaves pending, wait passes or the call is

@@ -1,6 +1,7 @@
 package tools_test
 
 import (
+	"encoding/json"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -62,6 +63,40 @@ func TestToolSnapshots(t *testing.T) {
 			}
 		default:
 			t.Errorf("%s/%s: no tool of that name is listed; remove the snapshot (go test -update does)", snapshotDir, f.Name())
+		}
+	}
+}
+
+// TestToolArguments checks rules across every built-in tool's input schema,
+// which is derived from its arguments struct: every argument has a
+// description for the model, every required argument is one of them, and
+// no argument admits null as a type of its own (an optional argument is
+// left out, and a client that sends null for one is not refused).
+func TestToolArguments(t *testing.T) {
+	for _, tool := range builtinTools(t) {
+		var schema struct {
+			Properties map[string]struct {
+				Type        any    `json:"type"`
+				Description string `json:"description"`
+			} `json:"properties"`
+			Required []string `json:"required"`
+		}
+		raw, _ := json.Marshal(tool.InputSchema)
+		if err := json.Unmarshal(raw, &schema); err != nil {
+			t.Fatalf("%s: %v", tool.Name, err)
+		}
+		for name, p := range schema.Properties {
+			if p.Description == "" {
+				t.Errorf("%s: argument %s has no description", tool.Name, name)
+			}
+			if _, one := p.Type.(string); !one {
+				t.Errorf("%s: argument %s has the type %v", tool.Name, name, p.Type)
+			}
+		}
+		for _, name := range schema.Required {
+			if _, ok := schema.Properties[name]; !ok {
+				t.Errorf("%s: required argument %s is not among its properties", tool.Name, name)
+			}
 		}
 	}
 }
