@@ -1,10 +1,12 @@
 package tools
 
-// This file implements open_website (TOOLS.md): joining the agent's own
+// This file is the website capability: open_website joins the agent's own
 // browser to the user's Session on a Company's website (Poppy 0.1 §5). The
 // tool opens a one-time local page; the page, when the agent's browser
-// loads it, signs a fresh browser assertion and posts it to the Company's
-// web.browser_session_endpoint in a form that submits itself.
+// loads it, is auth's join page (auth/browser.go): a fresh browser
+// assertion posted to the Company's web.browser_session_endpoint by a form
+// that submits itself. The return_to rule is auth's too (auth.ReturnTo);
+// this file chooses the page and serves it.
 //
 // It also implements browse_page, offered only when poppy-mcp drives a
 // browser of its own (Options.Browser, the --browser flag): it joins that
@@ -13,10 +15,8 @@ package tools
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"fmt"
-	"html/template"
 	"log/slog"
 	"net"
 	"net/http"
@@ -169,7 +169,7 @@ func (web *website) openJoin(ctx context.Context, co *discovery.Company, domain,
 		return nil, web.sessions.failure(domain, err)
 	}
 	j := &join{expires: web.now().Add(joinTTL), info: sess.Info()}
-	j.url, j.close = web.pages.Open(web.joinPage(domain, orgHost(co), target, j.expires), joinTTL)
+	j.url, j.close = web.pages.Open(web.joinPage(domain, target, j.expires), joinTTL)
 	web.log.Info("join page opened", "domain", co.Domain, "session", j.info.ID)
 	return j, nil
 }
@@ -181,23 +181,7 @@ func pageURL(co *discovery.Company, raw string) (string, error) {
 	if co.Document == nil || co.Document.Organization == nil {
 		return "", fmt.Errorf("tools: %s names no organization.domain", co.Domain)
 	}
-	domain := orgHost(co)
-	switch {
-	case raw == "":
-		raw = "https://" + domain + "/"
-	case strings.HasPrefix(raw, "/") && !strings.HasPrefix(raw, "//"):
-		raw = "https://" + domain + raw
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
-		return "", fmt.Errorf("tools: url %q is not an https URL", raw)
-	}
-	// Poppy 0.1 §5: return_to "MUST be an HTTPS URL on the Company's organization.domain or one of its subdomains."
-	if host := strings.ToLower(u.Hostname()); host != domain && !strings.HasSuffix(host, "."+domain) {
-		return "", fmt.Errorf("tools: url %q is not on %s (Poppy 0.1 §5)", raw, domain)
-	}
-	u.Fragment, u.RawFragment = "", "" // a fragment is the browser's, not the Company's
-	return u.String(), nil
+	return auth.ReturnTo(co.Document.Organization.Domain, raw)
 }
 
 // orgHost is the Company's organization.domain, lowercased, without a port.
@@ -210,7 +194,7 @@ func orgHost(co *discovery.Company) string {
 }
 
 // joinPage is the one-time page that joins the browser that opens it.
-func (web *website) joinPage(domain, host, target string, expires time.Time) pages.Handler {
+func (web *website) joinPage(domain, target string, expires time.Time) pages.Handler {
 	return func(w http.ResponseWriter, r *http.Request, done func()) {
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
@@ -231,72 +215,15 @@ func (web *website) joinPage(domain, host, target string, expires time.Time) pag
 		// Poppy 0.1 §3.2, §5: the Session is the Company's; the endpoint and
 		// the pages are those of the domain the page was opened for.
 		at, err := sessionAt(sess, co)
-		var assertion auth.Secret
 		if err == nil {
-			// Poppy 0.1 §5 step 1: signed now, when the browser is about to post it, so it is fresh.
-			assertion, err = at.BrowserAssertion(target)
+			// Poppy 0.1 §5 step 1: the assertion is signed now, when the browser is about to post it, so it is fresh.
+			err = at.WriteJoinPage(w, target)
 		}
 		if err != nil {
 			web.log.Info("join page: cannot sign", "domain", domain, "err", err)
 			pages.Message(w, http.StatusInternalServerError, "Could not join", "poppy-mcp could not sign the browser assertion.")
-			return
 		}
-		writeJoinForm(w, joinForm{Endpoint: at.Company().BrowserSessionEndpoint, Target: target,
-			Assertion: assertion.Reveal(), Nonce: cspNonce()}, host)
 	}
-}
-
-// joinForm fills joinTemplate.
-type joinForm struct {
-	Endpoint, Target, Assertion, Nonce string
-}
-
-// joinTemplate posts the assertion in the body, never the URL, as a
-// top-level navigation (Poppy 0.1 §5 step 2), and submits itself; the
-// button is for a browser without scripts.
-var joinTemplate = template.Must(template.New("join").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Joining the Session</title></head>
-<body><form id="join" method="post" action="{{.Endpoint}}" enctype="application/x-www-form-urlencoded">
-<input type="hidden" name="assertion" value="{{.Assertion}}">
-<p>Joining your Session, then opening {{.Target}}.</p>
-<button type="submit">Continue</button></form>
-<script nonce="{{.Nonce}}">document.getElementById("join").submit();</script>
-</body></html>
-`))
-
-// writeJoinForm writes the page. The pages package has already set
-// Cache-Control: no-store, Referrer-Policy: no-referrer and no framing. The
-// CSP allows only this page's own script and form posts to the endpoint and
-// the Company's hosts, which the 303 to return_to is checked against too.
-func writeJoinForm(w http.ResponseWriter, f joinForm, host string) {
-	targets := []string{webOrigin(f.Endpoint)}
-	if o := webOrigin(f.Target); o != targets[0] {
-		targets = append(targets, o)
-	}
-	targets = append(targets, "https://"+host+":*", "https://*."+host+":*")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'nonce-"+f.Nonce+"'; "+
-		"form-action "+strings.Join(targets, " ")+"; base-uri 'none'; frame-ancestors 'none'")
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	if err := joinTemplate.Execute(w, f); err != nil {
-		return // the browser went away
-	}
-}
-
-// webOrigin is scheme://host[:port] of an https URL.
-func webOrigin(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return u.Scheme + "://" + u.Host
-}
-
-// cspNonce is a CSP nonce of 128 random bits.
-func cspNonce() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
-	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 func (web *website) browseTool() tool {
