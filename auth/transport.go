@@ -149,7 +149,7 @@ func (a *Agent) judge(ctx context.Context, resp *http.Response, az authorizer, t
 	case e.Is(ErrUseDPoPNonce) && !st.nonce:
 		st.nonce = true
 		return tok, true, nil
-	// SPEC-NOTES: invalid_token: "renew the Session Token ... and retry once".
+	// docs/spec-readings.md "Error codes": invalid_token: "renew the Session Token ... and retry once".
 	case e.Is(ErrInvalidToken) && !st.renew:
 		st.renew = true
 		next, err := az.renewAfter(ctx, tok)

@@ -40,7 +40,7 @@ type Error struct {
 	Extension string
 }
 
-// Codes of Poppy 0.1 §7.13 (SPEC-NOTES "Conversations"). Use them with
+// Codes of Poppy 0.1 §7.13 (docs/spec-readings.md "Error codes"). Use them with
 // errors.Is.
 var (
 	ErrInvalidRequest         = &Error{Code: "invalid_request"}

@@ -49,7 +49,7 @@ type pageWire struct {
 	Responder      string            `json:"responder"`
 }
 
-// eventWire is one event (§7.5, SPEC-NOTES "7.5 Event types").
+// eventWire is one event (§7.5; docs/spec-readings.md "Conversations").
 type eventWire struct {
 	ID             string               `json:"id"`
 	Type           string               `json:"type"`

@@ -59,7 +59,7 @@ func companyPrefix(co *discovery.Company) string { return apiPrefix(co, 1) }
 func apiPrefix(co *discovery.Company, n int) string { return toolPrefix(orgDomain(co), kindAPI, n) }
 
 // APIToolPrefix is the prefix of the tools of the first OpenAPI API of a
-// Company at domain (example.com: "example_com_api_"), as TOOLS.md wants:
+// Company at domain (example.com: "example_com_api_"), as docs/tools.md says:
 // short, unique per Company, the same on every run, and apart from the
 // relayed MCP tools ("example_com_mcp_", relay.go), with the same label
 // (names.go).

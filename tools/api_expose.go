@@ -1,6 +1,6 @@
 package tools
 
-// This file announces a tool per API operation (TOOLS.md): once a Session
+// This file announces a tool per API operation (docs/tools.md): once a Session
 // with a Company exists, when all its OpenAPI APIs together have at most
 // Options.MaxAPITools operations, each becomes a tool named under the
 // Company's prefix. mcp-go's AddTools and DeleteTools send

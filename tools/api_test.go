@@ -150,7 +150,7 @@ func anyStrings(v any) []string {
 }
 
 // TestAPIClashRouted: createExchange's path and body order_id arrive where
-// their prefixed arguments say (TOOLS.md "API arguments"), as the Company
+// their prefixed arguments say (docs/tools.md "API arguments"), as the Company
 // recorded them.
 func TestAPIClashRouted(t *testing.T) {
 	h := newAPIHarness(t, nil, 0)

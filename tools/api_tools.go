@@ -1,6 +1,6 @@
 package tools
 
-// This file is the generic exposure of a Company's OpenAPI APIs (TOOLS.md):
+// This file is the generic exposure of a Company's OpenAPI APIs (docs/tools.md):
 // list_api_operations searches the operations, describe_api_operation gives
 // one's input schema, and call_api calls it. It is always there, whatever
 // the number of operations; api_expose.go adds a tool per operation for
@@ -275,7 +275,7 @@ func (ap *apis) call(ctx context.Context, _ mcp.CallToolRequest, args callArgs) 
 }
 
 // countOperations adds to discover_company's summary how many operations
-// each of the Company's OpenAPI APIs has (TOOLS.md). A document that cannot
+// each of the Company's OpenAPI APIs has (docs/tools.md). A document that cannot
 // be read leaves its count out.
 func (ap *apis) countOperations(ctx context.Context, co *discovery.Company, sum *companySummary) {
 	if !co.OK() {

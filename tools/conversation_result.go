@@ -1,7 +1,7 @@
 // This file phrases the conversation tools' results for a model: new
 // events only, Company text marked as third-party content, and what to do
 // next for authorization requests, requests for the user, and each status
-// (TOOLS.md "Events returned to the model").
+// (docs/tools.md "Events returned to the model").
 
 package tools
 
@@ -36,7 +36,7 @@ type convOut struct {
 	Next           string      `json:"next"`
 }
 
-// eventOut is one event as the model reads it (TOOLS.md).
+// eventOut is one event as the model reads it (docs/tools.md).
 type eventOut struct {
 	Type string `json:"type"`
 	At   string `json:"at,omitempty"`

@@ -1,6 +1,6 @@
 package tools
 
-// This file relays each Company MCP server's tools (Poppy 0.1 §6, TOOLS.md):
+// This file relays each Company MCP server's tools (Poppy 0.1 §6, docs/tools.md):
 // once a Session with the Company exists, every mcp API of its poppy.json
 // whose RFC 9728 metadata lists the Company's auth.issuer is connected with
 // the Session's Bearer client (auth builds the token, issued for that url

@@ -2,6 +2,13 @@
 // arguments into calls on the protocol packages and results into short
 // structured content a model can act on. It is the only package that knows MCP
 // (besides mcpproxy); the protocol packages know nothing of it.
+//
+// New builds one struct per capability (discovery, sessions, sign-in,
+// conversations, APIs, relays, website) with its state as fields, and lists
+// every tool in Server.tools. A tool is an arguments struct, from which its
+// input schema is derived, and a handler that reads it (tool.go). The tools
+// are described in docs/tools.md, and how the package fits with the others in
+// docs/architecture.md.
 package tools
 
 import (

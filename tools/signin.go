@@ -37,7 +37,7 @@ type signInArgs struct {
 	Scopes scopeList `json:"scopes" schema:"minItems=1" jsonschema:"The scopes the task needs, from those discover_company lists for this sign-in type, e.g. [\"poppy:read\"]"`
 }
 
-// Sign-in statuses (TOOLS.md).
+// Sign-in statuses (docs/tools.md "Sign-in statuses").
 const (
 	statusPending  = "pending"
 	statusComplete = "complete"

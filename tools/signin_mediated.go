@@ -1,7 +1,7 @@
 package tools
 
 // This file serves sign_in_mediated: Mediated Sign-In (Poppy 0.1 §4.7)
-// through a one-time local page (TOOLS.md "Local pages"). The page is an
+// through a one-time local page (docs/tools.md "Local pages"). The page is an
 // HTML form with one input per auth.mediated.fields entry, named exactly as
 // the field, then, if the Company asks, a form for the one-time code showing
 // code.sent_to. The values go only to auth.mediated.endpoint (the code to

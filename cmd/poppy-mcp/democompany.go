@@ -11,7 +11,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
-// demoDomain is where the embedded demo Company lives (TOOLS.md `serve --demo`).
+// demoDomain is where the embedded demo Company lives (docs/tools.md, `serve --demo`).
 const demoDomain = "demo.poppy.example"
 
 // demoCompany is poppytest run outside a test: its protocol-violation reports

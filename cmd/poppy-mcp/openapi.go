@@ -32,7 +32,7 @@ const perOperationLimit = 30
 const openAPIUsage = "usage: poppy-mcp openapi [--json] [--domain DOMAIN] [--resolve HOST:PORT:ADDR]... FILE_OR_URL"
 
 // runOpenAPI prints the tools an OpenAPI document becomes, for API owners
-// (TOOLS.md): with --json, one object {"tools": [...]} of MCP Tool objects
+// (docs/tools.md): with --json, one object {"tools": [...]} of MCP Tool objects
 // exactly as tools/list gives them. Exit 0: translated; 1: the document
 // cannot be translated; 2: usage, or it could not be read.
 func runOpenAPI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
