@@ -24,14 +24,14 @@ func IsJSON(contentType string) bool {
 }
 
 // ReadAtMost reads r to its end and fails, wrapping ErrTooLarge, when it
-// holds more than max bytes; it reads at most max+1 of them.
-func ReadAtMost(r io.Reader, max int64) ([]byte, error) {
-	b, err := Read(r, -1, max+1)
+// holds more than most bytes; it reads at most most+1 of them.
+func ReadAtMost(r io.Reader, most int64) ([]byte, error) {
+	b, err := Read(r, -1, most+1)
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("httpbody: %w: larger than %d bytes", ErrTooLarge, max)
+	if int64(len(b)) > most {
+		return nil, fmt.Errorf("httpbody: %w: larger than %d bytes", ErrTooLarge, most)
 	}
 	return b, nil
 }
