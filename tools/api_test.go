@@ -27,7 +27,7 @@ const (
 )
 
 // newAPIHarness is newHarness whose tools read OpenAPI documents through
-// the cache Discovery uses, with maxTools as Deps.MaxAPITools.
+// the cache Discovery uses, with maxTools as Options.MaxAPITools.
 func newAPIHarness(t *testing.T, opts *poppytest.Options, maxTools int) *harness {
 	t.Helper()
 	h := newHarness(t, opts)
@@ -255,7 +255,7 @@ func wantSameTools(t *testing.T, h *harness, listed []*sdk.Tool) {
 	}
 }
 
-// TestAPIToolsLimit: above Deps.MaxAPITools operations, or with it
+// TestAPIToolsLimit: above Options.MaxAPITools operations, or with it
 // negative, no operation becomes a tool; the generic tools still reach them.
 func TestAPIToolsLimit(t *testing.T) {
 	for _, limit := range []int{6, -1} {

@@ -30,7 +30,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/mcpproxy"
 )
 
-// relaySyncWait bounds how long a Session hook waits for a relay's first
+// relaySyncWait bounds how long connect waits for a relay's first
 // listing; past it, listing goes on in the background.
 const relaySyncWait = 10 * time.Second
 
