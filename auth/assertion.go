@@ -8,7 +8,6 @@ package auth
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -111,33 +110,4 @@ func (id *Identity) BrowserAssertion(userID, endpoint, sessionID, returnTo strin
 	return id.Sign(TypeBrowser, AssertionClaims{
 		Subject: userID, Audience: endpoint, SessionID: sessionID, ReturnTo: returnTo,
 	})
-}
-
-// BrowserAssertion signs the assertion with which the agent's browser joins
-// this Session on the website of the domain the Session was started through
-// (Poppy 0.1 §5; Site.BrowserAssertion for another). returnTo is the page
-// to open afterwards.
-func (s *Session) BrowserAssertion(returnTo string) (Secret, error) {
-	return s.site().BrowserAssertion(returnTo)
-}
-
-// BrowserAssertion signs the assertion with which the agent's browser joins
-// the Session on this domain's website, posted to its
-// web.browser_session_endpoint (Poppy 0.1 §5). returnTo is the page to open
-// afterwards, on this domain.
-func (w *Site) BrowserAssertion(returnTo string) (Secret, error) {
-	s, c := w.s, w.c
-	if c.BrowserSessionEndpoint == "" {
-		return Secret{}, errors.New("auth: the Company offers no browser_session_endpoint")
-	}
-	// Poppy 0.1 §5: "It MUST be an HTTPS URL on the Company's organization.domain or one of its subdomains."
-	u, err := httpsURL("return_to", returnTo)
-	if err != nil {
-		return Secret{}, err
-	}
-	host, domain := strings.ToLower(u.Hostname()), strings.ToLower(c.Domain)
-	if domain == "" || host != domain && !strings.HasSuffix(host, "."+domain) {
-		return Secret{}, fmt.Errorf("auth: return_to %q is not on %q (Poppy 0.1 §5)", returnTo, c.Domain)
-	}
-	return s.a.id.BrowserAssertion(s.userID, c.BrowserSessionEndpoint, s.Info().ID, returnTo)
 }

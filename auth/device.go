@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/httpbody"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
@@ -118,7 +119,7 @@ func (s *Session) StartDevice(ctx context.Context, scopes []string) (*DeviceAuth
 	if err != nil {
 		return nil, fmt.Errorf("auth: device authorization: %w", err)
 	}
-	if resp.StatusCode != http.StatusOK || !isJSON(resp.Header.Get("Content-Type")) {
+	if resp.StatusCode != http.StatusOK || !httpbody.IsJSON(resp.Header.Get("Content-Type")) {
 		return nil, fmt.Errorf("auth: device authorization endpoint answered HTTP %d (%s)", resp.StatusCode, untrusted.Text(resp.Header.Get("Content-Type"), 300))
 	}
 	d, err := parseDeviceAuthorization(body, s.a.now())

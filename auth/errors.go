@@ -35,7 +35,7 @@ type Error struct {
 	Scope string
 }
 
-// Codes of Poppy 0.1 (SPEC-NOTES "Error codes"). Use them with errors.Is.
+// Codes of Poppy 0.1 (docs/spec-readings.md "Error codes"). Use them with errors.Is.
 var (
 	ErrInvalidRequest       = &Error{Code: "invalid_request"}
 	ErrInvalidClient        = &Error{Code: "invalid_client"}

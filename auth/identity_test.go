@@ -5,39 +5,15 @@ import (
 	"crypto/ecdsa"
 	"encoding/json"
 	"errors"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if d := cmp.Diff(string(want), string(got)); d != "" {
-		t.Errorf("%s differs (-want +got); if intended, run go test -update:\n%s", path, d)
-	}
-}
 
 const testClientID = "https://agent.example/agent.json"
 
@@ -60,7 +36,7 @@ func TestAgentJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "agent.json", b)
+	golden.Check(t, "testdata/agent.json", b)
 	var got map[string]any
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)

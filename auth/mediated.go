@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/httpbody"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
@@ -167,8 +168,8 @@ func (s *Session) postMediated(ctx context.Context, endpoint string, body []byte
 		return nil, fmt.Errorf("auth: mediated sign-in: %w", err)
 	}
 	defer resp.Body.Close()
-	b, err := readLimited(resp.Body, s.a.maxBody)
-	if err != nil || !isJSON(resp.Header.Get("Content-Type")) {
+	b, err := httpbody.ReadAtMost(resp.Body, s.a.maxBody)
+	if err != nil || !httpbody.IsJSON(resp.Header.Get("Content-Type")) {
 		return nil, fmt.Errorf("auth: mediated sign-in answered HTTP %d (%s)", resp.StatusCode, untrusted.Text(resp.Header.Get("Content-Type"), 300))
 	}
 	return s.readMediated(resp.StatusCode, resp.Header, b, scopes)

@@ -180,7 +180,7 @@ func (s *Session) Renew(ctx context.Context) error {
 
 // Client returns the HTTP client through which every API call, conversation
 // and sign-in of this Session goes: its transport adds the Session Token and
-// a DPoP proof to each request, renews, and retries (see DESIGN.md). It
+// a DPoP proof to each request, renews, and retries (docs/architecture.md, "The one Session transport"). It
 // follows redirects only within the same origin, so the token never goes
 // elsewhere.
 func (s *Session) Client() *http.Client { return s.client }

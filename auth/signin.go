@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/httpbody"
 )
 
 // SignIn is a finished sign-in: the Session is signed in. It is a value
@@ -311,7 +313,7 @@ func (a *Agent) postClientForm(ctx context.Context, c Company, endpoint string, 
 			continue // Poppy 0.1 §4.3: wait at least Retry-After; limits.wait does
 		case resp.StatusCode == http.StatusTooManyRequests:
 			return nil, nil, a.limits.retryAfter(ep)
-		case resp.StatusCode >= 400 && isJSON(resp.Header.Get("Content-Type")):
+		case resp.StatusCode >= 400 && httpbody.IsJSON(resp.Header.Get("Content-Type")):
 			if e := parseErrorBody(resp.StatusCode, resp.Header, body); e != nil {
 				return nil, nil, e
 			}
@@ -344,7 +346,7 @@ func (a *Agent) postClientOnce(ctx context.Context, c Company, endpoint string, 
 	}
 	defer resp.Body.Close()
 	a.observe(resp)
-	body, err := readLimited(resp.Body, a.maxBody)
+	body, err := httpbody.ReadAtMost(resp.Body, a.maxBody)
 	if err != nil {
 		return nil, nil, fmt.Errorf("auth: response of %s: %w", redactURL(req.URL), err)
 	}

@@ -11,12 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/httpbody"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
@@ -195,11 +195,11 @@ func (a *Agent) readTokenResponse(resp *http.Response, tr tokenRequest) (*Token,
 	if resp.StatusCode == http.StatusTooManyRequests {
 		return nil, errRateLimited
 	}
-	body, err := readLimited(resp.Body, a.maxBody)
+	body, err := httpbody.ReadAtMost(resp.Body, a.maxBody)
 	if err != nil {
 		return nil, fmt.Errorf("auth: token response: %w", err)
 	}
-	jsonType := isJSON(resp.Header.Get("Content-Type"))
+	jsonType := httpbody.IsJSON(resp.Header.Get("Content-Type"))
 	if resp.StatusCode == http.StatusOK && jsonType {
 		want := "DPoP"
 		if tr.proof == nil {
@@ -235,24 +235,6 @@ func (a *Agent) observe(resp *http.Response) {
 		ep := endpointOf(resp.Request.URL)
 		a.limits.set(ep, parseRetryAfter(resp.Header.Get("Retry-After"), a.now()))
 	}
-}
-
-// readLimited reads at most max bytes and fails past that.
-func readLimited(r io.Reader, max int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("body larger than %d bytes", max)
-	}
-	return b, nil
-}
-
-// isJSON reports whether a Content-Type is application/json or +json.
-func isJSON(ct string) bool {
-	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 // redactURL drops the query, user info and fragment of u for messages.

@@ -20,6 +20,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/httpbody"
 )
 
 // authorizer is what differs between the DPoP and the Bearer transports.
@@ -147,7 +149,7 @@ func (a *Agent) judge(ctx context.Context, resp *http.Response, az authorizer, t
 	case e.Is(ErrUseDPoPNonce) && !st.nonce:
 		st.nonce = true
 		return tok, true, nil
-	// SPEC-NOTES: invalid_token: "renew the Session Token ... and retry once".
+	// docs/spec-readings.md "Error codes": invalid_token: "renew the Session Token ... and retry once".
 	case e.Is(ErrInvalidToken) && !st.renew:
 		st.renew = true
 		next, err := az.renewAfter(ctx, tok)
@@ -194,7 +196,7 @@ func (a *Agent) responseError(resp *http.Response, scheme string) *Error {
 	if e := challengeError(scheme, resp.StatusCode, resp.Header); e != nil {
 		return e
 	}
-	if resp.StatusCode != http.StatusForbidden || !isJSON(resp.Header.Get("Content-Type")) {
+	if resp.StatusCode != http.StatusForbidden || !httpbody.IsJSON(resp.Header.Get("Content-Type")) {
 		return nil
 	}
 	const limit = 64 << 10

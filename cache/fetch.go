@@ -10,6 +10,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/httpbody"
 )
 
 // maxDiscard bounds how much of a 304's (normally empty) body is read so
@@ -140,7 +142,7 @@ func (t *Transport) storable(resp *http.Response, respCC, reqCC cacheControl, tm
 // rest of the original, or the read error; nothing is buffered past the
 // limit.
 func (t *Transport) readBody(resp *http.Response) (body []byte, whole bool) {
-	body, err := readLimited(resp.Body, resp.ContentLength, t.maxEntryBytes+1)
+	body, err := httpbody.Read(resp.Body, resp.ContentLength, t.maxEntryBytes+1)
 	switch {
 	case err != nil:
 		resp.Body.Close()
@@ -162,32 +164,6 @@ func (t *Transport) readBody(resp *http.Response) (body []byte, whole bool) {
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	resp.ContentLength = int64(len(body))
 	return body, true
-}
-
-// readLimited reads r to its end or until it has read limit bytes.
-// sizeHint, when not negative, is the expected length.
-func readLimited(r io.Reader, sizeHint, limit int64) ([]byte, error) {
-	c := int64(512)
-	if sizeHint >= 0 {
-		// One byte more, so the read that finds the end needs no growth.
-		c = sizeHint + 1
-	}
-	b := make([]byte, 0, min(c, limit))
-	for int64(len(b)) < limit {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		free := b[len(b):int(min(int64(cap(b)), limit))]
-		n, err := r.Read(free)
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-	}
-	return b, nil
 }
 
 // errReader is a reader that fails with err.

@@ -32,6 +32,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/httpbody"
 )
 
 // ProtocolPoppy is the type of the conversation protocol of Poppy 0.1 §7
@@ -225,7 +226,7 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte, wait tim
 		}
 		return nil, err
 	}
-	if !isJSON(a.header.Get("Content-Type")) {
+	if !httpbody.IsJSON(a.header.Get("Content-Type")) {
 		return nil, protocolErr("7.2", "a %d answer of type %q, not JSON", a.status, a.header.Get("Content-Type"))
 	}
 	return a, nil

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/httpbody"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
@@ -39,7 +40,7 @@ type Error struct {
 	Extension string
 }
 
-// Codes of Poppy 0.1 §7.13 (SPEC-NOTES "Conversations"). Use them with
+// Codes of Poppy 0.1 §7.13 (docs/spec-readings.md "Error codes"). Use them with
 // errors.Is.
 var (
 	ErrInvalidRequest         = &Error{Code: "invalid_request"}
@@ -95,7 +96,7 @@ type errorWire struct {
 func parseError(status int, h http.Header, body []byte) *Error {
 	e := &Error{Status: status, Header: h}
 	var w errorWire
-	if isJSON(h.Get("Content-Type")) && json.Unmarshal(body, &w) == nil && untrusted.Code(w.Error) {
+	if httpbody.IsJSON(h.Get("Content-Type")) && json.Unmarshal(body, &w) == nil && untrusted.Code(w.Error) {
 		e.Code, e.Description, e.Extension = w.Error, untrusted.Text(w.Description, 300), untrusted.Text(w.Extension, 300)
 		if validID(w.ConversationID) {
 			e.ConversationID = w.ConversationID

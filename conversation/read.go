@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/httpbody"
 )
 
 // Read reads the events after cursor ("" from the beginning), holding for
@@ -127,7 +129,7 @@ func (c *Client) open(ctx context.Context, u, cursor string, resume bool) (*http
 
 // readJSON reads a JSON page from a response.
 func (c *Client) readJSON(resp *http.Response, cursor string) (*Page, error) {
-	if !isJSON(resp.Header.Get("Content-Type")) {
+	if !httpbody.IsJSON(resp.Header.Get("Content-Type")) {
 		return nil, protocolErr("7.6", "a read answered with %q, neither a stream nor JSON", resp.Header.Get("Content-Type"))
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, c.opts.MaxBody+1))

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Event types (Poppy 0.1 §7.5, SPEC-NOTES "7.5 Event types").
+// Event types (Poppy 0.1 §7.5; docs/spec-readings.md "Conversations").
 const (
 	EventMessage       = "message"
 	EventState         = "state"

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"mime"
-	"strings"
 	"time"
 )
 
@@ -50,7 +49,7 @@ type pageWire struct {
 	Responder      string            `json:"responder"`
 }
 
-// eventWire is one event (§7.5, SPEC-NOTES "7.5 Event types").
+// eventWire is one event (§7.5; docs/spec-readings.md "Conversations").
 type eventWire struct {
 	ID             string               `json:"id"`
 	Type           string               `json:"type"`
@@ -208,13 +207,6 @@ func parseTextDelta(data string) (TextDelta, bool) {
 		return TextDelta{}, false
 	}
 	return TextDelta{MessageID: w.MessageID, Text: w.Text}, true
-}
-
-// isJSON reports whether a Content-Type is JSON: application/json or a
-// +json type.
-func isJSON(ct string) bool {
-	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 // isEventStream reports whether a Content-Type is text/event-stream.

@@ -3,19 +3,15 @@ package conversation
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/golden"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // TestWireGolden records what the agent sends, as the Company receives it:
 // method, path, query, the headers of the conversation protocol, and the
@@ -68,7 +64,7 @@ func TestWireGolden(t *testing.T) {
 		}
 		b.WriteString("\n")
 	}
-	golden(t, "wire.golden", stableIDs(b.String()))
+	golden.Check(t, "testdata/wire.golden", []byte(stableIDs(b.String())))
 }
 
 var idPattern = regexp.MustCompile(`\b(msg|cnv|evt)_[A-Za-z0-9_-]+`)
@@ -86,25 +82,4 @@ func stableIDs(s string) string {
 		names[id] = fmt.Sprintf("%s_%d", kind, count[kind])
 		return names[id]
 	})
-}
-
-// golden compares got with testdata/name; -update rewrites it.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs from the golden file; review, then run go test ./conversation -run TestWireGolden -update\ngot:\n%s", name, got)
-	}
 }

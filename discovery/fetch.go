@@ -16,12 +16,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"mime"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/httpbody"
 	"github.com/poppy-mcp/poppy-mcp/internal/retryafter"
 )
 
@@ -270,7 +269,7 @@ func (c *Client) fetchJSON(ctx context.Context, rawURL, section string, refresh 
 		return nil, nil, err
 	}
 	var fs findings
-	if ct := f.Header.Get("Content-Type"); !isJSON(ct) {
+	if ct := f.Header.Get("Content-Type"); !httpbody.IsJSON(ct) {
 		if !jsonObject(f.Body) {
 			// A storefront that answers every path with its HTML page is the common case.
 			fs.errorf(section, "%s answered with Content-Type %q, not JSON (a soft 404 page?)", f.URL, ct)
@@ -300,11 +299,6 @@ func fetchFindings(fe *FetchError, rawURL, section string) []Finding {
 		fs.errorf(section, "%s: %v", fe.URL, fe.Err)
 	}
 	return fs
-}
-
-func isJSON(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 // jsonObject reports whether body is one JSON object.

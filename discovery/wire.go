@@ -1,17 +1,3 @@
-// Package discovery reads a Company's public documents the way a Personal Agent must
-// before using it: poppy.json (Poppy 0.1 §3, §3.1, §3.3), the issuer's OAuth
-// Authorization Server Metadata (§3.2, RFC 8414), and the protected resource
-// metadata of each MCP API (§6, RFC 9728).
-//
-// It checks every rule the agent depends on and reports each finding with the
-// section it comes from. A Company with a finding that blocks use is
-// unusable: the agent refuses it; an error in what the agent skips (an
-// unsupported extension, one MCP API) is reported but blocks nothing.
-//
-// Its FetchDocument is the one fetcher of every public document, the
-// Company's OpenAPI documents included: HTTPS-only redirects, a size cap, a
-// deadline of its own, and the 429 holds shared with the rest of the agent.
-// The package never signs in and never calls a Company API.
 package discovery
 
 import "encoding/json"

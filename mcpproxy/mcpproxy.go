@@ -54,7 +54,7 @@ type Options struct {
 	Prefix string
 	// ProtocolVersion is the MCP revision asked for in initialize; the
 	// server may answer with an older one it supports. Zero: 2025-11-25,
-	// the newest with a GET stream for list_changed (notes/mcp-go.md: pin).
+	// the newest with a GET stream for list_changed (docs/mcp-go.md: pin the protocol).
 	ProtocolVersion string
 	// IdleTimeout closes the connection (and its GET stream) after this
 	// long without a request; the next request reconnects and the tool list

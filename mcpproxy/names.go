@@ -1,7 +1,7 @@
 package mcpproxy
 
 // This file names relayed tools. MCP clients take names matching
-// ^[a-zA-Z0-9_-]{1,64}$ (TOOLS.md), unique on the server, and the same on
+// ^[a-zA-Z0-9_-]{1,64}$ (docs/tools.md), unique on the server, and the same on
 // every run so a model's memory of them holds. The name is Prefix plus the
 // upstream's name, with each other character replaced by "_"; a name that
 // is too long is cut and ends with a hash of the upstream's name, and every

@@ -3,7 +3,7 @@ package mcpproxy
 // This file announces an Upstream's tools on an mcp-go server and keeps them
 // in step: a tool that appears is added, one that goes is deleted, one that
 // changes is replaced, and mcp-go sends notifications/tools/list_changed to
-// every client for each change (notes/mcp-go.md). Tools are registered on
+// every client for each change (docs/mcp-go.md). Tools are registered on
 // the server itself, not per client session: 2026-07-28 clients have no
 // session to hold them. The results of calls are marked as the upstream's
 // content on their way (see mark).

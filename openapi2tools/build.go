@@ -1,7 +1,7 @@
 package openapi2tools
 
 // This file builds one operation's tool: its arguments (parameters and body
-// fields, named per TOOLS.md "API arguments"), its input schema (always a
+// fields, named per docs/tools.md "API arguments"), its input schema (always a
 // top-level object with no oneOf/anyOf/allOf), and the routing NewRequest
 // uses to put each argument back where it belongs.
 

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/golden"
 )
 
 const externalModules = "../testdata-external/node_modules"
@@ -81,7 +83,7 @@ func TestOASExamples(t *testing.T) {
 			checkCatalog(t, c, "rd_")
 			patterns = append(patterns, toolPatterns(c)...)
 			if pinned[rel] {
-				golden(t, "oas-examples/"+strings.NewReplacer("/json/", "-", ".json", ".golden").Replace(rel), toolsJSON(t, c))
+				golden.Check(t, "testdata/oas-examples/"+strings.NewReplacer("/json/", "-", ".json", ".golden").Replace(rel), toolsJSON(t, c))
 			}
 			// The package's YAML twins differ in places (a description, a
 			// method), so they are held to the rules and the same tool names.
@@ -132,7 +134,7 @@ func TestGitHubSummary(t *testing.T) {
 		"names_sha256":   hex.EncodeToString(names.Sum(nil)),
 		"schemas_sha256": hex.EncodeToString(schemas.Sum(nil)),
 	}, "", "  ")
-	golden(t, "github-summary.golden", append(summary, '\n'))
+	golden.Check(t, "testdata/github-summary.golden", append(summary, '\n'))
 
 	blob, err := c.MarshalBinary()
 	if err != nil {

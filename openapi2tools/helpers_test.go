@@ -4,41 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
-
-// golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s differs (-want +got; go test -update rewrites it):\n%s", path, diff)
-	}
-}
 
 // toolsJSON is what `poppy-mcp openapi --json` prints: {"tools": [...]},
 // plus the skipped operations, indented for review.

@@ -10,12 +10,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/golden"
 )
 
 func TestPetstoreGolden(t *testing.T) {
 	c := loadFile(t, "testdata/petstore.json", &Options{Prefix: "ex_"})
 	checkCatalog(t, c, "ex_")
-	golden(t, "petstore.golden", toolsJSON(t, c))
+	golden.Check(t, "testdata/petstore.golden", toolsJSON(t, c))
 	if c.Title != "Swagger Petstore" || len(c.Skipped) != 0 {
 		t.Errorf("title %q, skipped %v", c.Title, c.Skipped)
 	}

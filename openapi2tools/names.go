@@ -1,7 +1,7 @@
 package openapi2tools
 
 // This file makes names: tool names that match MCP's ^[a-zA-Z0-9_-]{1,64}$
-// (TOOLS.md) after the Company's prefix, and argument names that match
+// (docs/tools.md) after the Company's prefix, and argument names that match
 // ^[a-zA-Z0-9_.-]{1,64}$ (what model APIs accept as property keys). Names are
 // deterministic: a long name is shortened with a hash of the full original,
 // and duplicates get a hash of their method and path, never a counter that
@@ -121,7 +121,7 @@ func dedupe(name, key, prefix string) string {
 	return name + suffix
 }
 
-// argNamer names one operation's arguments (TOOLS.md "API arguments").
+// argNamer names one operation's arguments (docs/tools.md "API arguments").
 type argNamer struct{}
 
 // name gives every argument its model-facing name: the wire name sanitised;

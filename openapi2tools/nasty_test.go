@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/golden"
 )
 
 // The nasty specs: every document must load, every tool must meet the rules,
@@ -16,7 +18,7 @@ func TestNastySpecsGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := loadFile(t, "testdata/nasty/"+name+".json", &Options{Prefix: "n_"})
 			checkCatalog(t, c, "n_")
-			golden(t, "nasty/"+name+".golden", toolsJSON(t, c))
+			golden.Check(t, "testdata/nasty/"+name+".golden", toolsJSON(t, c))
 		})
 	}
 }

@@ -13,7 +13,7 @@
 // translates in a fraction of a second. What cannot be translated is listed in
 // Catalog.Skipped with the reason, never silently lost.
 //
-// Tool names and argument names follow /work/shared/TOOLS.md ("API arguments"):
+// Tool names and argument names follow docs/tools.md ("API arguments"):
 // names match ^[a-zA-Z0-9_-]{1,64}$ after Options.Prefix, are unique, and are
 // stable across runs; where a path, query, header, cookie parameter or body
 // field share a name, every colliding argument is prefixed with its location

@@ -137,7 +137,7 @@ func (t *Tool) url(args map[string]any) (*url.URL, error) {
 // allowed refuses a URL that is not HTTPS or whose host no server of the
 // document names: the Session's token goes only where the Company said.
 func (c *Catalog) allowed(u *url.URL) error {
-	// DESIGN.md: "Every Poppy URL is HTTPS; there is no insecure mode."
+	// README.md: "Every Poppy URL is HTTPS; there is no insecure mode."
 	if u.Scheme != "https" {
 		return newError("foreign_host", "refusing %s URL for host %s: only HTTPS is used", u.Scheme, u.Host)
 	}

@@ -30,7 +30,7 @@ type convError struct {
 	violation      string // "section: what the agent did wrong"; "" when the agent did nothing wrong
 }
 
-// convErrorStatus gives each code its HTTP status (SPEC-NOTES, 7.13).
+// convErrorStatus gives each code its HTTP status (docs/spec-readings.md "Error codes", Poppy 0.1 §7.13).
 var convErrorStatus = map[string]int{
 	"invalid_request":          http.StatusBadRequest,
 	"conversation_not_found":   http.StatusNotFound,

@@ -272,7 +272,7 @@ func (s *Server) setState(cv *convRecord, status, responder string) {
 	s.addEvent(cv, Event{Type: "state", Status: status, Responder: responder})
 }
 
-// wireEvent is an event as the agent reads it (Poppy 0.1 §7.5, SPEC-NOTES 7.5).
+// wireEvent is an event as the agent reads it (Poppy 0.1 §7.5; docs/spec-readings.md "Conversations").
 type wireEvent struct {
 	ID             string       `json:"id"`
 	Type           string       `json:"type"`

@@ -21,7 +21,7 @@ type oauthError struct {
 	status int
 }
 
-// errorStatus gives each code its HTTP status (SPEC-NOTES "Error codes").
+// errorStatus gives each code its HTTP status (docs/spec-readings.md "Error codes").
 // Codes not listed are 400.
 var errorStatus = map[string]int{
 	"invalid_client":     http.StatusUnauthorized,

@@ -82,7 +82,7 @@ func (s *Server) buildMCPServer(tools []server.ServerTool) (*server.StreamableHT
 	h := server.NewStreamableHTTPServer(m,
 		server.WithEndpointPath(mcpPath),
 		server.WithStateful(true),                             // sessions a restart forgets, as a real server's
-		server.WithEventStore(server.NewInMemoryEventStore()), // notes/mcp-go.md: no lost progress
+		server.WithEventStore(server.NewInMemoryEventStore()), // docs/mcp-go.md: no lost progress
 		server.WithDisableLocalhostProtection(true),           // every host of the Server is on loopback
 		server.WithStreamableHTTPLogger(slog.New(slog.DiscardHandler)),
 		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {

@@ -5,7 +5,7 @@ package poppytest
 // and the Company signs the Session in, or asks for a one-time code first.
 // Answers carry status complete, code_required or failed; wrong credentials
 // are 400 with error invalid_credentials, and too many attempts 429
-// (SPEC-NOTES, our reading). No answer ever carries a credential.
+// (docs/spec-readings.md, "Sessions and sign-in"). No answer ever carries a credential.
 
 import (
 	"crypto/rand"
@@ -186,7 +186,7 @@ func (s *Server) handleMediated(w http.ResponseWriter, r *http.Request) {
 	a, ok := s.loginMediated(req.Credentials)
 	if !ok {
 		s.credentialFailed(key)
-		// SPEC-NOTES (our reading): "wrong credentials give failed with HTTP 400 and error: invalid_credentials"
+		// docs/spec-readings.md (our reading): wrong credentials are status failed with error invalid_credentials, HTTP 400 here
 		s.writeMediated(w, http.StatusBadRequest, failed(newError("invalid_credentials", "wrong credentials")))
 		return
 	}

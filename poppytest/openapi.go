@@ -24,7 +24,7 @@ const (
 
 // openAPIDocument is the store API's document; {{api}} is its server.
 // POST /orders/{order_id}/exchanges takes an order_id in its body beside
-// the path's, so an agent must route the two apart (TOOLS.md "API arguments").
+// the path's, so an agent must route the two apart (docs/tools.md "API arguments").
 const openAPIDocument = `{
   "openapi": "3.1.0",
   "info": {

@@ -62,7 +62,7 @@ func (s *Server) Authenticate(w http.ResponseWriter, r *http.Request, resource s
 	c, e := s.authenticate(r, resource, bearerOK)
 	if e != nil {
 		if e.code == "invalid_dpop_proof" || e.code == "use_dpop_nonce" {
-			e.status = http.StatusUnauthorized // SPEC-NOTES: 401 at resources
+			e.status = http.StatusUnauthorized // docs/spec-readings.md "Error codes": 401 at resources
 		}
 		s.writeResourceError(w, bearerOK, e, "")
 		return nil, false

@@ -5,18 +5,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/golden"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
@@ -278,17 +277,6 @@ func TestJSONWithoutStreamAccept(t *testing.T) {
 	wantNoViolation(t, s, rt)
 }
 
-func init() {
-	if flag.Lookup("update") == nil { // another file of the package may define it
-		flag.Bool("update", false, "rewrite the golden files")
-	}
-}
-
-func updateGolden() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
 // companyIDs matches the IDs the Company chooses, which are random.
 var companyIDs = regexp.MustCompile(`\b(cnv|evt|msg|ret|exc)_[A-Za-z0-9_-]{6,}`)
 
@@ -342,18 +330,6 @@ func TestConversationGolden(t *testing.T) {
 		fmt.Fprintf(&sse, "data: %s\n\n", f.data)
 	}
 	got := normalizeIDs([]byte("# GET events (JSON)\n" + string(body) + "\n\n# GET events (text/event-stream)\n" + sse.String()))
-	path := filepath.Join("testdata", "conversation.golden")
-	if updateGolden() {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("the wire changed; run with -update if that is intended. Got:\n%s", got)
-	}
+	golden.Check(t, "testdata/conversation.golden", got)
 	wantNoViolation(t, s, rt)
 }

@@ -3,7 +3,7 @@ package tools
 // This file loads the catalogs of a Company's OpenAPI APIs (Poppy 0.1 §6:
 // an openapi entry's url is an OpenAPI document; calls go to its servers).
 // Documents are public: they are fetched like discovery's, through
-// Deps.Discovery and so the HTTP cache (§3: "SHOULD cache ... according to its HTTP caching headers"), and
+// the Server's discovery.Client and so the HTTP cache (§3: "SHOULD cache ... according to its HTTP caching headers"), and
 // the translated catalog is kept in memory and in the store under the
 // document's URL, versioned by its ETag (else its SHA-256), so a second
 // start with an unchanged document asks with If-None-Match and reuses the
@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"mime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/discovery"
@@ -36,19 +35,6 @@ const (
 	// format: bump it when the options of loadCatalog change.
 	catalogFormat = "v1"
 )
-
-// apiState is the OpenAPI side of a Server: translated catalogs and the
-// per-operation tools announced. It is safe for concurrent use.
-type apiState struct {
-	// mu guards catalogs and exposed.
-	mu       sync.Mutex
-	catalogs map[string]*loadedCatalog    // by catalogKey
-	exposed  map[string]map[string]string // Company prefix -> tool name -> its JSON
-}
-
-func newAPIState() *apiState {
-	return &apiState{catalogs: map[string]*loadedCatalog{}, exposed: map[string]map[string]string{}}
-}
 
 // loadedCatalog is a translated document and the version it came from.
 type loadedCatalog struct {
@@ -73,15 +59,15 @@ func companyPrefix(co *discovery.Company) string { return apiPrefix(co, 1) }
 func apiPrefix(co *discovery.Company, n int) string { return toolPrefix(orgDomain(co), kindAPI, n) }
 
 // APIToolPrefix is the prefix of the tools of the first OpenAPI API of a
-// Company at domain (example.com: "example_com_api_"), as TOOLS.md wants:
+// Company at domain (example.com: "example_com_api_"), as docs/tools.md says:
 // short, unique per Company, the same on every run, and apart from the
 // relayed MCP tools ("example_com_mcp_", relay.go), with the same label
 // (names.go).
 func APIToolPrefix(domain string) string { return toolPrefix(domain, kindAPI, 1) }
 
-// apis returns the Company's openapi entries with their catalogs. An entry
+// load returns the Company's openapi entries with their catalogs. An entry
 // whose document cannot be used carries the error.
-func (s *Server) apis(ctx context.Context, co *discovery.Company) []*companyAPI {
+func (ap *apis) load(ctx context.Context, co *discovery.Company) []*companyAPI {
 	if co == nil || co.Document == nil {
 		return nil
 	}
@@ -93,9 +79,9 @@ func (s *Server) apis(ctx context.Context, co *discovery.Company) []*companyAPI 
 			continue // Poppy 0.1 §6: "Personal Agents SHOULD skip API types they don't recognize"
 		}
 		a := &companyAPI{entry: e, prefix: apiPrefix(co, len(out)+1)} // names of several APIs never collide
-		a.cat, a.err = s.catalog(ctx, e, a.prefix)
+		a.cat, a.err = ap.catalog(ctx, e, a.prefix)
 		if a.err != nil {
-			s.log.Info("OpenAPI document unusable", "url", e.URL, "err", a.err)
+			ap.log.Info("OpenAPI document unusable", "url", e.URL, "err", a.err)
 		}
 		out = append(out, a)
 	}
@@ -111,13 +97,13 @@ func catalogKey(u, prefix, resource string) string {
 // catalog returns the translated document of an openapi entry: the one in
 // memory or in the store when the document has not changed, else a new
 // translation, which is then stored.
-func (s *Server) catalog(ctx context.Context, e discovery.API, prefix string) (*openapi2tools.Catalog, error) {
+func (ap *apis) catalog(ctx context.Context, e discovery.API, prefix string) (*openapi2tools.Catalog, error) {
 	key := catalogKey(e.URL, prefix, e.Resource)
-	s.apiState.mu.Lock()
-	mem := s.apiState.catalogs[key]
-	s.apiState.mu.Unlock()
-	stored := s.storedCatalog(ctx, e.URL, key, mem)
-	version, data, err := s.fetchDocument(ctx, e.URL, mem, stored)
+	ap.mu.Lock()
+	mem := ap.catalogs[key]
+	ap.mu.Unlock()
+	stored := ap.storedCatalog(ctx, e.URL, key, mem)
+	version, data, err := ap.fetchDocument(ctx, e.URL, mem, stored)
 	if err != nil {
 		return nil, err
 	}
@@ -131,16 +117,16 @@ func (s *Server) catalog(ctx context.Context, e discovery.API, prefix string) (*
 		if data == nil { // 304 without a stored catalog: cannot happen, but never trust it
 			return nil, errors.New("the Company answered 304 to a request that was not conditional")
 		}
-		cat, err := loadCatalog(ctx, data, e.URL, prefix, e.Resource, s.log.Info)
+		cat, err := loadCatalog(ctx, data, e.URL, prefix, e.Resource, ap.log.Info)
 		if err != nil {
 			return nil, err
 		}
 		lc = &loadedCatalog{version: version, cat: cat}
-		s.storeCatalog(ctx, e.URL, key, lc)
+		ap.storeCatalog(ctx, e.URL, key, lc)
 	}
-	s.apiState.mu.Lock()
-	s.apiState.catalogs[key] = lc
-	s.apiState.mu.Unlock()
+	ap.mu.Lock()
+	ap.catalogs[key] = lc
+	ap.mu.Unlock()
 	return lc.cat, nil
 }
 
@@ -157,14 +143,14 @@ func loadCatalog(ctx context.Context, data []byte, docURL, prefix, resource stri
 
 // storedCatalog returns the catalog the store holds for the translation
 // key, or nil. It is not read when memory already has a catalog.
-func (s *Server) storedCatalog(ctx context.Context, u, key string, mem *loadedCatalog) *loadedCatalog {
-	if mem != nil || s.deps.Store == nil {
+func (ap *apis) storedCatalog(ctx context.Context, u, key string, mem *loadedCatalog) *loadedCatalog {
+	if mem != nil || ap.store == nil {
 		return nil
 	}
-	v, data, err := s.deps.Store.Blob(ctx, u)
+	v, data, err := ap.store.Blob(ctx, u)
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
-			s.log.Info("could not read a stored catalog", "url", u, "err", err)
+			ap.log.Info("could not read a stored catalog", "url", u, "err", err)
 		}
 		return nil
 	}
@@ -174,23 +160,23 @@ func (s *Server) storedCatalog(ctx context.Context, u, key string, mem *loadedCa
 	}
 	cat, err := openapi2tools.UnmarshalCatalog(data)
 	if err != nil {
-		s.log.Info("stored catalog unreadable; translating again", "url", u, "err", err)
+		ap.log.Info("stored catalog unreadable; translating again", "url", u, "err", err)
 		return nil
 	}
 	return &loadedCatalog{version: version, cat: cat}
 }
 
 // storeCatalog keeps lc in the store for the next start.
-func (s *Server) storeCatalog(ctx context.Context, u, key string, lc *loadedCatalog) {
-	if s.deps.Store == nil {
+func (ap *apis) storeCatalog(ctx context.Context, u, key string, lc *loadedCatalog) {
+	if ap.store == nil {
 		return
 	}
 	data, err := lc.cat.MarshalBinary()
 	if err == nil {
-		err = s.deps.Store.PutBlob(ctx, u, key+"\n"+lc.version, data)
+		err = ap.store.PutBlob(ctx, u, key+"\n"+lc.version, data)
 	}
 	if err != nil {
-		s.log.Info("could not store a catalog", "url", u, "err", err)
+		ap.log.Info("could not store a catalog", "url", u, "err", err)
 	}
 }
 
@@ -200,7 +186,7 @@ func (s *Server) storeCatalog(ctx context.Context, u, key string, lc *loadedCata
 // stored catalog (a new start), it asks with If-None-Match, and a 304
 // returns the stored version and no body. A document whose ETag matches the
 // one in memory is not read.
-func (s *Server) fetchDocument(ctx context.Context, u string, mem, stored *loadedCatalog) (string, []byte, error) {
+func (ap *apis) fetchDocument(ctx context.Context, u string, mem, stored *loadedCatalog) (string, []byte, error) {
 	r := discovery.DocumentRequest{URL: u, Accept: "application/json, application/yaml;q=0.9, */*;q=0.1", MaxBytes: maxAPIDocument}
 	switch {
 	case mem != nil && isETag(mem.version):
@@ -209,7 +195,7 @@ func (s *Server) fetchDocument(ctx context.Context, u string, mem, stored *loade
 		// RFC 9110 §13.1.2: the Company answers 304 while the document is unchanged.
 		r.IfNoneMatch = stored.version
 	}
-	f, err := s.deps.Discovery.FetchDocument(ctx, r)
+	f, err := ap.companies.disc.FetchDocument(ctx, r)
 	if err != nil {
 		return "", nil, fmt.Errorf("the OpenAPI document could not be fetched: %w", err)
 	}

@@ -1,8 +1,8 @@
 package tools
 
-// This file announces a tool per API operation (TOOLS.md): once a Session
+// This file announces a tool per API operation (docs/tools.md): once a Session
 // with a Company exists, when all its OpenAPI APIs together have at most
-// Deps.MaxAPITools operations, each becomes a tool named under the
+// Options.MaxAPITools operations, each becomes a tool named under the
 // Company's prefix. mcp-go's AddTools and DeleteTools send
 // notifications/tools/list_changed. The tools are the server's own, not a
 // session's, so stateless (2026-07-28) clients see them too.
@@ -22,7 +22,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/openapi2tools"
 )
 
-// defaultMaxAPITools is Deps.MaxAPITools when zero.
+// defaultMaxAPITools is Options.MaxAPITools when zero.
 const defaultMaxAPITools = 30
 
 // LoadAPITools translates an OpenAPI document into the MCP tools poppy-mcp
@@ -62,56 +62,56 @@ func operationTool(t *openapi2tools.Tool, domain string) mcp.Tool {
 	return m
 }
 
-// exposeAPITools is the session hook: it loads the catalogs of one of the
-// Company's domains and announces its operations as tools when they are few
-// enough.
-func exposeAPITools(ctx context.Context, s *Server, _ *runtime, co *discovery.Company) {
+// announce runs once a Session exists, for one of the Company's domains
+// (Server.sessionReady): it loads the domain's catalogs and announces its
+// operations as tools when they are few enough.
+func (ap *apis) announce(ctx context.Context, co *discovery.Company) {
 	prefix := companyPrefix(co)
-	apis := s.apis(ctx, co)
-	if err := s.claimAPIPrefixes(co, apis); err != nil {
-		s.log.Warn("API operations not announced as tools", "domain", co.Domain, "err", err)
+	entries := ap.load(ctx, co)
+	if err := ap.claimPrefixes(co, entries); err != nil {
+		ap.log.Warn("API operations not announced as tools", "domain", co.Domain, "err", err)
 		return
 	}
-	s.apiState.mu.Lock()
-	if s.apiState.exposed[prefix] == nil {
-		s.apiState.exposed[prefix] = map[string]string{} // from now on, refreshAPITools keeps them current
+	ap.mu.Lock()
+	if ap.exposed[prefix] == nil {
+		ap.exposed[prefix] = map[string]string{} // from now on, refresh keeps them current
 	}
-	s.apiState.mu.Unlock()
-	s.refreshAPITools(co, apis)
+	ap.mu.Unlock()
+	ap.refresh(co, entries)
 }
 
-// claimAPIPrefixes claims the tool-name prefixes of the Company's APIs
+// claimPrefixes claims the tool-name prefixes of the Company's APIs
 // for its issuer.
-func (s *Server) claimAPIPrefixes(co *discovery.Company, apis []*companyAPI) error {
+func (ap *apis) claimPrefixes(co *discovery.Company, entries []*companyAPI) error {
 	if co.Document == nil || co.Document.Auth == nil {
 		return errors.New("tools: the Company has no auth.issuer to own its tools")
 	}
 	prefixes := []string{companyPrefix(co)}
-	for _, a := range apis {
+	for _, a := range entries {
 		prefixes = append(prefixes, a.prefix)
 	}
-	return s.claimPrefixes(co.Document.Auth.Issuer, prefixes...)
+	return ap.names.claim(co.Document.Auth.Issuer, prefixes...)
 }
 
-// refreshAPITools makes the announced tools of a Company match its
+// refresh makes the announced tools of a Company match its
 // catalogs, once its Session exists: tools appear, change or go, each
 // change announced once. Nothing is sent when nothing changed. The tools
 // under a prefix another Company owns are left alone.
-func (s *Server) refreshAPITools(co *discovery.Company, apis []*companyAPI) {
+func (ap *apis) refresh(co *discovery.Company, entries []*companyAPI) {
 	prefix := companyPrefix(co)
-	s.apiState.mu.Lock()
-	_, started := s.apiState.exposed[prefix]
-	s.apiState.mu.Unlock()
-	if !started || s.claimAPIPrefixes(co, apis) != nil {
+	ap.mu.Lock()
+	_, started := ap.exposed[prefix]
+	ap.mu.Unlock()
+	if !started || ap.claimPrefixes(co, entries) != nil {
 		return
 	}
-	want, known := s.wantedTools(co, apis)
+	want, known := ap.wantedTools(co, entries)
 	if !known {
 		return
 	}
-	s.apiState.mu.Lock()
-	defer s.apiState.mu.Unlock()
-	have, started := s.apiState.exposed[prefix]
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
+	have, started := ap.exposed[prefix]
 	if !started {
 		return
 	}
@@ -129,18 +129,18 @@ func (s *Server) refreshAPITools(co *discovery.Company, apis []*companyAPI) {
 	}
 	// Holding mu keeps two refreshes from interleaving their announcements.
 	if len(gone) > 0 {
-		s.mcp.DeleteTools(gone...)
+		ap.mcp.DeleteTools(gone...)
 	}
 	if len(add) > 0 {
-		s.mcp.AddTools(add...)
+		ap.mcp.AddTools(add...)
 	}
 	next := map[string]string{}
 	for name, w := range want {
 		next[name] = w.def
 	}
-	s.apiState.exposed[prefix] = next
+	ap.exposed[prefix] = next
 	if len(gone)+len(add) > 0 {
-		s.log.Info("API operation tools announced", "company", co.Domain, "tools", len(next), "added", len(add), "removed", len(gone))
+		ap.log.Info("API operation tools announced", "company", co.Domain, "tools", len(next), "added", len(add), "removed", len(gone))
 	}
 }
 
@@ -154,13 +154,13 @@ type wantedTool struct {
 // wantedTools are the tools a Company's operations should be now: none when
 // there are more than the limit. It reports false when a document could not
 // be read: what is announced then stays, rather than flap on a passing failure.
-func (s *Server) wantedTools(co *discovery.Company, apis []*companyAPI) (map[string]wantedTool, bool) {
-	limit := s.deps.MaxAPITools
+func (ap *apis) wantedTools(co *discovery.Company, entries []*companyAPI) (map[string]wantedTool, bool) {
+	limit := ap.maxTools
 	if limit == 0 {
 		limit = defaultMaxAPITools
 	}
 	total := 0
-	for _, a := range apis {
+	for _, a := range entries {
 		if a.cat == nil {
 			return nil, false
 		}
@@ -170,30 +170,30 @@ func (s *Server) wantedTools(co *discovery.Company, apis []*companyAPI) (map[str
 		return nil, true
 	}
 	want := map[string]wantedTool{}
-	for _, a := range apis {
+	for _, a := range entries {
 		for i := range a.cat.Tools {
 			t := &a.cat.Tools[i]
 			m := operationTool(t, co.Domain)
 			def, _ := json.Marshal(m)
-			want[t.Name] = wantedTool{server.ServerTool{Tool: m, Handler: s.operationHandler(co.Domain, t.Name)}, string(def)}
+			want[t.Name] = wantedTool{server.ServerTool{Tool: m, Handler: ap.operationHandler(co.Domain, t.Name)}, string(def)}
 		}
 	}
 	return want, true
 }
 
 // operationHandler calls one operation with the tool's arguments.
-func (s *Server) operationHandler(domain, name string) server.ToolHandlerFunc {
+func (ap *apis) operationHandler(domain, name string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return s.callOperation(ctx, domain, name, req.GetArguments()), nil
+		return ap.callOperation(ctx, domain, name, req.GetArguments()), nil
 	}
 }
 
 // exposedTools returns the names of the tools announced under prefix.
-func (s *Server) exposedTools(prefix string) map[string]bool {
-	s.apiState.mu.Lock()
-	defer s.apiState.mu.Unlock()
+func (ap *apis) exposedTools(prefix string) map[string]bool {
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
 	out := map[string]bool{}
-	for name := range s.apiState.exposed[prefix] {
+	for name := range ap.exposed[prefix] {
 		out[name] = true
 	}
 	return out

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"os"
 	"regexp"
@@ -79,8 +78,9 @@ func benchCompany(b *testing.B) (*discovery.Company, func() *Server) {
 		b.Fatal(err)
 	}
 	return company, func() *Server {
-		return &Server{log: slog.New(slog.DiscardHandler), apiState: newAPIState(), deps: Deps{
-			Store: st, Discovery: discovery.New(&http.Client{Transport: cache.New(co.Transport(), nil)}, nil)}}
+		s := New(discovery.New(&http.Client{Transport: cache.New(co.Transport(), nil)}, nil), &Options{Store: st})
+		b.Cleanup(s.Close)
+		return s
 	}
 }
 
@@ -91,7 +91,7 @@ func BenchmarkAPICatalog(b *testing.B) {
 	ctx := context.Background()
 	co, start := benchCompany(b)
 	load := func(b *testing.B, s *Server) {
-		apis := s.apis(ctx, co)
+		apis := s.apis.load(ctx, co)
 		if len(apis) != 1 || apis[0].cat == nil || len(apis[0].cat.Tools) == 0 {
 			b.Fatalf("no catalog: %v", apis[0].err)
 		}
@@ -99,7 +99,7 @@ func BenchmarkAPICatalog(b *testing.B) {
 	b.Run("first-start", func(b *testing.B) {
 		for b.Loop() {
 			s := start()
-			if err := s.deps.Store.DeleteBlob(ctx, co.Document.APIs[0].URL); err != nil {
+			if err := s.apis.store.DeleteBlob(ctx, co.Document.APIs[0].URL); err != nil {
 				b.Fatal(err)
 			}
 			load(b, s)

@@ -27,7 +27,7 @@ const (
 )
 
 // newAPIHarness is newHarness whose tools read OpenAPI documents through
-// the cache Discovery uses, with maxTools as Deps.MaxAPITools.
+// the cache Discovery uses, with maxTools as Options.MaxAPITools.
 func newAPIHarness(t *testing.T, opts *poppytest.Options, maxTools int) *harness {
 	t.Helper()
 	h := newHarness(t, opts)
@@ -40,9 +40,8 @@ func newAPIHarness(t *testing.T, opts *poppytest.Options, maxTools int) *harness
 func (h *harness) restart(t *testing.T, maxTools int) {
 	t.Helper()
 	cached := &http.Client{Transport: cache.New(h.base, nil)}
-	h.tools = tools.New(tools.Deps{
-		Discovery: discovery.New(cached, &discovery.Options{Holds: h.holds}), MaxAPITools: maxTools,
-		Agent: h.agent, Store: h.store, Pages: h.pages,
+	h.tools = tools.New(discovery.New(cached, &discovery.Options{Holds: h.holds}), &tools.Options{
+		MaxAPITools: maxTools, Agent: h.agent, Store: h.store, Pages: h.pages,
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	t.Cleanup(h.tools.Close)
@@ -151,7 +150,7 @@ func anyStrings(v any) []string {
 }
 
 // TestAPIClashRouted: createExchange's path and body order_id arrive where
-// their prefixed arguments say (TOOLS.md "API arguments"), as the Company
+// their prefixed arguments say (docs/tools.md "API arguments"), as the Company
 // recorded them.
 func TestAPIClashRouted(t *testing.T) {
 	h := newAPIHarness(t, nil, 0)
@@ -256,7 +255,7 @@ func wantSameTools(t *testing.T, h *harness, listed []*sdk.Tool) {
 	}
 }
 
-// TestAPIToolsLimit: above Deps.MaxAPITools operations, or with it
+// TestAPIToolsLimit: above Options.MaxAPITools operations, or with it
 // negative, no operation becomes a tool; the generic tools still reach them.
 func TestAPIToolsLimit(t *testing.T) {
 	for _, limit := range []int{6, -1} {

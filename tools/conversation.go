@@ -1,8 +1,10 @@
-// This file defines the conversation tools (Poppy 0.1 §7, TOOLS.md):
+// This file is the conversations capability (Poppy 0.1 §7): the tools
 // send_message, read_events, request_human, start_direct_conversation,
-// close_conversation and list_conversations, and reads their arguments. The
+// close_conversation and list_conversations, the Trackers that keep each
+// Company's conversations, and how a tool call finds its conversation. The
 // model passes a conversation ID; the store maps it back to its Company.
-// Handlers are in conversation_run.go, results in conversation_result.go.
+// Handlers are in conversation_run.go, results in conversation_result.go,
+// progress notifications in conversation_progress.go.
 
 package tools
 
@@ -11,10 +13,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/conversation"
@@ -22,11 +26,22 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
-func init() {
-	toolsets = append(toolsets, func(s *Server) []tool {
-		return []tool{s.sendMessageTool(), s.readEventsTool(), s.requestHumanTool(),
-			s.startDirectTool(), s.closeConversationTool(), s.listConversationsTool()}
-	})
+// conversations is the conversations capability. It holds one conversation
+// Tracker per Company and User for the Server's life, so that calls on one
+// conversation share its locks whichever Session they use. It is safe for
+// concurrent use.
+type conversations struct {
+	sessions  *sessions
+	signIn    *signIn           // what to do when the Company asks for a sign-in
+	companies *companies        // the sign-in types a Company offers
+	store     *store.Store      // the conversations held; nil: none (no identity)
+	mcp       *server.MCPServer // progress notifications while a call waits
+	log       *slog.Logger
+	now       func() time.Time
+
+	// mu guards trackers.
+	mu       sync.Mutex
+	trackers map[conversation.Owner]*conversation.Tracker
 }
 
 // Waits of the conversation tools.
@@ -36,190 +51,186 @@ const (
 	convDefaultReadWait = 10 * time.Second
 )
 
-// Schema fragments shared by the conversation tools.
-const (
-	convIDSchema     = `"conversation_id":{"type":"string","description":"The conversation's ID, as a conversation tool returned it"}`
-	convDomainSchema = `"domain":{"type":"string","description":"The Company's domain; needed only for a conversation poppy-mcp does not hold"}`
-	convWaitSchema   = `"wait_seconds":{"type":"integer","minimum":0,"maximum":60,"description":"How long to wait for the Company (default %d)"}`
-)
+// sendMessageArgs are send_message's arguments.
+type sendMessageArgs struct {
+	companyArgs
+	ConversationID string          `json:"conversation_id,omitempty" jsonschema:"Continue this conversation; omit to start a new one"`
+	Text           string          `json:"text,omitempty" jsonschema:"The message in plain sentences, no JSON or markup"`
+	Data           json.RawMessage `json:"data,omitempty" jsonschema:"Structured details that would need markup in text (order numbers, travelers)"`
+	Context        *messageContext `json:"context,omitempty" schema:"open" jsonschema:"Facts about the user's situation; fields left out keep their earlier values"`
+	FromUser       bool            `json:"from_user,omitempty" jsonschema:"true only when text is the user's own words, unchanged; a summary is not"`
+	WaitSeconds    *integer        `json:"wait_seconds,omitempty" schema:"minimum=0,maximum=60" jsonschema:"How long to wait for the Company (default 20)"`
+}
 
-func (s *Server) sendMessageTool() tool {
-	return tool{newTool("send_message",
+// conversationArgs name a conversation: by its ID, with the Company's
+// domain for one poppy-mcp does not hold. They are the arguments of
+// request_human and close_conversation, and the first of read_events'.
+type conversationArgs struct {
+	ConversationID string `json:"conversation_id" jsonschema:"The conversation's ID, as a conversation tool returned it"`
+	Domain         string `json:"domain,omitempty" jsonschema:"The Company's domain; needed only for a conversation poppy-mcp does not hold"`
+}
+
+// readEventsArgs are read_events' arguments.
+type readEventsArgs struct {
+	conversationArgs
+	WaitSeconds *integer `json:"wait_seconds,omitempty" schema:"minimum=0,maximum=60" jsonschema:"How long to wait for the Company (default 10)"`
+}
+
+// startDirectArgs are start_direct_conversation's arguments.
+type startDirectArgs struct {
+	ConversationID string   `json:"conversation_id" jsonschema:"The agent conversation it follows from (the parent)"`
+	Text           string   `json:"text" jsonschema:"The user's own first message, as they wrote it"`
+	WaitSeconds    *integer `json:"wait_seconds,omitempty" schema:"minimum=0,maximum=60" jsonschema:"How long to wait for the Company (default 20)"`
+	Domain         string   `json:"domain,omitempty" jsonschema:"The Company's domain; needed only for a conversation poppy-mcp does not hold"`
+}
+
+// listConversationsArgs are list_conversations' arguments.
+type listConversationsArgs struct {
+	Domain        string `json:"domain,omitempty" jsonschema:"Only this Company's conversations"`
+	IncludeClosed bool   `json:"include_closed,omitempty" jsonschema:"Also list closed conversations"`
+}
+
+func (c *conversations) sendMessageTool() tool {
+	return newTool("send_message",
 		"Send a message to a Company's agent: starts a conversation, or continues one with conversation_id. "+
 			"Give text, data or context (at least one). Waits for the reply and returns the new events. "+
 			"Then reply with send_message, or read_events to wait longer.",
-		`{"type":"object","properties":{`+
-			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"},`+
-			`"conversation_id":{"type":"string","description":"Continue this conversation; omit to start a new one"},`+
-			`"text":{"type":"string","description":"The message in plain sentences, no JSON or markup"},`+
-			`"data":{"type":"object","description":"Structured details that would need markup in text (order numbers, travelers)"},`+
-			`"context":{"type":"object","description":"Facts about the user's situation; fields left out keep their earlier values","properties":{`+
-			`"locale":{"type":"string","description":"Language tag, e.g. en-US"},`+
-			`"time_zone":{"type":"string","description":"IANA time zone, e.g. America/Los_Angeles"},`+
-			`"user_available":{"type":"boolean","description":"Whether the user can answer questions now"}}},`+
-			`"from_user":{"type":"boolean","description":"true only when text is the user's own words, unchanged; a summary is not"},`+
-			fmt.Sprintf(convWaitSchema, int(convDefaultSendWait/time.Second))+`},`+
-			`"required":["domain"],"additionalProperties":false}`,
 		annotations{title: "Send a message to a Company", openWorld: true},
-	), s.sendMessage}
+		c.sendMessage)
 }
 
-func (s *Server) readEventsTool() tool {
-	return tool{newTool("read_events",
+func (c *conversations) readEventsTool() tool {
+	return newTool("read_events",
 		"Read what is new in a conversation: Company messages, state changes, sign-in requests and requests for the user. "+
 			"Waits up to wait_seconds for news. Each event is returned once.",
-		`{"type":"object","properties":{`+convIDSchema+`,`+
-			fmt.Sprintf(convWaitSchema, int(convDefaultReadWait/time.Second))+`,`+convDomainSchema+`},`+
-			`"required":["conversation_id"],"additionalProperties":false}`,
 		annotations{title: "Read a conversation's new events", readOnly: true, openWorld: true},
-	), s.readEvents}
+		c.readEvents)
 }
 
-func (s *Server) requestHumanTool() tool {
-	return tool{newTool("request_human",
+func (c *conversations) requestHumanTool() tool {
+	return newTool("request_human",
 		"Ask for a person at the Company to take over a conversation. The status becomes queued while the Company finds someone; "+
 			"call read_events to see when a person joins or why no one could.",
-		`{"type":"object","properties":{`+convIDSchema+`,`+convDomainSchema+`},`+
-			`"required":["conversation_id"],"additionalProperties":false}`,
 		annotations{title: "Ask for a person at the Company", idempotent: true, openWorld: true},
-	), s.requestHuman}
+		c.requestHuman)
 }
 
-func (s *Server) startDirectTool() tool {
-	return tool{newTool("start_direct_conversation",
+func (c *conversations) startDirectTool() tool {
+	return newTool("start_direct_conversation",
 		"Let the user talk with the Company themselves, linked to an agent conversation (e.g. after the Company asked for the user). "+
 			"text is the user's own first message. Show the user the replies; send their words with send_message and from_user true.",
-		`{"type":"object","properties":{`+
-			`"conversation_id":{"type":"string","description":"The agent conversation it follows from (the parent)"},`+
-			`"text":{"type":"string","description":"The user's own first message, as they wrote it"},`+
-			fmt.Sprintf(convWaitSchema, int(convDefaultSendWait/time.Second))+`,`+convDomainSchema+`},`+
-			`"required":["conversation_id","text"],"additionalProperties":false}`,
 		annotations{title: "Start a Direct Conversation for the user", openWorld: true},
-	), s.startDirect}
+		c.startDirect)
 }
 
-func (s *Server) closeConversationTool() tool {
-	return tool{newTool("close_conversation",
+func (c *conversations) closeTool() tool {
+	return newTool("close_conversation",
 		"Close a conversation you are done with; it then takes no more messages (a new one can be started). "+
 			"Closing does not cancel what it started, such as an order or a return.",
-		`{"type":"object","properties":{`+convIDSchema+`,`+convDomainSchema+`},`+
-			`"required":["conversation_id"],"additionalProperties":false}`,
 		annotations{title: "Close a conversation", destructive: true, idempotent: true, openWorld: true},
-	), s.closeConversation}
+		c.close)
 }
 
-func (s *Server) listConversationsTool() tool {
-	return tool{newTool("list_conversations",
+func (c *conversations) listTool() tool {
+	return newTool("list_conversations",
 		"List the open conversations poppy-mcp holds, with each one's Company, status and responder, "+
 			"to continue one with send_message or read_events.",
-		`{"type":"object","properties":{`+
-			`"domain":{"type":"string","description":"Only this Company's conversations"},`+
-			`"include_closed":{"type":"boolean","description":"Also list closed conversations"}},`+
-			`"additionalProperties":false}`,
 		annotations{title: "List conversations", readOnly: true, idempotent: true},
-	), s.listConversations}
+		c.list)
 }
 
-// convWait reads wait_seconds, with a default.
-func convWait(req mcp.CallToolRequest, def time.Duration) time.Duration {
-	v, ok := req.GetArguments()["wait_seconds"].(float64)
-	if !ok {
-		return def
-	}
-	return min(max(time.Duration(v*float64(time.Second)), 0), convMaxWait)
-}
-
-// convMessage builds the message of send_message from its arguments. Its
-// error is phrased for the model.
-func convMessage(req mcp.CallToolRequest) (conversation.Message, error) {
-	args := req.GetArguments()
-	m := conversation.Message{Sender: conversation.SenderAgent, Text: stringArg(req, "text")}
-	if boolArg(req, "from_user") {
+// message is the message send_message sends. Its error is phrased for the
+// model.
+func (a *sendMessageArgs) message() (conversation.Message, error) {
+	m := conversation.Message{Sender: conversation.SenderAgent, Text: a.Text}
+	if a.FromUser {
 		// Poppy 0.1 §7.8: "human only when it carries the User's own words"
 		m.Sender = conversation.SenderHuman
 	}
-	if d, ok := args["data"]; ok && d != nil {
-		raw, err := json.Marshal(d)
-		if err != nil {
-			return m, errors.New("data is not a JSON value")
-		}
-		m.Data = raw
+	if len(a.Data) > 0 && string(a.Data) != "null" {
+		m.Data = a.Data
 	}
-	if c, ok := args["context"].(map[string]any); ok && len(c) > 0 {
-		ctx, err := convContext(c)
-		if err != nil {
-			return m, err
-		}
-		m.Context = ctx
-	}
+	m.Context = a.Context.conversation()
 	if m.Text == "" && m.Data == nil && m.Context == nil {
 		return m, errors.New("give at least one of text, data or context")
 	}
 	return m, nil
 }
 
-// convContext reads the context argument (Poppy 0.1 §7.4).
-func convContext(c map[string]any) (*conversation.Context, error) {
-	out := &conversation.Context{Other: map[string]json.RawMessage{}}
-	for k, v := range c {
-		var ok bool
-		switch k {
-		case "locale":
-			out.Locale, ok = v.(string)
-		case "time_zone":
-			out.TimeZone, ok = v.(string)
-		case "user_available":
-			var b bool
-			b, ok = v.(bool)
-			out.UserAvailable = &b
-		default:
-			raw, err := json.Marshal(v)
-			out.Other[k], ok = raw, err == nil
-		}
-		if !ok {
-			return nil, fmt.Errorf("context field %s has the wrong type", k)
-		}
-	}
-	return out, nil
+// messageContext is send_message's context argument (Poppy 0.1 §7.4): the
+// facts the schema names, and any other the Company may take, as given.
+type messageContext struct {
+	Locale        string `json:"locale,omitempty" jsonschema:"Language tag, e.g. en-US"`
+	TimeZone      string `json:"time_zone,omitempty" jsonschema:"IANA time zone, e.g. America/Los_Angeles"`
+	UserAvailable *bool  `json:"user_available,omitempty" jsonschema:"Whether the user can answer questions now"`
+	// other holds the facts the schema does not name, by name.
+	other map[string]json.RawMessage
 }
 
-// convTrackers holds one conversation Tracker per Company and User for the
-// Server's life, so that calls on one conversation share its locks
-// whichever Session they use. It is safe for concurrent use.
-type convTrackers struct {
-	// mu guards byOwner.
-	mu      sync.Mutex
-	byOwner map[conversation.Owner]*conversation.Tracker
+func (c *messageContext) UnmarshalJSON(b []byte) error {
+	type named messageContext // without this method
+	var n named
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return &argumentError{"context must be an object"}
+	}
+	if err := json.Unmarshal(b, &n); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return &argumentError{fmt.Sprintf("context field %s must be %s, not %s", te.Field, jsonType(te.Type), te.Value)}
+		}
+		return err
+	}
+	*c = messageContext(n)
+	for _, name := range []string{"locale", "time_zone", "user_available"} {
+		delete(all, name)
+	}
+	c.other = all
+	return nil
 }
 
-// tracker returns the Tracker of owner's conversations, sending through c.
-func (ts *convTrackers) tracker(c *conversation.Client, st *store.Store, owner conversation.Owner) (*conversation.Tracker, error) {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	if tr := ts.byOwner[owner]; tr != nil {
-		return tr.WithClient(c), nil
+// conversation is the context as conversation sends it, or nil when it
+// says nothing.
+func (c *messageContext) conversation() *conversation.Context {
+	if c == nil || c.Locale == "" && c.TimeZone == "" && c.UserAvailable == nil && len(c.other) == 0 {
+		return nil
 	}
-	tr, err := conversation.NewTracker(c, st, owner, nil)
+	other := c.other
+	if other == nil {
+		other = map[string]json.RawMessage{}
+	}
+	return &conversation.Context{Locale: c.Locale, TimeZone: c.TimeZone, UserAvailable: c.UserAvailable, Other: other}
+}
+
+// tracker returns the Tracker of owner's conversations, sending through cl.
+func (c *conversations) tracker(cl *conversation.Client, owner conversation.Owner) (*conversation.Tracker, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if tr := c.trackers[owner]; tr != nil {
+		return tr.WithClient(cl), nil
+	}
+	tr, err := conversation.NewTracker(cl, c.store, owner, nil)
 	if err == nil {
-		ts.byOwner[owner] = tr
+		c.trackers[owner] = tr
 	}
 	return tr, err
 }
 
-// convTarget is a Company's conversations as the tools reach them.
+// convTarget is a Company's conversations as one tool call reaches them.
 type convTarget struct {
-	rt      *runtime
+	c       *conversations
+	cs      *companyState
 	sess    *auth.Session
 	tracker *conversation.Tracker
 	domain  string // the Company's domain as discovered
 }
 
-// convFor returns the conversations of the Company at domain, starting its
+// target returns the conversations of the Company at domain, starting its
 // Session when needed. Its failure result is phrased for the model.
-func (s *Server) convFor(ctx context.Context, domain string) (*convTarget, *mcp.CallToolResult) {
-	rt, co, sess, err := s.session(ctx, domain, false)
+func (c *conversations) target(ctx context.Context, domain string) (*convTarget, *mcp.CallToolResult) {
+	cs, co, sess, err := c.sessions.session(ctx, domain, false)
 	if err != nil {
-		return nil, s.sessionFailure(domain, err)
+		return nil, c.sessions.failure(domain, err)
 	}
 	var protocols []discovery.Protocol
 	if co.Document.Agent != nil {
@@ -231,28 +242,22 @@ func (s *Server) convFor(ctx context.Context, domain string) (*convTarget, *mcp.
 			"next": "Use the Company's APIs or website instead."},
 			"%s offers no Company Agent to talk with (no poppy entry in agent.protocols). Use its APIs or website instead.", co.Domain)
 	}
-	c, err := conversation.New(sess.Client(), endpoint, nil)
+	cl, err := conversation.New(sess.Client(), endpoint, nil)
 	var tr *conversation.Tracker
 	if err == nil {
-		tr, err = s.convs.tracker(c, s.deps.Store, conversation.Owner{Issuer: rt.issuer, UserID: sess.UserID(), Domain: co.Domain})
+		tr, err = c.tracker(cl, conversation.Owner{Issuer: cs.issuer, UserID: sess.UserID(), Domain: co.Domain})
 	}
 	if err != nil {
 		return nil, failure(map[string]string{"error": "conversation_failed", "domain": co.Domain}, "%v.", err)
 	}
-	return &convTarget{rt: rt, sess: sess, tracker: tr, domain: co.Domain}, nil
+	return &convTarget{c: c, cs: cs, sess: sess, tracker: tr, domain: co.Domain}, nil
 }
 
-// convByID finds a conversation in the store and returns its Company's
-// conversations. domain (optional) picks among Companies using the same ID,
-// and lets the Company be asked about a conversation the store does not
-// hold.
-func (s *Server) convByID(ctx context.Context, id, domain string) (*convTarget, *mcp.CallToolResult) {
-	if !conversation.ValidID(id) {
-		return nil, failure(map[string]string{"error": "invalid_conversation_id"},
-			"%q is not a conversation ID. Call list_conversations to see the conversations poppy-mcp holds.", id)
-	}
-	if s.deps.Store == nil {
-		return nil, s.sessionFailure(domain, errNoIdentity)
+// held lists the conversations the store holds, of the Company at domain
+// or of all. Its failure result is phrased for the model.
+func (c *conversations) held(ctx context.Context, domain string) ([]store.Conversation, *mcp.CallToolResult) {
+	if c.store == nil {
+		return nil, c.sessions.failure(domain, errNoIdentity)
 	}
 	host := ""
 	if domain != "" {
@@ -261,24 +266,40 @@ func (s *Server) convByID(ctx context.Context, id, domain string) (*convTarget, 
 			return nil, failure(map[string]string{"error": "invalid_domain"}, "%v. Give the domain alone, like example.com.", err)
 		}
 	}
-	all, err := s.deps.Store.Conversations(ctx, host)
+	all, err := c.store.Conversations(ctx, host)
 	if err != nil {
 		return nil, failure(map[string]string{"error": "store_failed"}, "poppy-mcp could not read its conversations: %v.", err)
 	}
+	return all, nil
+}
+
+// byID finds a conversation in the store and returns its Company's
+// conversations. domain (optional) picks among Companies using the same ID,
+// and lets the Company be asked about a conversation the store does not
+// hold.
+func (c *conversations) byID(ctx context.Context, id, domain string) (*convTarget, *mcp.CallToolResult) {
+	if !conversation.ValidID(id) {
+		return nil, failure(map[string]string{"error": "invalid_conversation_id"},
+			"%q is not a conversation ID. Call list_conversations to see the conversations poppy-mcp holds.", id)
+	}
+	all, fail := c.held(ctx, domain)
+	if fail != nil {
+		return nil, fail
+	}
 	var found []store.Conversation
-	for _, c := range all {
-		if c.ID == id {
-			found = append(found, c)
+	for _, held := range all {
+		if held.ID == id {
+			found = append(found, held)
 		}
 	}
 	switch {
 	case len(found) == 1:
-		return s.convFor(ctx, found[0].Domain)
+		return c.target(ctx, found[0].Domain)
 	case len(found) > 1:
 		return nil, failure(map[string]string{"error": "ambiguous_conversation"},
 			"Several Companies have a conversation %s: call again with domain.", id)
 	case domain != "":
-		return s.convFor(ctx, domain) // the Company decides whether it is the user's (§7.2)
+		return c.target(ctx, domain) // the Company decides whether it is the user's (§7.2)
 	}
 	return nil, failure(map[string]string{"error": "unknown_conversation"},
 		"poppy-mcp holds no conversation %s. Call list_conversations, or pass domain if it was started elsewhere.", id)

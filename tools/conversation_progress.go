@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/poppy-mcp/poppy-mcp/conversation"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
@@ -27,11 +28,10 @@ const (
 	convTickInterval  = 3 * time.Second        // "still waiting"
 )
 
-// convReadOptions are the Tracker's options for a tool call: its wait, a
-// stream when it waits, and MCP progress notifications while it waits when
-// the client asked for them. stop ends the notifications.
-func (s *Server) convReadOptions(ctx context.Context, req mcp.CallToolRequest, def time.Duration) (*conversation.ReadOptions, func()) {
-	wait := convWait(req, def)
+// readOptions are the Tracker's options for a tool call that waits for
+// wait: a stream when it waits, and MCP progress notifications while it
+// waits when the client asked for them. stop ends the notifications.
+func (c *conversations) readOptions(ctx context.Context, req mcp.CallToolRequest, wait time.Duration) (*conversation.ReadOptions, func()) {
 	opts := &conversation.ReadOptions{Wait: wait, Stream: wait > 0}
 	var token mcp.ProgressToken
 	if req.Params.Meta != nil {
@@ -40,16 +40,17 @@ func (s *Server) convReadOptions(ctx context.Context, req mcp.CallToolRequest, d
 	if token == nil || wait == 0 {
 		return opts, func() {}
 	}
-	p := &convProgress{s: s, ctx: ctx, token: token, done: make(chan struct{})}
+	p := &waitProgress{mcp: c.mcp, now: c.now, ctx: ctx, token: token, done: make(chan struct{})}
 	opts.Progress = p.report
 	go p.tick()
 	return opts, sync.OnceFunc(p.stop)
 }
 
-// convProgress sends the progress notifications of one tool call. It is
-// safe for concurrent use.
-type convProgress struct {
-	s     *Server
+// waitProgress sends the progress notifications of one tool call's wait.
+// It is safe for concurrent use.
+type waitProgress struct {
+	mcp   *server.MCPServer
+	now   func() time.Time
 	ctx   context.Context
 	token mcp.ProgressToken
 	done  chan struct{}
@@ -64,7 +65,7 @@ type convProgress struct {
 }
 
 // tick says every few seconds that poppy-mcp is still waiting.
-func (p *convProgress) tick() {
+func (p *waitProgress) tick() {
 	t := time.NewTicker(convTickInterval)
 	defer t.Stop()
 	for {
@@ -81,7 +82,7 @@ func (p *convProgress) tick() {
 
 // report turns the Tracker's news into a notification. Pieces of a message
 // being written ride on them, marked as Company content: for showing only.
-func (p *convProgress) report(pr conversation.Progress) {
+func (p *waitProgress) report(pr conversation.Progress) {
 	switch {
 	case pr.Delta != nil:
 		p.piece(pr.Delta.Text)
@@ -94,7 +95,7 @@ func (p *convProgress) report(pr conversation.Progress) {
 
 // piece joins a piece of text to those not sent yet, and sends them once
 // the interval since the last ones is over.
-func (p *convProgress) piece(text string) {
+func (p *waitProgress) piece(text string) {
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
@@ -103,7 +104,7 @@ func (p *convProgress) piece(text string) {
 	if room := convPieceBytes - p.pieces.Len(); room > 0 {
 		p.pieces.WriteString(untrusted.Text(text, room))
 	}
-	if wait := convPieceInterval - time.Since(p.lastPiece); wait > 0 {
+	if wait := convPieceInterval - p.now().Sub(p.lastPiece); wait > 0 {
 		if p.flush == nil {
 			p.flush = time.AfterFunc(wait, p.sendPieces)
 		}
@@ -115,11 +116,11 @@ func (p *convProgress) piece(text string) {
 }
 
 // sendPieces sends the pieces not sent yet.
-func (p *convProgress) sendPieces() {
+func (p *waitProgress) sendPieces() {
 	p.mu.Lock()
 	text := p.pieces.String()
 	p.pieces.Reset()
-	p.flush, p.lastPiece = nil, time.Now()
+	p.flush, p.lastPiece = nil, p.now()
 	p.mu.Unlock()
 	if text != "" {
 		p.send("The Company is writing (third-party content, partial): " + text)
@@ -127,20 +128,20 @@ func (p *convProgress) sendPieces() {
 }
 
 // send sends one notification, unless the call is over or sent its share.
-func (p *convProgress) send(msg string) {
+func (p *waitProgress) send(msg string) {
 	p.mu.Lock()
 	defer p.mu.Unlock() // held while sending, so that progress values arrive in order
 	if p.stopped || p.n >= convProgressMax {
 		return
 	}
 	p.n++
-	_ = p.s.mcp.SendNotificationToClient(p.ctx, "notifications/progress", map[string]any{
+	_ = p.mcp.SendNotificationToClient(p.ctx, "notifications/progress", map[string]any{
 		"progressToken": p.token, "progress": p.n, "message": msg,
 	})
 }
 
 // stop ends the notifications: none is sent after the result.
-func (p *convProgress) stop() {
+func (p *waitProgress) stop() {
 	p.mu.Lock()
 	p.stopped = true
 	if p.flush != nil {

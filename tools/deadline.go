@@ -66,13 +66,17 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, er
 // callLimit is how long req may run: the call timeout, or the wait it asks
 // for (at most longestWait) plus waitMargin when that is longer.
 func (s *Server) callLimit(req mcp.CallToolRequest) time.Duration {
-	limit := s.deps.CallTimeout
+	limit := s.callTimeout
 	if limit <= 0 {
 		limit = defaultCallTimeout
 	}
-	if w, ok := req.GetArguments()["wait_seconds"].(float64); ok && w > 0 {
-		wait := min(time.Duration(w*float64(time.Second)), longestWait)
-		limit = max(limit, wait+waitMargin)
+	var args struct {
+		WaitSeconds *integer `json:"wait_seconds"`
+	}
+	if req.BindArguments(&args) == nil {
+		if wait := args.WaitSeconds.duration(0, longestWait); wait > 0 {
+			limit = max(limit, wait+waitMargin)
+		}
 	}
 	return limit
 }

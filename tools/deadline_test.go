@@ -118,8 +118,10 @@ func TestToolCallDeadline(t *testing.T) {
 	})
 	// A client without a timeout of its own, as documentClient's is not in tests.
 	docs := &http.Client{Transport: cache.New(h.company.Transport(), nil)}
-	ts := tools.New(tools.Deps{Discovery: discovery.New(docs, nil), Agent: h.agent, Store: h.store,
-		Pages: h.pages, CallTimeout: 3 * time.Second, Logger: slog.New(slog.NewTextHandler(h.logs, nil))})
+	ts := tools.New(discovery.New(docs, nil), &tools.Options{
+		Agent: h.agent, Store: h.store, Pages: h.pages, CallTimeout: 3 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(h.logs, nil)),
+	})
 	t.Cleanup(ts.Close)
 	hs := httptest.NewServer(ts.HTTPHandler())
 	t.Cleanup(hs.Close)

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,7 +54,15 @@ type harnessOptions struct {
 	// harness's own: their names are mapped, their CAs trusted and the
 	// agent's documents served on their AgentHost. Nil: none.
 	Companies []*poppytest.Server
+	// Now is poppy-mcp's clock (tools.Options.Now). Nil: time.Now.
+	Now func() time.Time
 }
+
+// testClock is a clock a test moves forward; it is safe for concurrent use.
+type testClock struct{ ahead atomic.Int64 }
+
+func (c *testClock) now() time.Time          { return time.Now().Add(time.Duration(c.ahead.Load())) }
+func (c *testClock) advance(d time.Duration) { c.ahead.Add(int64(d)) }
 
 // clientID is where poppytest serves the agent's documents.
 const clientID = "https://agent.example/agent.json"
@@ -112,10 +121,9 @@ func newHarnessWith(t *testing.T, opts *poppytest.Options, hopts *harnessOptions
 	base, holds := netguard.New(guard).Transport(), &retryafter.Holds{}
 	agent := auth.New(id, &auth.Options{HTTPClient: &http.Client{Transport: base}, Store: st, Holds: holds})
 	docs := &http.Client{Transport: cache.New(base, nil)}
-	ts := tools.New(tools.Deps{
-		Discovery: discovery.New(docs, &discovery.Options{Holds: holds, Timeout: hopts.DocumentTimeout}),
-		Agent:     agent, Store: st, Pages: pg,
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	ts := tools.New(discovery.New(docs, &discovery.Options{Holds: holds, Timeout: hopts.DocumentTimeout}), &tools.Options{
+		Agent: agent, Store: st, Pages: pg,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Now: hopts.Now,
 	})
 	t.Cleanup(ts.Close) // stops background polling and relays (cleanups run last-in first-out)
 	hs := httptest.NewServer(ts.HTTPHandler())

@@ -13,7 +13,7 @@ import (
 )
 
 // HTTPHandler serves MCP over streamable HTTP at /mcp, configured as
-// notes/mcp-go.md advises: an event store so 2025-revision clients lose no
+// docs/mcp-go.md advises: an event store so 2025-revision clients lose no
 // notification, an idle TTL so per-session state cannot leak. Both MCP
 // revisions (2025-11-25 with sessions, 2026-07-28 stateless) are served.
 // Authentication of the caller is the wrapping middleware's concern.

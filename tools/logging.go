@@ -12,7 +12,7 @@ import (
 // that MCP client as notifications/message, besides the usual log. mcp-go
 // applies the client's level: logging/setLevel on 2025-11-25, the
 // per-request level on 2026-07-28 (and nothing when the request asked for
-// none). Records never carry secrets (DESIGN.md "Secrets"); the leak tests
+// none). Records never carry secrets (docs/architecture.md "Secrets"); the leak tests
 // scan what clients receive.
 type mcpLogHandler struct {
 	next  slog.Handler

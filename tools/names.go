@@ -191,15 +191,11 @@ const labelAlphabet = "abcdefghijklmnopqrstuvwxyz234567"
 // the registry keeps a domain's names from moving to another issuer while
 // the Server runs, when a domain changes hands. It is safe for concurrent use.
 type prefixRegistry struct {
-	builtins []string // the names of the Server's own tools; set once
+	builtins []string // the names of the Server's own tools; set by New before the Server serves
 
 	// mu guards owners.
 	mu     sync.Mutex
 	owners map[string]string // prefix -> issuer
-}
-
-func newPrefixRegistry(builtins []string) *prefixRegistry {
-	return &prefixRegistry{builtins: builtins, owners: map[string]string{}}
 }
 
 // claim records prefixes as the tool-name prefixes of the Company with

@@ -174,7 +174,7 @@ func TestReservedLabels(t *testing.T) {
 // builtinNames are the names of every tool poppy-mcp registers itself.
 func builtinNames(tb testing.TB) []string {
 	tb.Helper()
-	s := New(Deps{Browser: &browser.Browser{}})
+	s := New(nil, &Options{Browser: &browser.Browser{}})
 	tb.Cleanup(s.Close)
 	if !slices.Contains(s.names.builtins, "browse_page") || !slices.Contains(s.names.builtins, "list_api_operations") {
 		tb.Fatalf("built-in tools %v: browse_page or list_api_operations missing", s.names.builtins)
@@ -195,10 +195,10 @@ func beginsBuiltin(p string, builtins []string) string {
 // prefix, or that begins a built-in tool's name, is refused, all or none;
 // the same issuer may claim again.
 func TestClaimPrefixes(t *testing.T) {
-	s := New(Deps{})
+	s := New(nil, nil)
 	defer s.Close()
 	const a, b = "https://auth.example.com", "https://auth.other.example"
-	if err := s.claimPrefixes(a, "example_com_api_", "example_com_mcp_"); err != nil {
+	if err := s.names.claim(a, "example_com_api_", "example_com_mcp_"); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -217,7 +217,7 @@ func TestClaimPrefixes(t *testing.T) {
 		{b, []string{"example_co_api_"}, true}, // the refusal above recorded nothing
 		{a, []string{"example_co_api_x_"}, false},
 	} {
-		err := s.claimPrefixes(tc.issuer, tc.claim...)
+		err := s.names.claim(tc.issuer, tc.claim...)
 		if (err == nil) != tc.ok {
 			t.Errorf("claim %v for %s: %v, want ok %v", tc.claim, tc.issuer, err, tc.ok)
 		}

@@ -1,6 +1,6 @@
 package tools
 
-// This file relays each Company MCP server's tools (Poppy 0.1 §6, TOOLS.md):
+// This file relays each Company MCP server's tools (Poppy 0.1 §6, docs/tools.md):
 // once a Session with the Company exists, every mcp API of its poppy.json
 // whose RFC 9728 metadata lists the Company's auth.issuer is connected with
 // the Session's Bearer client (auth builds the token, issued for that url
@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
@@ -28,59 +30,50 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/mcpproxy"
 )
 
-func init() {
-	sessionHooks = append(sessionHooks, func(ctx context.Context, s *Server, rt *runtime, co *discovery.Company) {
-		s.relayMCPServers(ctx, rt, co)
-	})
-}
-
-// relaySyncWait bounds how long a Session hook waits for a relay's first
+// relaySyncWait bounds how long connect waits for a relay's first
 // listing; past it, listing goes on in the background.
 const relaySyncWait = 10 * time.Second
 
-// relayState is a Server's relays. It is safe for concurrent use.
-type relayState struct {
-	// mu guards relays and each entry's sess.
+// relays is the relays capability: the Company MCP servers relayed, by
+// prefix and URL. It is safe for concurrent use.
+type relays struct {
+	signIn *signIn           // what to do when a relayed server asks for a sign-in
+	names  *prefixRegistry   // claims the tool-name prefixes of relayed tools
+	mcp    *server.MCPServer // where relayed tools are announced
+	bg     *background       // retries of a relay that could not list its tools yet
+	log    *slog.Logger
+
+	// mu guards byKey, closed and each entry's sess.
 	mu     sync.Mutex
-	relays map[string]*relayEntry // by prefix, a space and MCP url
+	byKey  map[string]*relayEntry // by prefix, a space and MCP url
+	closed bool                   // Close was called: nothing more is relayed
 }
 
 // relayEntry is one relayed MCP server.
 type relayEntry struct {
 	relay *mcpproxy.Relay
-	sess  *auth.Session // the Session whose Bearer token the relay uses; guarded by relayState.mu
+	sess  *auth.Session // the Session whose Bearer token the relay uses; guarded by relays.mu
 }
 
-// relays returns the Server's relay state, creating it with a closer that
-// runs when the Server closes.
-func (s *Server) relays() *relayState {
-	s.relayOnce.Do(func() {
-		rs := &relayState{relays: map[string]*relayEntry{}}
-		s.relayState = rs
-		s.Go(func(ctx context.Context) {
-			<-ctx.Done()
-			rs.closeAll()
-		})
-	})
-	return s.relayState
-}
+// errRelaysClosed is relayFor's error once the Server is closing.
+var errRelaysClosed = errors.New("tools: poppy-mcp is shutting down")
 
-func (st *relayState) closeAll() {
-	st.mu.Lock()
-	entries := st.relays
-	st.relays = map[string]*relayEntry{}
-	st.mu.Unlock()
+// close closes every relay; none is made after it.
+func (rs *relays) close() {
+	rs.mu.Lock()
+	entries := rs.byKey
+	rs.byKey, rs.closed = map[string]*relayEntry{}, true
+	rs.mu.Unlock()
 	for _, e := range entries {
 		_ = e.relay.Close()
 	}
 }
 
-// relayMCPServers is the Session hook: it relays every usable MCP server of
-// one of rt's Company's domains, whose documents co are, with rt's Session.
-func (s *Server) relayMCPServers(ctx context.Context, rt *runtime, co *discovery.Company) {
-	rt.mu.Lock()
-	sess := rt.session
-	rt.mu.Unlock()
+// connect runs once a Session exists, for one of the Company's domains
+// (Server.sessionReady): it relays every usable MCP server of the domain,
+// whose documents co are, with cs's Session.
+func (rs *relays) connect(ctx context.Context, cs *companyState, co *discovery.Company) {
+	sess := cs.current()
 	if co == nil || co.Document == nil || co.Document.Auth == nil || sess == nil {
 		return
 	}
@@ -91,20 +84,20 @@ func (s *Server) relayMCPServers(ctx context.Context, rt *runtime, co *discovery
 		}
 		n++
 		if err := relayable(co, api); err != nil {
-			s.log.Warn("MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
+			rs.log.Warn("MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
 			continue
 		}
 		prefix := relayPrefix(co, n)
-		if err := s.claimPrefixes(rt.issuer, prefix); err != nil {
-			s.log.Warn("MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
+		if err := rs.names.claim(cs.issuer, prefix); err != nil {
+			rs.log.Warn("MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
 			continue
 		}
-		e, err := s.relayFor(co, api, prefix, sess)
+		e, err := rs.relayFor(co, api, prefix, sess)
 		if err != nil {
-			s.log.Warn("MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
+			rs.log.Warn("MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
 			continue
 		}
-		s.firstSync(ctx, co.Domain, e.relay)
+		rs.firstSync(ctx, co.Domain, e.relay)
 	}
 }
 
@@ -125,12 +118,14 @@ func relayable(co *discovery.Company, api discovery.API) error {
 // relay made for another Session is reconnected with sess's token. A server
 // that two domains of a Company list is relayed under each one's prefix, so
 // its names do not depend on which domain was used first.
-func (s *Server) relayFor(co *discovery.Company, api discovery.API, prefix string, sess *auth.Session) (*relayEntry, error) {
-	st := s.relays()
-	st.mu.Lock()
-	defer st.mu.Unlock()
+func (rs *relays) relayFor(co *discovery.Company, api discovery.API, prefix string, sess *auth.Session) (*relayEntry, error) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.closed {
+		return nil, errRelaysClosed
+	}
 	key := prefix + " " + api.URL
-	if e := st.relays[key]; e != nil {
+	if e := rs.byKey[key]; e != nil {
 		if e.sess != sess {
 			e.sess = sess
 			e.relay.Upstream().Reset() // the next request connects with the new Session's token
@@ -141,9 +136,9 @@ func (s *Server) relayFor(co *discovery.Company, api discovery.API, prefix strin
 	up, err := mcpproxy.New(api.URL, &mcpproxy.Options{
 		Prefix: prefix,
 		HTTPClient: func() (*http.Client, error) {
-			st.mu.Lock()
+			rs.mu.Lock()
 			cur := e.sess
-			st.mu.Unlock()
+			rs.mu.Unlock()
 			at, err := sessionAt(cur, co) // the Session at the domain that lists the server
 			if err != nil {
 				return nil, err
@@ -151,39 +146,39 @@ func (s *Server) relayFor(co *discovery.Company, api discovery.API, prefix strin
 			// Poppy 0.1 §4.3: a Bearer Session Token with resource = the server's url, sent there only.
 			return at.BearerClient(api.URL)
 		},
-		Logger: s.log,
+		Logger: rs.log,
 	})
 	if err != nil {
 		return nil, err
 	}
 	domain := co.Domain
-	e.relay = mcpproxy.NewRelay(s.mcp, up, &mcpproxy.RelayOptions{
+	e.relay = mcpproxy.NewRelay(rs.mcp, up, &mcpproxy.RelayOptions{
 		Describe: func(t mcpproxy.Tool) string { return relayDescription(domain, t) },
 		// Results are the Company's content: marked for the client (_meta)
 		// and the model (a first text block), the upstream's blocks kept.
 		Meta: map[string]any{relayMetaKey: map[string]any{"domain": domain}},
 		Note: fmt.Sprintf(relayNote, domain),
 		Failure: func(_ context.Context, t mcpproxy.Tool, err error) *mcp.CallToolResult {
-			return s.relayFailure(domain, t, err)
+			return rs.failure(domain, t, err)
 		},
-		Logger: s.log,
+		Logger: rs.log,
 	})
-	st.relays[key] = e
+	rs.byKey[key] = e
 	return e, nil
 }
 
 // firstSync lists the relayed tools, waiting at most relaySyncWait; a relay
 // that cannot list yet keeps trying in the background, with backoff.
-func (s *Server) firstSync(ctx context.Context, domain string, r *mcpproxy.Relay) {
+func (rs *relays) firstSync(ctx context.Context, domain string, r *mcpproxy.Relay) {
 	ctx, cancel := context.WithTimeout(ctx, relaySyncWait)
 	err := r.Sync(ctx)
 	cancel()
 	if err == nil {
-		s.log.Info("MCP server relayed", "domain", domain, "url", r.Upstream().URL(), "tools", len(r.Tools()))
+		rs.log.Info("MCP server relayed", "domain", domain, "url", r.Upstream().URL(), "tools", len(r.Tools()))
 		return
 	}
-	s.log.Info("MCP server not listed yet; retrying in the background", "domain", domain, "url", r.Upstream().URL(), "err", err)
-	s.Go(func(ctx context.Context) {
+	rs.log.Info("MCP server not listed yet; retrying in the background", "domain", domain, "url", r.Upstream().URL(), "err", err)
+	rs.bg.Go(func(ctx context.Context) {
 		b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(time.Second),
 			backoff.WithMaxInterval(time.Minute), backoff.WithMaxElapsedTime(30*time.Minute))
 		_ = backoff.Retry(func() error {
@@ -198,12 +193,6 @@ func (s *Server) firstSync(ctx context.Context, domain string, r *mcpproxy.Relay
 
 // relayPrefix is the prefix of the n-th MCP server of a Company (from 1).
 func relayPrefix(co *discovery.Company, n int) string { return toolPrefix(orgDomain(co), kindMCP, n) }
-
-// claimPrefixes records prefixes as the tool-name prefixes of the Company
-// with issuer, all or none (prefixRegistry.claim).
-func (s *Server) claimPrefixes(issuer string, prefixes ...string) error {
-	return s.names.claim(issuer, prefixes...)
-}
 
 // The mark of a relayed result.
 const (
@@ -230,8 +219,8 @@ func companyDescription(domain, what, desc string) string {
 }
 
 // relayFailure phrases an error of a relayed call for the model.
-func (s *Server) relayFailure(domain string, t mcpproxy.Tool, err error) *mcp.CallToolResult {
-	if res, ok := s.signInNeeded(domain, err); ok {
+func (rs *relays) failure(domain string, t mcpproxy.Tool, err error) *mcp.CallToolResult {
+	if res, ok := rs.signIn.needed(domain, err); ok {
 		return res
 	}
 	var (
@@ -241,7 +230,7 @@ func (s *Server) relayFailure(domain string, t mcpproxy.Tool, err error) *mcp.Ca
 	// What failed may quote what the server sent (an error page): Company
 	// text, cleaned and cut before it reaches a log or a result.
 	why := untrusted.Text(err.Error(), 300)
-	s.log.Info("relayed MCP call failed", "domain", domain, "tool", t.Name, "err", why)
+	rs.log.Info("relayed MCP call failed", "domain", domain, "tool", t.Name, "err", why)
 	switch {
 	case errors.As(err, &wait):
 		return failure(map[string]string{"error": "rate_limited", "tool": t.Name}, "%s. Wait the time given, then call again.", why)

@@ -9,12 +9,13 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 )
 
-// TestCloseStopsBackground: Close cancels background work and waits for it.
+// TestCloseStopsBackground: Close cancels background work and waits for it;
+// no work starts after it.
 func TestCloseStopsBackground(t *testing.T) {
-	s := New(Deps{Discovery: discovery.New(nil, nil)})
+	s := New(discovery.New(nil, nil), nil)
 	var finished atomic.Bool
 	started := make(chan struct{})
-	if !s.Go(func(ctx context.Context) {
+	if !s.bg.Go(func(ctx context.Context) {
 		close(started)
 		<-ctx.Done()
 		time.Sleep(10 * time.Millisecond) // state is saved after cancellation
@@ -27,7 +28,7 @@ func TestCloseStopsBackground(t *testing.T) {
 	if !finished.Load() {
 		t.Fatal("Close returned before background work finished")
 	}
-	if s.Go(func(context.Context) {}) {
+	if s.bg.Go(func(context.Context) {}) {
 		t.Error("Go accepted work after Close")
 	}
 }

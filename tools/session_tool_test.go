@@ -48,9 +48,8 @@ func TestStartSession(t *testing.T) {
 func TestStartSessionResumes(t *testing.T) {
 	h := newHarness(t, nil)
 	_, first := call(t, h.connect(t, revisions[0]), "start_session", map[string]any{"domain": "example.com"})
-	restarted := tools.New(tools.Deps{
-		Discovery: discovery.New(&http.Client{Transport: cache.New(h.company.Transport(), nil)}, nil),
-		Agent:     h.agent, Store: h.store, Pages: h.pages,
+	restarted := tools.New(discovery.New(&http.Client{Transport: cache.New(h.company.Transport(), nil)}, nil), &tools.Options{
+		Agent: h.agent, Store: h.store, Pages: h.pages,
 	})
 	hs := httptest.NewServer(restarted.HTTPHandler())
 	t.Cleanup(hs.Close) // after the client session closes (cleanups run last-in first-out)
@@ -71,9 +70,7 @@ func TestStartSessionEnded(t *testing.T) {
 	cs := h.connect(t, revisions[0])
 	_, first := call(t, cs, "start_session", map[string]any{"domain": "example.com"})
 	h.company.EndSession(first["session_id"].(string))
-	restarted := tools.New(tools.Deps{
-		Discovery: discovery.New(h.company.Client(), nil), Agent: h.agent, Store: h.store,
-	})
+	restarted := tools.New(discovery.New(h.company.Client(), nil), &tools.Options{Agent: h.agent, Store: h.store})
 	hs := httptest.NewServer(restarted.HTTPHandler())
 	t.Cleanup(hs.Close) // after the client session closes (cleanups run last-in first-out)
 	h2 := *h
@@ -86,7 +83,7 @@ func TestStartSessionEnded(t *testing.T) {
 
 func TestStartSessionWithoutIdentity(t *testing.T) {
 	company := poppytest.NewServer(t, nil)
-	ts := tools.New(tools.Deps{Discovery: discovery.New(company.Client(), nil)})
+	ts := tools.New(discovery.New(company.Client(), nil), nil)
 	hs := httptest.NewServer(ts.HTTPHandler())
 	t.Cleanup(hs.Close) // after the client session closes (cleanups run last-in first-out)
 	h := &harness{company: company, url: hs.URL + "/mcp"}
@@ -150,7 +147,7 @@ func TestStartSessionNarrows(t *testing.T) {
 }
 
 // TestStartSessionNarrowRace: narrowing while another call starts a new
-// Session touches the runtime only under its lock (run with -race).
+// Session touches the companyState only under its lock (run with -race).
 func TestStartSessionNarrowRace(t *testing.T) {
 	h := newSignInHarness(t, signInOpts(nil))
 	cs := h.connect(t, revisions[0])

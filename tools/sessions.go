@@ -1,28 +1,53 @@
 package tools
 
+// This file is the sessions capability: the state the tools keep for each
+// Company, its one Session (Poppy 0.1 §4.2, §3.2), the Session hooks that
+// run once a Session exists, and start_session.
+
 import (
 	"context"
 	"errors"
-	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
-// runtime is what the tools keep for one Company, identified by its issuer.
+// sessions is the state of every Company the tools have used, by issuer. It
+// is safe for concurrent use.
+type sessions struct {
+	companies *companies
+	agent     *auth.Agent  // nil: no identity, so no Session
+	store     *store.Store // required with agent
+	choice    signInChoice // which sign-in tool start_session advises
+	// noIdentity says exactly what is missing when agent is nil (Options.NoIdentity).
+	noIdentity string
+	log        *slog.Logger
+	// ready runs once a Session exists, for each of its Company's domains
+	// (Server.sessionReady); set by New.
+	ready func(ctx context.Context, cs *companyState, co *discovery.Company)
+
+	// mu guards byIssuer.
+	mu       sync.Mutex
+	byIssuer map[string]*companyState
+}
+
+// companyState is what the tools keep for one Company, identified by its issuer.
 // Poppy 0.1 §3.2: several domains naming one issuer "are then one Company:
 // the same User IDs (4.2), Sessions, and Account Tokens apply to all of
-// them". So a runtime has one Session, and the documents of each of the
+// them". So a companyState has one Session, and the documents of each of the
 // Company's domains used so far: a tool given a domain uses that domain's
 // APIs, MCP servers, website and mediated endpoint. It is safe for
 // concurrent use.
-type runtime struct {
+type companyState struct {
 	issuer string
-	signin signInState // sign-in flows and the Account Token (signin.go); has its own lock
 
 	// mu guards everything below; it is held while a Session starts, so
 	// concurrent tools share one Session.
@@ -39,38 +64,56 @@ type runtime struct {
 func siteKey(co *discovery.Company) string { return nameKey(orgDomain(co)) }
 
 // dueHooks marks and returns, in key order, the domains whose Session hooks
-// have not run with sess; rt.mu is held.
-func (rt *runtime) dueHooks(sess *auth.Session) []*discovery.Company {
+// have not run with sess; cs.mu is held.
+func (cs *companyState) dueHooks(sess *auth.Session) []*discovery.Company {
 	var due []*discovery.Company
-	for _, key := range slices.Sorted(maps.Keys(rt.sites)) {
-		if rt.hooked[key] != sess {
-			rt.hooked[key] = sess
-			due = append(due, rt.sites[key])
+	for _, key := range slices.Sorted(maps.Keys(cs.sites)) {
+		if cs.hooked[key] != sess {
+			cs.hooked[key] = sess
+			due = append(due, cs.sites[key])
 		}
 	}
 	return due
 }
+
+// current returns the Company's Session, or nil before the first.
+func (cs *companyState) current() *auth.Session {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.session
+}
+
+// takeNotice returns, once, what the model should hear of what happened
+// to the Session's sign-in by itself, or "".
+func (cs *companyState) takeNotice() string {
+	sess := cs.current()
+	if sess == nil {
+		return ""
+	}
+	var notes []string
+	for _, c := range sess.TakeChanges() {
+		switch c {
+		case auth.ChangeAccountRefused:
+			notes = append(notes, refusedNotice)
+		case auth.ChangeRestarted:
+			notes = append(notes, restartedNotice)
+		}
+	}
+	return strings.Join(notes, " ")
+}
+
+const (
+	refusedNotice = "The Account Token poppy-mcp held was refused by the Company (expired or revoked, or the user disconnected poppy-mcp " +
+		"in the account settings), so it was dropped and the Session continues signed out. Sign in again when a task needs the account."
+	restartedNotice = "The Company signed the Session in without giving poppy-mcp an Account Token, so it could not be renewed signed in: " +
+		"poppy-mcp started a new signed-out Session in its place. Sign in again when a task needs the account."
+)
 
 // errNoIdentity is returned by tools that need a Session when poppy-mcp has
 // no agent identity.
 var errNoIdentity = errors.New("poppy-mcp has no agent identity yet: run `poppy-mcp init --client-id https://YOUR.DOMAIN/agent.json`, " +
 	"publish the agent.json and jwks.json it writes at those URLs, and start poppy-mcp again. " +
 	"Discovery works without one")
-
-// usableCompany discovers the Company and refuses one with error findings.
-func (s *Server) usableCompany(ctx context.Context, domain string) (*discovery.Company, error) {
-	co, err := s.company(ctx, domain, false)
-	if err != nil {
-		return nil, err
-	}
-	if err := co.Err(); err != nil {
-		return nil, err
-	}
-	if co.Document.Auth == nil || co.Metadata == nil {
-		return nil, fmt.Errorf("%s offers no sign-in server (auth), so it has no Sessions", co.Domain)
-	}
-	return co, nil
-}
 
 // authCompany is what auth needs to know, taken from one domain's documents.
 func authCompany(co *discovery.Company) auth.Company {
@@ -95,110 +138,245 @@ func authCompany(co *discovery.Company) auth.Company {
 	return c
 }
 
-// runtimeFor returns the runtime of a usable Company, creating it, and the
+// stateFor returns the state of a usable Company, creating it, and the
 // documents of the domain asked for, which it keeps beside its other
 // domains'.
-func (s *Server) runtimeFor(ctx context.Context, domain string) (*runtime, *discovery.Company, error) {
-	co, err := s.usableCompany(ctx, domain)
+func (ss *sessions) stateFor(ctx context.Context, domain string) (*companyState, *discovery.Company, error) {
+	co, err := ss.companies.usable(ctx, domain)
 	if err != nil {
 		return nil, nil, err
 	}
 	issuer := co.Document.Auth.Issuer
-	s.mu.Lock()
-	rt := s.runtimes[issuer]
-	if rt == nil {
-		rt = &runtime{issuer: issuer, sites: map[string]*discovery.Company{}, hooked: map[string]*auth.Session{}}
-		s.runtimes[issuer] = rt
+	ss.mu.Lock()
+	cs := ss.byIssuer[issuer]
+	if cs == nil {
+		cs = &companyState{issuer: issuer, sites: map[string]*discovery.Company{}, hooked: map[string]*auth.Session{}}
+		ss.byIssuer[issuer] = cs
 	}
-	s.mu.Unlock()
-	rt.mu.Lock()
-	rt.sites[siteKey(co)] = co
-	rt.mu.Unlock()
-	return rt, co, nil
+	ss.mu.Unlock()
+	cs.mu.Lock()
+	cs.sites[siteKey(co)] = co
+	cs.mu.Unlock()
+	return cs, co, nil
+}
+
+// known returns the state of a Company already discovered and used, or nil.
+func (ss *sessions) known(domain string) *companyState {
+	a := ss.companies.knownAuth(domain)
+	if a == nil {
+		return nil
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.byIssuer[a.Issuer]
 }
 
 // session returns the Company's Session, starting one when there is none or
 // fresh is set, and the documents of the domain asked for. A Session saved
 // by an earlier run is resumed (Poppy 0.1 §4.2: the Company decides how long
-// a Session lasts; auth starts a new one when it has ended). Session hooks
-// run for each of the Company's domains once a Session exists: for every
-// domain known when a Session starts, and for a domain first used later.
-func (s *Server) session(ctx context.Context, domain string, fresh bool) (*runtime, *discovery.Company, *auth.Session, error) {
-	if s.deps.Agent == nil {
+// a Session lasts; auth starts a new one when it has ended). The Session
+// hooks (ready) run for each of the Company's domains once a Session exists:
+// for every domain known when a Session starts, and for a domain first used
+// later.
+func (ss *sessions) session(ctx context.Context, domain string, fresh bool) (*companyState, *discovery.Company, *auth.Session, error) {
+	if ss.agent == nil {
 		return nil, nil, nil, errNoIdentity
 	}
-	rt, co, err := s.runtimeFor(ctx, domain)
+	cs, co, err := ss.stateFor(ctx, domain)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	rt.mu.Lock()
-	err = s.ensureSession(ctx, rt, co, fresh)
-	sess := rt.session
+	cs.mu.Lock()
+	err = ss.ensureSession(ctx, cs, co, fresh)
+	sess := cs.session
 	var due []*discovery.Company
 	if err == nil {
-		due = rt.dueHooks(sess)
+		due = cs.dueHooks(sess)
 	}
-	rt.mu.Unlock()
+	cs.mu.Unlock()
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	for _, site := range due {
-		for _, hook := range sessionHooks {
-			hook(ctx, s, rt, site)
-		}
+		ss.ready(ctx, cs, site)
 	}
-	return rt, co, sess, nil
+	return cs, co, sess, nil
 }
 
-// ensureSession starts or resumes rt's Session through the domain of co;
-// rt.mu is held. auth chooses how: the newest Session an earlier run saved
+// ensureSession starts or resumes cs's Session through the domain of co;
+// cs.mu is held. auth chooses how: the newest Session an earlier run saved
 // is continued while the Company has it, and the Session starts signed in
 // when an Account Token is held (Poppy 0.1 §4.8).
-func (s *Server) ensureSession(ctx context.Context, rt *runtime, co *discovery.Company, fresh bool) error {
-	if rt.session != nil && !fresh {
+func (ss *sessions) ensureSession(ctx context.Context, cs *companyState, co *discovery.Company, fresh bool) error {
+	if cs.session != nil && !fresh {
 		return nil
 	}
-	userID, err := s.deps.Store.UserID(ctx, rt.issuer)
+	userID, err := ss.store.UserID(ctx, cs.issuer)
 	if err != nil {
 		return err
 	}
-	rt.userID = userID
+	cs.userID = userID
 	saved := ""
 	if !fresh {
-		saved = s.savedSession(ctx, rt)
+		saved = ss.savedSession(ctx, cs)
 	}
-	sess, err := s.deps.Agent.Open(ctx, authCompany(co), userID, saved)
+	sess, err := ss.agent.Open(ctx, authCompany(co), userID, saved)
 	if err != nil {
 		return err
 	}
 	if saved != "" && sess.Info().ID != saved {
-		s.log.Info("the saved Session could not be continued; a new one started", "issuer", rt.issuer)
+		ss.log.Info("the saved Session could not be continued; a new one started", "issuer", cs.issuer)
 	}
-	rt.session, rt.domain = sess, co.Domain
-	return s.saveSession(ctx, rt)
+	cs.session, cs.domain = sess, co.Domain
+	return ss.save(ctx, cs)
 }
 
 // savedSession returns the ID of the newest Session an earlier run saved
-// for rt's User, or "".
-func (s *Server) savedSession(ctx context.Context, rt *runtime) string {
-	saved, err := s.deps.Store.Sessions(ctx, rt.issuer)
-	if err != nil || len(saved) == 0 || saved[0].UserID != rt.userID {
+// for cs's User, or "".
+func (ss *sessions) savedSession(ctx context.Context, cs *companyState) string {
+	saved, err := ss.store.Sessions(ctx, cs.issuer)
+	if err != nil || len(saved) == 0 || saved[0].UserID != cs.userID {
 		return ""
 	}
 	return saved[0].ID
 }
 
-// saveSession records rt's Session (never its token) so a restart resumes it.
-func (s *Server) saveSession(ctx context.Context, rt *runtime) error {
-	info := rt.session.Info()
-	return s.deps.Store.PutSession(ctx, store.Session{
-		Issuer: rt.issuer, UserID: rt.userID, ID: info.ID, Domain: rt.domain,
+// save records cs's Session (never its token) so a restart resumes it;
+// cs.mu is held.
+func (ss *sessions) save(ctx context.Context, cs *companyState) error {
+	info := cs.session.Info()
+	return ss.store.PutSession(ctx, store.Session{
+		Issuer: cs.issuer, UserID: cs.userID, ID: info.ID, Domain: cs.domain,
 		SignedIn: info.SignedIn, Scopes: slices.Clone(info.Scopes), ExpiresAt: info.ExpiresAt,
 	})
+}
+
+// saveSignedIn records the Session's new state after a sign-in, sign-out or
+// narrowing (never its token), if sess is still cs's Session.
+func (ss *sessions) saveSignedIn(ctx context.Context, cs *companyState, sess *auth.Session) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.session != sess {
+		return
+	}
+	if err := ss.save(ctx, cs); err != nil {
+		ss.log.Warn("could not save the Session", "issuer", cs.issuer, "err", err)
+	}
 }
 
 // sessionAt returns the Session at the domain whose documents co are
 // (Poppy 0.1 §3.2): its website, mediated endpoint and MCP servers.
 func sessionAt(sess *auth.Session, co *discovery.Company) (*auth.Site, error) {
 	return sess.At(authCompany(co))
+}
+
+// startSessionArgs are start_session's arguments.
+type startSessionArgs struct {
+	companyArgs
+	New    bool       `json:"new,omitempty" jsonschema:"Start a fresh Session instead of reusing the current one"`
+	Scopes *scopeList `json:"scopes,omitempty" jsonschema:"Narrow the signed-in Session to these scopes for a task (fewer than the sign-in granted); leave out for all of them"`
+}
+
+func (ss *sessions) startTool() tool {
+	return newTool("start_session",
+		"Open (or reuse) the user's Session with a Company: the Company then recognizes the same user across its APIs, "+
+			"conversations and website. Starts signed in when poppy-mcp holds an Account Token. Other tools start one as needed.",
+		annotations{title: "Start a Session", idempotent: true, openWorld: true},
+		ss.start)
+}
+
+// sessionResult is start_session's structured content. It never holds a token.
+type sessionResult struct {
+	Domain    string   `json:"domain"`
+	SessionID string   `json:"session_id"`
+	SignedIn  bool     `json:"signed_in"`
+	Scopes    []string `json:"scopes"`
+	ExpiresAt string   `json:"expires_at"`
+	// Notice tells what became of the Account Token held, when it was
+	// refused (Poppy 0.1 §4.8: "The Session continues signed out").
+	Notice string `json:"notice,omitempty"`
+}
+
+func (ss *sessions) start(ctx context.Context, _ mcp.CallToolRequest, args startSessionArgs) *mcp.CallToolResult {
+	domain := args.Domain
+	cs, co, sess, err := ss.session(ctx, domain, args.New)
+	if err != nil {
+		ss.log.WarnContext(ctx, "no Session", "domain", domain, "err", err.Error())
+		return ss.failure(domain, err)
+	}
+	if args.Scopes != nil {
+		if fail := ss.narrow(ctx, cs, co, sess, args.Scopes.sorted()); fail != nil {
+			return fail
+		}
+	}
+	info := sess.Info()
+	res := sessionResult{Domain: co.Domain, SessionID: info.ID, SignedIn: info.SignedIn,
+		Scopes: info.Scopes, ExpiresAt: info.ExpiresAt.UTC().Format(time.RFC3339)}
+	if res.Scopes == nil {
+		res.Scopes = []string{}
+	}
+	state := "signed out"
+	if info.SignedIn {
+		state = "signed in with scopes " + strings.Join(info.Scopes, " ")
+	}
+	ss.log.DebugContext(ctx, "session ready", "domain", res.Domain, "session_id", info.ID, "signed_in", info.SignedIn)
+	res.Notice = cs.takeNotice()
+	return result(res, "Session %s with %s is open, %s. poppy-mcp renews it by itself. %s", info.ID, res.Domain, state, res.Notice)
+}
+
+// failure phrases an error from getting a Session for the model, with what
+// to do next. Errors from auth and discovery never carry secrets.
+func (ss *sessions) failure(domain string, err error) *mcp.CallToolResult {
+	var (
+		refused *discovery.RefusedError
+		inErr   *discovery.InputError
+		wait    *auth.RetryAfterError
+		aerr    *auth.Error
+	)
+	code, next := "session_failed", "Try again later."
+	switch {
+	case errors.Is(err, errNoIdentity):
+		code, next = "no_identity", "Tell the user how to set up poppy-mcp's identity (see the message)."
+		if ss.noIdentity != "" { // what is missing, exactly
+			err = errors.New("poppy-mcp has no agent identity yet: " + ss.noIdentity + ". Discovery works without one")
+		}
+	case errors.As(err, &inErr):
+		code, next = "invalid_domain", "Give the domain alone, like example.com."
+	case errors.As(err, &refused):
+		code, next = "company_unusable", "This Company's documents break the protocol; it cannot be used."
+	case errors.As(err, &wait), errors.Is(err, discovery.ErrRateLimited):
+		code, next = "rate_limited", "Wait the time given, then call the tool again."
+	case errors.As(err, &aerr):
+		code = aerr.Code
+	}
+	ss.log.Info("no session", "domain", domain, "code", code, "err", err.Error())
+	return failure(map[string]string{"error": code, "next": next}, "%v. %s", err, next)
+}
+
+// narrow gives the signed-in Session a token for fewer scopes than the
+// Account Token has, or for all of them again when scopes is empty. Poppy
+// 0.1 §4.8: "scope MAY ask for fewer scopes than the Account Token has, for
+// example read-only access for a task that only looks things up. It can't
+// ask for more."
+func (ss *sessions) narrow(ctx context.Context, cs *companyState, co *discovery.Company, sess *auth.Session, scopes []string) *mcp.CallToolResult {
+	domain := co.Domain
+	err := sess.Narrow(ctx, scopes)
+	switch {
+	case errors.Is(err, auth.ErrNoAccountToken):
+		return failure(map[string]string{"error": "not_signed_in"},
+			"Scopes narrow a signed-in Session, and poppy-mcp holds no sign-in for %s. Sign in first (%s with domain %s).",
+			domain, ss.choice.tool(co.Document.Auth, scopes), domain)
+	case errors.Is(err, auth.ErrInvalidScope):
+		var granted []string
+		if acct, _ := sess.Held(ctx); acct != nil {
+			granted = acct.Scopes()
+		}
+		return failure(map[string]any{"error": "scope_not_granted", "granted": granted},
+			"The sign-in for %s granted %s, not all of %s: a Session cannot get more. Call %s with domain %s and those scopes to sign in for more.",
+			domain, strings.Join(granted, " "), strings.Join(scopes, " "), ss.choice.tool(co.Document.Auth, scopes), domain)
+	case err != nil:
+		return ss.failure(domain, err)
+	}
+	ss.saveSignedIn(ctx, cs, sess) // under cs.mu, and only if sess is still cs's Session
+	return nil
 }

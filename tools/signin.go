@@ -15,6 +15,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -22,12 +23,21 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/pages"
 )
 
-// Sign-in statuses (TOOLS.md).
+// signInArgs are the arguments of sign_in_device, sign_in_direct and
+// sign_in_mediated.
+type signInArgs struct {
+	companyArgs
+	Scopes scopeList `json:"scopes" schema:"minItems=1" jsonschema:"The scopes the task needs, from those discover_company lists for this sign-in type, e.g. [\"poppy:read\"]"`
+}
+
+// Sign-in statuses (docs/tools.md "Sign-in statuses").
 const (
 	statusPending  = "pending"
 	statusComplete = "complete"
@@ -36,16 +46,25 @@ const (
 	statusFailed   = "failed"
 )
 
-// signInClock is the sign-in tools' clock seam.
-var signInClock = time.Now
+// signIn is the sign-in capability (Poppy 0.1 §4.4-4.9): the latest
+// sign-in of each Company, under way or finished, the sign-in tools, and the
+// advice other tools give when a Company asks for a sign-in
+// (signin_needed.go). It is safe for concurrent use.
+type signIn struct {
+	companies *companies
+	sessions  *sessions
+	choice    signInChoice
+	pages     *pages.Server     // the mediated and Direct Sign-In pages; nil: those tools say so
+	bg        *background       // device polling
+	mcp       *server.MCPServer // progress notifications while sign_in_status waits
+	log       *slog.Logger
+	now       func() time.Time
 
-// signInState is what a runtime knows of signing in. It is safe for
-// concurrent use.
-type signInState struct {
-	// mu guards everything below. It is never held during I/O.
+	// mu guards flows. It is never held during I/O.
 	mu sync.Mutex
-	// flow is the latest sign-in, under way or finished; nil before the first.
-	flow *signInFlow
+	// flows holds each Company's latest sign-in, under way or finished, by
+	// issuer; a Company without one has none.
+	flows map[string]*signInFlow
 }
 
 // signInFlow is one sign-in. Fields above mu are set before it is shared.
@@ -70,7 +89,6 @@ type signInFlow struct {
 	granted []string
 	missing []string
 	detail  string // why it did not complete, for the model: never a secret
-	step    *auth.MediatedStep
 }
 
 func newFlow(kind, domain string, scopes []string) *signInFlow {
@@ -99,62 +117,35 @@ func (f *signInFlow) end(status string, granted, missing []string, detail string
 	return true
 }
 
-// currentFlow returns rt's latest sign-in, or nil.
-func (rt *runtime) currentFlow() *signInFlow {
-	rt.signin.mu.Lock()
-	defer rt.signin.mu.Unlock()
-	return rt.signin.flow
+// current returns the latest sign-in of the Company cs is, or nil.
+func (si *signIn) current(cs *companyState) *signInFlow {
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	return si.flows[cs.issuer]
 }
 
-// replaceFlow makes f rt's sign-in; one still pending is stopped first.
-func (rt *runtime) replaceFlow(f *signInFlow) {
-	rt.signin.mu.Lock()
-	old := rt.signin.flow
-	rt.signin.flow = f
-	rt.signin.mu.Unlock()
+// replace makes f the sign-in of the Company cs is; one still pending is
+// stopped first.
+func (si *signIn) replace(cs *companyState, f *signInFlow) {
+	si.mu.Lock()
+	old := si.flows[cs.issuer]
+	si.flows[cs.issuer] = f
+	si.mu.Unlock()
 	if old != nil && old.end(statusFailed, nil, nil, "replaced by a newer sign-in") {
 		old.close()
 	}
 }
 
-// takeNotice returns, once, what the model should hear of what happened
-// to the Session's sign-in by itself, or "".
-func (rt *runtime) takeNotice() string {
-	rt.mu.Lock()
-	sess := rt.session
-	rt.mu.Unlock()
-	if sess == nil {
-		return ""
-	}
-	var notes []string
-	for _, c := range sess.TakeChanges() {
-		switch c {
-		case auth.ChangeAccountRefused:
-			notes = append(notes, refusedNotice)
-		case auth.ChangeRestarted:
-			notes = append(notes, restartedNotice)
-		}
-	}
-	return strings.Join(notes, " ")
-}
-
-const (
-	refusedNotice = "The Account Token poppy-mcp held was refused by the Company (expired or revoked, or the user disconnected poppy-mcp " +
-		"in the account settings), so it was dropped and the Session continues signed out. Sign in again when a task needs the account."
-	restartedNotice = "The Company signed the Session in without giving poppy-mcp an Account Token, so it could not be renewed signed in: " +
-		"poppy-mcp started a new signed-out Session in its place. Sign in again when a task needs the account."
-)
-
-// finishFlow ends f with the outcome of its sign-in: on success the new
+// finish ends f with the outcome of its sign-in: on success the new
 // Account Token is kept in place of the old one, which is revoked (Poppy 0.1
 // §4.4: "The new Account Token replaces the old one, which the Personal Agent
 // SHOULD revoke (4.9)"). A failed sign-in leaves the tokens held as they were
 // (§4.4: "A pending or failed sign-in leaves existing tokens unchanged").
-func (s *Server) finishFlow(ctx context.Context, rt *runtime, sess *auth.Session, f *signInFlow, in *auth.SignIn, err error) {
+func (si *signIn) finish(ctx context.Context, cs *companyState, sess *auth.Session, f *signInFlow, in *auth.SignIn, err error) {
 	if err != nil {
 		status, detail := flowFailure(err)
 		if f.end(status, nil, nil, detail) {
-			s.log.Info("sign-in ended", "type", f.kind, "issuer", rt.issuer, "status", status, "err", err)
+			si.log.Info("sign-in ended", "type", f.kind, "issuer", cs.issuer, "status", status, "err", err)
 		}
 		return
 	}
@@ -162,16 +153,16 @@ func (s *Server) finishFlow(ctx context.Context, rt *runtime, sess *auth.Session
 	var held *auth.HoldError
 	if errors.As(sess.Hold(ctx, in), &held) {
 		if held.Keep != nil {
-			s.log.Error("could not keep the Account Token", "issuer", rt.issuer, "err", held.Keep)
+			si.log.Error("could not keep the Account Token", "issuer", cs.issuer, "err", held.Keep)
 			detail = "poppy-mcp could not store the Account Token, so later Sessions will start signed out."
 		}
 		if held.Revoke != nil {
-			s.log.Warn("could not revoke the replaced Account Token", "issuer", rt.issuer, "err", held.Revoke)
+			si.log.Warn("could not revoke the replaced Account Token", "issuer", cs.issuer, "err", held.Revoke)
 		}
 	}
-	s.saveSignedIn(ctx, rt, sess)
+	si.sessions.saveSignedIn(ctx, cs, sess)
 	f.end(statusComplete, in.Scopes, in.Missing, detail)
-	s.log.Info("signed in", "type", f.kind, "issuer", rt.issuer, "scopes", strings.Join(in.Scopes, " "))
+	si.log.Info("signed in", "type", f.kind, "issuer", cs.issuer, "scopes", strings.Join(in.Scopes, " "))
 }
 
 // flowFailure maps a sign-in error to a status and a sentence for the model.
@@ -193,36 +184,6 @@ func flowFailure(err error) (status, detail string) {
 	return statusFailed, "The sign-in failed: " + err.Error()
 }
 
-// saveSignedIn records the Session's new state (never its token).
-func (s *Server) saveSignedIn(ctx context.Context, rt *runtime, sess *auth.Session) {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if rt.session != sess {
-		return
-	}
-	if err := s.saveSession(ctx, rt); err != nil {
-		s.log.Warn("could not save the Session", "issuer", rt.issuer, "err", err)
-	}
-}
-
-// scopesArg reads the scopes argument: an array of strings, or one
-// space-separated string.
-func scopesArg(req mcp.CallToolRequest) []string {
-	var out []string
-	switch v := req.GetArguments()["scopes"].(type) {
-	case string:
-		out = strings.Fields(v)
-	case []any:
-		for _, x := range v {
-			if sc, ok := x.(string); ok {
-				out = append(out, strings.Fields(sc)...)
-			}
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
 // offered returns the scopes a sign-in type of the Company can grant.
 func offered(a *discovery.Auth, kind string) ([]string, bool) {
 	switch {
@@ -239,7 +200,7 @@ func offered(a *discovery.Auth, kind string) ([]string, bool) {
 
 // checkScopes refuses scopes the sign-in type does not offer, with what to
 // do instead. Poppy 0.1 §4.4: "Each type lists the scopes it can grant".
-func (s *Server) checkScopes(co *discovery.Company, kind, tool string, scopes []string) *mcp.CallToolResult {
+func (si *signIn) checkScopes(co *discovery.Company, kind, tool string, scopes []string) *mcp.CallToolResult {
 	a := co.Document.Auth
 	list, ok := offered(a, kind)
 	if len(scopes) == 0 {
@@ -255,7 +216,7 @@ func (s *Server) checkScopes(co *discovery.Company, kind, tool string, scopes []
 	if ok && len(missing) == 0 {
 		return nil
 	}
-	next := s.signInTool(a, scopes)
+	next := si.choice.tool(a, scopes)
 	msg := fmt.Sprintf("%s does not offer %s sign-in for %s.", co.Domain, kind, strings.Join(missing, " "))
 	if !ok {
 		msg = fmt.Sprintf("%s does not offer %s sign-in.", co.Domain, kind)
@@ -275,19 +236,19 @@ func (s *Server) checkScopes(co *discovery.Company, kind, tool string, scopes []
 // Company, so a Session that only seems signed in (the User disconnected
 // poppy-mcp, §4.9) gets a real sign-in. It returns the result to give, or
 // nil to go on with a new sign-in.
-func (s *Server) alreadyCovered(ctx context.Context, rt *runtime, sess *auth.Session, domain string, scopes []string) *mcp.CallToolResult {
+func (si *signIn) alreadyCovered(ctx context.Context, cs *companyState, sess *auth.Session, domain string, scopes []string) *mcp.CallToolResult {
 	before := sess.Info()
 	err := sess.SignInHeld(ctx, scopes)
 	switch {
 	case errors.Is(err, auth.ErrNoAccountToken):
 		return nil // a new sign-in follows
 	case errors.Is(err, auth.ErrAccountTokenRefused):
-		s.log.Info("the held Account Token was refused", "issuer", rt.issuer)
+		si.log.Info("the held Account Token was refused", "issuer", cs.issuer)
 		return nil
 	case err != nil:
-		return s.sessionFailure(domain, err)
+		return si.sessions.failure(domain, err)
 	}
-	s.saveSignedIn(ctx, rt, sess)
+	si.sessions.saveSignedIn(ctx, cs, sess)
 	info := sess.Info()
 	res := statusResult{Domain: domain, Status: statusComplete, SignedIn: true, Scopes: info.Scopes, Missing: []string{}, SessionID: info.ID,
 		Next: "Go on with the task."}
@@ -299,12 +260,12 @@ func (s *Server) alreadyCovered(ctx context.Context, rt *runtime, sess *auth.Ses
 		domain, strings.Join(scopes, " "))
 }
 
-// signInStart is what a sign-in tool starts from: the Company's runtime and
+// signInStart is what a sign-in tool starts from: the Company's state and
 // Session, the documents of the domain the tool was given (Poppy 0.1 §3.2:
 // the Session is the Company's, the endpoints the domain's), and the scopes
 // asked for.
 type signInStart struct {
-	rt     *runtime
+	cs     *companyState
 	co     *discovery.Company
 	sess   *auth.Session
 	scopes []string
@@ -314,27 +275,27 @@ type signInStart struct {
 // a URL elicitation of its flow (a retried call), the scopes checked against
 // what the type offers, and a held Account Token or signed-in Session that
 // makes a new sign-in needless. done is the result to give at once, if any.
-func (s *Server) beginSignIn(ctx context.Context, req mcp.CallToolRequest, kind, tool string) (start *signInStart, done *mcp.CallToolResult) {
-	domain := stringArg(req, "domain")
-	rt, co, sess, err := s.session(ctx, domain, false)
+func (si *signIn) begin(ctx context.Context, req mcp.CallToolRequest, args signInArgs, kind, tool string) (start *signInStart, done *mcp.CallToolResult) {
+	domain := args.Domain
+	cs, co, sess, err := si.sessions.session(ctx, domain, false)
 	if err != nil {
-		return nil, s.sessionFailure(domain, err)
+		return nil, si.sessions.failure(domain, err)
 	}
-	if f, action := elicited(req, rt); f != nil {
+	if f, action := si.elicited(req, cs); f != nil {
 		// The local page's URL went only to the client: declined, it is closed.
 		if f.page != "" && action != "accept" && f.end(statusFailed, nil, nil, "The user did not open the sign-in page ("+action+").") {
 			f.close()
 		}
-		return nil, s.flowResult(rt, f, action)
+		return nil, si.flowResult(cs, f, action)
 	}
-	scopes := scopesArg(req)
-	if r := s.checkScopes(co, kind, tool, scopes); r != nil {
+	scopes := args.Scopes.sorted()
+	if r := si.checkScopes(co, kind, tool, scopes); r != nil {
 		return nil, r
 	}
-	if r := s.alreadyCovered(ctx, rt, sess, domain, scopes); r != nil {
+	if r := si.alreadyCovered(ctx, cs, sess, domain, scopes); r != nil {
 		return nil, r
 	}
-	return &signInStart{rt: rt, co: co, sess: sess, scopes: scopes}, nil
+	return &signInStart{cs: cs, co: co, sess: sess, scopes: scopes}, nil
 }
 
 // covers reports whether have holds every scope of want.

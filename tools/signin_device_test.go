@@ -235,9 +235,8 @@ func TestSignInDeviceBadScopes(t *testing.T) {
 // the assistant starts another process, and a client of it.
 func (h *harness) another(t *testing.T, rev string) (*tools.Server, *sdk.ClientSession) {
 	t.Helper()
-	ts := tools.New(tools.Deps{
-		Discovery: discovery.New(&http.Client{Transport: cache.New(h.company.Transport(), nil)}, nil),
-		Agent:     h.agent, Store: h.store, Pages: h.pages,
+	ts := tools.New(discovery.New(&http.Client{Transport: cache.New(h.company.Transport(), nil)}, nil), &tools.Options{
+		Agent: h.agent, Store: h.store, Pages: h.pages,
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	hs := httptest.NewServer(ts.HTTPHandler())

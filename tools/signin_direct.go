@@ -3,7 +3,7 @@ package tools
 // This file serves sign_in_direct: Direct Sign-In (Poppy 0.1 §4.5), the
 // authorization code flow with PKCE, and the callback the Company sends the
 // user's browser back to. The callback is served by poppy-mcp in HTTP mode
-// at Deps.PublicURL + CallbackPath, which must be one of the redirect_uris
+// at Options.PublicURL + CallbackPath, which must be one of the redirect_uris
 // the agent publishes (§4.1); without one, the tool says to use Device
 // Sign-In.
 //
@@ -22,7 +22,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,7 +33,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/pages"
 )
 
-// CallbackPath is where Direct Sign-In returns under Deps.PublicURL; mount
+// CallbackPath is where Direct Sign-In returns under Options.PublicURL; mount
 // CallbackHandler there.
 const CallbackPath = "/oauth/callback"
 
@@ -49,61 +48,43 @@ const maxDirectCallbacks = 5
 // one Direct Sign-In; the flow's ID follows. __Host- keeps it to this origin.
 const directCookiePrefix = "__Host-poppy-signin-"
 
-func init() {
-	toolsets = append(toolsets, func(s *Server) []tool { return []tool{s.signInDirectTool()} })
-}
-
-func (s *Server) signInDirectTool() tool {
-	return tool{newTool("sign_in_direct",
+func (si *signIn) directTool() tool {
+	return newTool("sign_in_direct",
 		"Sign the user in on the Company's own sign-in page in their browser: returns sign_in_url, a one-time link for the user "+
 			"to open (or offers it to the client). Needs poppy-mcp in HTTP mode with a public URL; otherwise use sign_in_device. "+
 			"Then call sign_in_status with wait_seconds.",
-		`{"type":"object","properties":{`+
-			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"},`+scopesSchema+`},`+
-			`"required":["domain","scopes"],"additionalProperties":false}`,
 		annotations{title: "Sign in in the browser", openWorld: true},
-	), s.signInDirect}
+		si.direct)
 }
 
-// redirectURI is the callback URL, and whether poppy-mcp can receive it:
-// it serves it and publishes it in redirect_uris.
-func (s *Server) redirectURI() (string, bool) {
-	if s.deps.PublicURL == "" || s.deps.Agent == nil {
-		return "", false
-	}
-	u := strings.TrimSuffix(s.deps.PublicURL, "/") + CallbackPath
-	// Poppy 0.1 §4.5: "redirect_uri MUST exactly match an entry in the Personal Agent's redirect_uris (4.1)."
-	return u, slices.Contains(s.deps.Agent.Identity().Metadata().RedirectURIs, u)
-}
-
-func (s *Server) signInDirect(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	domain := stringArg(req, "domain")
-	start, done := s.beginSignIn(ctx, req, "direct", "sign_in_direct")
+func (si *signIn) direct(ctx context.Context, req mcp.CallToolRequest, args signInArgs) *mcp.CallToolResult {
+	domain := args.Domain
+	start, done := si.begin(ctx, req, args, "direct", "sign_in_direct")
 	if done != nil {
-		return done, nil
+		return done
 	}
-	rt, sess, scopes := start.rt, start.sess, start.scopes
-	redirect, ok := s.redirectURI()
-	if !ok || s.deps.Pages == nil {
+	cs, sess, scopes := start.cs, start.sess, start.scopes
+	redirect, ok := si.choice.redirectURI()
+	if !ok || si.pages == nil {
 		next := "Use sign_in_device with the same scopes (or sign_in_mediated), if the Company offers them."
 		return failure(map[string]string{"error": "no_callback", "next": next},
 			"Direct Sign-In needs poppy-mcp served over HTTP with --public-url, and %s listed in redirect_uris of agent.json. %s",
-			strings.TrimSuffix(s.deps.PublicURL, "/")+CallbackPath, next), nil
+			strings.TrimSuffix(si.choice.publicURL, "/")+CallbackPath, next)
 	}
 	d, err := sess.StartDirect(redirect, scopes)
 	if err != nil {
-		return s.sessionFailure(domain, err), nil
+		return si.sessions.failure(domain, err)
 	}
 	f := newFlow("direct", domain, scopes)
-	ds := &directSignIn{s: s, rt: rt, sess: sess, f: f, d: d, binding: randomToken()}
+	ds := &directSignIn{si: si, cs: cs, sess: sess, f: f, d: d, binding: randomToken()}
 	f.direct, f.expires, f.callback = d, d.Started.Add(directTTL), ds.callback
-	f.page, f.close = s.deps.Pages.OpenForUser(mcpauth.KeyFrom(ctx), ds.start, directTTL)
-	rt.replaceFlow(f)
-	s.log.Info("direct sign-in started", "issuer", rt.issuer, "scopes", strings.Join(scopes, " "))
+	f.page, f.close = si.pages.OpenForUser(mcpauth.KeyFrom(ctx), ds.start, directTTL)
+	si.replace(cs, f)
+	si.log.Info("direct sign-in started", "issuer", cs.issuer, "scopes", strings.Join(scopes, " "))
 	if elicitsURL(ctx) {
-		return elicitURL(f, f.page, "Sign in to "+whereTo(start.co, "")+" on its own page, to let your assistant use your account."), nil
+		return elicitURL(f, f.page, "Sign in to "+whereTo(start.co, "")+" on its own page, to let your assistant use your account.")
 	}
-	return s.flowResult(rt, f, ""), nil
+	return si.flowResult(cs, f, "")
 }
 
 // randomToken is 256 random bits, base64url.
@@ -116,8 +97,8 @@ func randomToken() string {
 // directSignIn is one Direct Sign-In's browser side. It is safe for
 // concurrent use: callbacks are taken one at a time.
 type directSignIn struct {
-	s       *Server
-	rt      *runtime
+	si      *signIn
+	cs      *companyState
 	sess    *auth.Session
 	f       *signInFlow
 	d       *auth.DirectSignIn
@@ -145,7 +126,7 @@ func (ds *directSignIn) start(w http.ResponseWriter, r *http.Request, done func(
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: ds.cookieName(), Value: ds.binding, Path: "/", Secure: true, HttpOnly: true,
-		MaxAge: int(time.Until(ds.f.expires) / time.Second),
+		MaxAge: int(ds.f.expires.Sub(ds.si.now()) / time.Second),
 		// Lax: the Company sends the browser back to the callback with a
 		// top-level GET from its own site, which Strict would send bare.
 		SameSite: http.SameSiteLaxMode,
@@ -181,7 +162,7 @@ func (ds *directSignIn) callback(w http.ResponseWriter, r *http.Request) {
 	in, err := ds.sess.FinishDirect(ctx, ds.d, r.URL.Query())
 	if err != nil && !errors.Is(err, auth.ErrAccessDenied) && !errors.Is(err, auth.ErrAccountMismatch) {
 		ds.failed++
-		ds.s.log.Info("direct sign-in: a callback could not be used", "issuer", ds.rt.issuer, "err", err)
+		ds.si.log.Info("direct sign-in: a callback could not be used", "issuer", ds.cs.issuer, "err", err)
 		if ds.failed < maxDirectCallbacks {
 			ds.f.note("A return from the Company's page could not be used (" + callbackTrouble(err) + "); still waiting for the user.")
 			pages.Message(w, http.StatusBadRequest, "Sign-in not finished",
@@ -189,7 +170,7 @@ func (ds *directSignIn) callback(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ds.s.finishFlow(ctx, ds.rt, ds.sess, ds.f, in, err)
+	ds.si.finish(ctx, ds.cs, ds.sess, ds.f, in, err)
 	ds.f.close()
 	status, _, _, detail := ds.f.state()
 	clearCookie(w, ds.cookieName())
@@ -227,16 +208,19 @@ func (f *signInFlow) note(detail string) {
 }
 
 // CallbackHandler serves the Direct Sign-In callback (Poppy 0.1 §4.5 step 3):
-// mount it at Deps.PublicURL's path + CallbackPath. It finds the sign-in by
+// mount it at Options.PublicURL's path + CallbackPath. It finds the sign-in by
 // its state and hands the request to it; the user learns the outcome in the
 // browser, the model from sign_in_status.
-func (s *Server) CallbackHandler() http.Handler {
+func (s *Server) CallbackHandler() http.Handler { return s.signIn.callbackHandler() }
+
+// callbackHandler is CallbackHandler.
+func (si *signIn) callbackHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		f := s.directFlow(r.URL.Query().Get("state"))
+		f := si.directFlow(r.URL.Query().Get("state"))
 		if f == nil {
 			pages.Message(w, http.StatusBadRequest, "Sign-in not found", "This sign-in is unknown or has finished. Ask your assistant to start again.")
 			return
@@ -246,19 +230,14 @@ func (s *Server) CallbackHandler() http.Handler {
 }
 
 // directFlow returns the pending Direct Sign-In with state, or nil.
-func (s *Server) directFlow(state string) *signInFlow {
+func (si *signIn) directFlow(state string) *signInFlow {
 	if state == "" {
 		return nil
 	}
-	s.mu.Lock()
-	rts := make([]*runtime, 0, len(s.runtimes))
-	for _, rt := range s.runtimes {
-		rts = append(rts, rt)
-	}
-	s.mu.Unlock()
-	for _, rt := range rts {
-		f := rt.currentFlow()
-		if f != nil && f.direct != nil && isPending(f) && subtle.ConstantTimeCompare([]byte(f.direct.State), []byte(state)) == 1 {
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	for _, f := range si.flows {
+		if f.direct != nil && isPending(f) && subtle.ConstantTimeCompare([]byte(f.direct.State), []byte(state)) == 1 {
 			return f
 		}
 	}

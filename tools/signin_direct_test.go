@@ -57,15 +57,16 @@ func newPublicHarness(t *testing.T, opts *poppytest.Options) *directHarness {
 	jwks, _ := id.JWKSJSON()
 	h.company.SetAgentDocuments(agentJSON, jwks)
 	h.agent = auth.New(id, &auth.Options{HTTPClient: h.company.Client(), Store: h.store})
-	pg, err := pages.New(&pages.Options{PublicURL: publicURL + "/pages", Gate: pages.NewCredentialGate(deploymentToken)})
+	pg, err := pages.New(&pages.Options{
+		PublicURL: publicURL + "/pages", Gate: pages.NewCredentialGate(deploymentToken),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pg.Close() })
 	h.pages = pg
-	h.tools = tools.New(tools.Deps{
-		Discovery: discovery.New(&http.Client{Transport: cache.New(h.company.Transport(), nil)}, nil),
-		Agent:     h.agent, Store: h.store, Pages: pg, PublicURL: publicURL,
+	h.tools = tools.New(discovery.New(&http.Client{Transport: cache.New(h.company.Transport(), nil)}, nil), &tools.Options{
+		Agent: h.agent, Store: h.store, Pages: pg, PublicURL: publicURL,
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	t.Cleanup(h.tools.Close)

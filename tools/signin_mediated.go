@@ -1,7 +1,7 @@
 package tools
 
 // This file serves sign_in_mediated: Mediated Sign-In (Poppy 0.1 §4.7)
-// through a one-time local page (TOOLS.md "Local pages"). The page is an
+// through a one-time local page (docs/tools.md "Local pages"). The page is an
 // HTML form with one input per auth.mediated.fields entry, named exactly as
 // the field, then, if the Company asks, a form for the one-time code showing
 // code.sent_to. The values go only to auth.mediated.endpoint (the code to
@@ -35,54 +35,47 @@ const mediatedPageTTL = 10 * time.Minute
 // maxSignInForm bounds a posted sign-in form.
 const maxSignInForm = 16 << 10
 
-func init() {
-	toolsets = append(toolsets, func(s *Server) []tool { return []tool{s.signInMediatedTool()} })
-}
-
-func (s *Server) signInMediatedTool() tool {
-	return tool{newTool("sign_in_mediated",
+func (si *signIn) mediatedTool() tool {
+	return newTool("sign_in_mediated",
 		"Sign the user in with the credentials the Company asks for, typed by the user on a one-time local page "+
 			"(never through you). Offers the page to the client, or returns sign_in_url for the user to open. "+
 			"Then call sign_in_status with wait_seconds.",
-		`{"type":"object","properties":{`+
-			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"},`+scopesSchema+`},`+
-			`"required":["domain","scopes"],"additionalProperties":false}`,
 		annotations{title: "Sign in with credentials", openWorld: true},
-	), s.signInMediated}
+		si.mediated)
 }
 
-func (s *Server) signInMediated(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	domain := stringArg(req, "domain")
-	start, done := s.beginSignIn(ctx, req, "mediated", "sign_in_mediated")
+func (si *signIn) mediated(ctx context.Context, req mcp.CallToolRequest, args signInArgs) *mcp.CallToolResult {
+	domain := args.Domain
+	start, done := si.begin(ctx, req, args, "mediated", "sign_in_mediated")
 	if done != nil {
-		return done, nil
+		return done
 	}
-	rt, co, scopes := start.rt, start.co, start.scopes
-	if s.deps.Pages == nil {
+	cs, co, scopes := start.cs, start.co, start.scopes
+	if si.pages == nil {
 		return failure(map[string]string{"error": "no_pages"},
-			"This poppy-mcp serves no local pages, so it cannot collect credentials. Use sign_in_device or sign_in_direct if %s offers them.", domain), nil
+			"This poppy-mcp serves no local pages, so it cannot collect credentials. Use sign_in_device or sign_in_direct if %s offers them.", domain)
 	}
 	// Poppy 0.1 §3.2: the Session is the Company's; the endpoint is this domain's.
 	at, err := sessionAt(start.sess, co)
 	if err != nil {
-		return s.sessionFailure(domain, err), nil
+		return si.sessions.failure(domain, err)
 	}
 	f := newFlow("mediated", domain, scopes)
 	m := co.Document.Auth.Mediated
-	mp := &mediatedPage{s: s, rt: rt, sess: start.sess, at: at, f: f, fields: m.Fields,
+	mp := &mediatedPage{si: si, cs: cs, sess: start.sess, at: at, f: f, fields: m.Fields,
 		domain: co.Domain, claim: claimedName(co), endpoint: hostOf(m.Endpoint)}
-	url, closePage := s.deps.Pages.OpenForUser(mcpauth.KeyFrom(ctx), mp.serve, mediatedPageTTL)
-	f.page, f.close, f.expires = url, closePage, signInClock().Add(mediatedPageTTL)
+	url, closePage := si.pages.OpenForUser(mcpauth.KeyFrom(ctx), mp.serve, mediatedPageTTL)
+	f.page, f.close, f.expires = url, closePage, si.now().Add(mediatedPageTTL)
 	// Poppy 0.1 §4.7: the credentials go to auth.mediated.endpoint; the
 	// user must see where, not only the name the Company gives itself.
 	f.note("The page asks for what " + whereTo(co, m.Endpoint) + " wants and sends it only to " + mp.endpoint + ", never to you.")
-	rt.replaceFlow(f)
-	s.log.Info("mediated sign-in page opened", "issuer", rt.issuer)
+	si.replace(cs, f)
+	si.log.Info("mediated sign-in page opened", "issuer", cs.issuer)
 	if elicitsURL(ctx) {
 		return elicitURL(f, url, "Sign in to "+whereTo(co, m.Endpoint)+" on this page of poppy-mcp's own: what you type goes only to "+
-			mp.endpoint+", never to your assistant."), nil
+			mp.endpoint+", never to your assistant.")
 	}
-	return s.flowResult(rt, f, ""), nil
+	return si.flowResult(cs, f, "")
 }
 
 // claimedName is the name the Company gives itself (organization.name),
@@ -125,8 +118,8 @@ func hostOf(raw string) string {
 // mediatedPage is the local page of one Mediated Sign-In. It is safe for
 // concurrent use: posts are taken one at a time.
 type mediatedPage struct {
-	s      *Server
-	rt     *runtime
+	si     *signIn
+	cs     *companyState
 	sess   *auth.Session
 	at     *auth.Site // the Session at the domain whose auth.mediated.endpoint takes the credentials
 	f      *signInFlow
@@ -190,11 +183,11 @@ func (p *mediatedPage) outcome(w http.ResponseWriter, r *http.Request, st *auth.
 	var wait *auth.RetryAfterError
 	switch {
 	case errors.As(err, &wait):
-		p.s.finishFlow(ctx, p.rt, p.sess, p.f, nil, fmt.Errorf("too many attempts: the Company asks to wait %d s", int(wait.Wait.Seconds())))
+		p.si.finish(ctx, p.cs, p.sess, p.f, nil, fmt.Errorf("too many attempts: the Company asks to wait %d s", int(wait.Wait.Seconds())))
 	case err != nil:
-		p.s.finishFlow(ctx, p.rt, p.sess, p.f, nil, err)
+		p.si.finish(ctx, p.cs, p.sess, p.f, nil, err)
 	case st.Status == auth.MediatedComplete:
-		p.s.finishFlow(ctx, p.rt, p.sess, p.f, st.SignIn, nil)
+		p.si.finish(ctx, p.cs, p.sess, p.f, st.SignIn, nil)
 		done()
 		pages.Message(w, http.StatusOK, "Signed in", "You are signed in to "+p.domain+". You can close this page and return to your assistant.")
 		return
@@ -216,7 +209,7 @@ func (p *mediatedPage) outcome(w http.ResponseWriter, r *http.Request, st *auth.
 		p.render(w, http.StatusOK, "Your assistant had been signed in to another account here, so it started afresh: enter your details again.")
 		return
 	default:
-		p.s.finishFlow(ctx, p.rt, p.sess, p.f, nil, st.Err)
+		p.si.finish(ctx, p.cs, p.sess, p.f, nil, st.Err)
 	}
 	done()
 	_, _, _, detail := p.f.state()

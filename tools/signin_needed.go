@@ -3,6 +3,7 @@ package tools
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -32,10 +33,10 @@ type signInNeededResult struct {
 // reports false for any other error. Tools call it before phrasing an error
 // themselves:
 //
-//	if r, ok := s.signInNeeded(domain, err); ok {
-//		return r, nil
+//	if r, ok := si.needed(domain, err); ok {
+//		return r
 //	}
-func (s *Server) signInNeeded(domain string, err error) (*mcp.CallToolResult, bool) {
+func (si *signIn) needed(domain string, err error) (*mcp.CallToolResult, bool) {
 	var ae *auth.Error
 	if !errors.As(err, &ae) || !ae.Is(auth.ErrSignInRequired) && !ae.Is(auth.ErrInsufficientScope) {
 		return nil, false
@@ -45,14 +46,14 @@ func (s *Server) signInNeeded(domain string, err error) (*mcp.CallToolResult, bo
 		// sign_in_required need not name a scope; reading the account is the least a task needs.
 		scopes = []string{"poppy:read"}
 	}
-	return s.signInAdvice(domain, ae.Code, scopes), true
+	return si.advice(domain, ae.Code, scopes), true
 }
 
 // signInAdvice is the result that tells the model how to get scopes.
-func (s *Server) signInAdvice(domain, code string, scopes []string) *mcp.CallToolResult {
+func (si *signIn) advice(domain, code string, scopes []string) *mcp.CallToolResult {
 	res := signInNeededResult{Error: code, Domain: domain, Scopes: scopes}
-	a := s.knownAuth(domain)
-	res.Tool = s.signInTool(a, scopes)
+	a := si.companies.knownAuth(domain)
+	res.Tool = si.choice.tool(a, scopes)
 	list := strings.Join(scopes, " ")
 	switch {
 	case res.Tool == "" && pickSignIn(a, scopes, true) == "sign_in_direct":
@@ -63,50 +64,42 @@ func (s *Server) signInAdvice(domain, code string, scopes []string) *mcp.CallToo
 	default:
 		res.Next = fmt.Sprintf("Call %s with domain %s and scopes %s, then call this tool again.", res.Tool, domain, list)
 	}
-	if rt := s.knownRuntime(domain); rt != nil {
-		res.Notice = rt.takeNotice() // why a Session that was signed in is not any more
+	if cs := si.sessions.known(domain); cs != nil {
+		res.Notice = cs.takeNotice() // why a Session that was signed in is not any more
 	}
-	s.log.Info("sign-in needed", "domain", domain, "code", code, "scopes", list)
+	si.log.Info("sign-in needed", "domain", domain, "code", code, "scopes", list)
 	if res.Notice != "" {
 		return failure(res, "%s: %s %s", code, res.Notice, res.Next)
 	}
 	return failure(res, "%s: %s", code, res.Next)
 }
 
-// knownRuntime returns the runtime of a Company already discovered, or nil.
-func (s *Server) knownRuntime(domain string) *runtime {
-	a := s.knownAuth(domain)
-	if a == nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.runtimes[a.Issuer]
+// signInChoice chooses the sign-in tool to advise, which depends on
+// whether this poppy-mcp can take Direct Sign-In's callback.
+type signInChoice struct {
+	publicURL string      // Options.PublicURL
+	agent     *auth.Agent // nil: no identity, so no callback either
 }
 
-// knownAuth returns the auth object of a Company already discovered, or nil.
-func (s *Server) knownAuth(domain string) *discovery.Auth {
-	host, err := discovery.NormalizeDomain(domain)
-	if err != nil {
-		return nil
-	}
-	s.mu.Lock()
-	co := s.companies[host]
-	s.mu.Unlock()
-	if co == nil || co.Document == nil {
-		return nil
-	}
-	return co.Document.Auth
-}
-
-// signInTool picks the sign-in tool for scopes: Device Sign-In first (it
-// needs no callback and no credentials), then Direct when poppy-mcp can
-// receive its callback (--public-url, and the callback in agent.json's
-// redirect_uris), then Mediated. With nothing known of the Company it
-// suggests sign_in_device.
-func (s *Server) signInTool(a *discovery.Auth, scopes []string) string {
-	_, direct := s.redirectURI()
+// tool picks the sign-in tool for scopes: Device Sign-In first (it needs no
+// callback and no credentials), then Direct when poppy-mcp can receive its
+// callback (--public-url, and the callback in agent.json's redirect_uris),
+// then Mediated. With nothing known of the Company it suggests
+// sign_in_device.
+func (c signInChoice) tool(a *discovery.Auth, scopes []string) string {
+	_, direct := c.redirectURI()
 	return pickSignIn(a, scopes, direct)
+}
+
+// redirectURI is the callback URL, and whether poppy-mcp can receive it:
+// it serves it and publishes it in redirect_uris.
+func (c signInChoice) redirectURI() (string, bool) {
+	if c.publicURL == "" || c.agent == nil {
+		return "", false
+	}
+	u := strings.TrimSuffix(c.publicURL, "/") + CallbackPath
+	// Poppy 0.1 §4.5: "redirect_uri MUST exactly match an entry in the Personal Agent's redirect_uris (4.1)."
+	return u, slices.Contains(c.agent.Identity().Metadata().RedirectURIs, u)
 }
 
 // pickSignIn is signInTool's choice; direct says whether Direct Sign-In

@@ -17,8 +17,8 @@ import (
 // and the sign-in type the Company offers with them.
 func TestSignInNeeded(t *testing.T) {
 	company := poppytest.NewServer(t, nil)
-	s := New(Deps{Discovery: discovery.New(company.Client(), nil)})
-	if _, err := s.company(context.Background(), "example.com", false); err != nil {
+	s := New(discovery.New(company.Client(), nil), nil)
+	if _, err := s.companies.get(context.Background(), "example.com", false); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -32,7 +32,7 @@ func TestSignInNeeded(t *testing.T) {
 		{&auth.Error{Code: "insufficient_scope", Scope: "addresses"}, "", `["addresses"]`},
 		{&auth.Error{Code: "insufficient_scope", Scope: "unknown"}, "", `["unknown"]`},
 	} {
-		r, ok := s.signInNeeded("example.com", tc.err)
+		r, ok := s.signIn.needed("example.com", tc.err)
 		if !ok || !r.IsError {
 			t.Fatalf("%v: not a sign-in result", tc.err)
 		}
@@ -45,11 +45,11 @@ func TestSignInNeeded(t *testing.T) {
 		}
 	}
 	for _, err := range []error{errors.New("x"), &auth.Error{Code: "invalid_token"}, nil} {
-		if _, ok := s.signInNeeded("example.com", err); ok {
+		if _, ok := s.signIn.needed("example.com", err); ok {
 			t.Errorf("%v taken for a sign-in error", err)
 		}
 	}
-	if r, _ := s.signInNeeded("unknown.example", auth.ErrSignInRequired); r == nil {
+	if r, _ := s.signIn.needed("unknown.example", auth.ErrSignInRequired); r == nil {
 		t.Error("an undiscovered Company gave no advice")
 	}
 }
@@ -67,11 +67,11 @@ func TestSignInNeededDirect(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := New(Deps{Discovery: discovery.New(company.Client(), nil), Agent: auth.New(id, nil), PublicURL: publicURL})
-		if _, err := s.company(ctx, "example.com", false); err != nil {
+		s := New(discovery.New(company.Client(), nil), &Options{Agent: auth.New(id, nil), PublicURL: publicURL})
+		if _, err := s.companies.get(ctx, "example.com", false); err != nil {
 			t.Fatal(err)
 		}
-		r, _ := s.signInNeeded("example.com", &auth.Error{Code: "insufficient_scope", Scope: "addresses"})
+		r, _ := s.signIn.needed("example.com", &auth.Error{Code: "insufficient_scope", Scope: "addresses"})
 		var got signInNeededResult
 		raw, _ := json.Marshal(r.StructuredContent)
 		_ = json.Unmarshal(raw, &got)

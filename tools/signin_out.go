@@ -11,19 +11,12 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-func init() {
-	toolsets = append(toolsets, func(s *Server) []tool { return []tool{s.signOutTool()} })
-}
-
-func (s *Server) signOutTool() tool {
-	return tool{newTool("sign_out",
+func (si *signIn) signOutTool() tool {
+	return newTool("sign_out",
 		"Sign the user out of a Company account: poppy-mcp revokes its Account Token there and forgets it. "+
 			"The Session continues signed out (a cart or conversation carries on); sign in again when a task needs the account.",
-		`{"type":"object","properties":{`+
-			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"}},`+
-			`"required":["domain"],"additionalProperties":false}`,
 		annotations{title: "Sign out", destructive: true, idempotent: true, openWorld: true},
-	), s.signOut}
+		si.signOut)
 }
 
 // signOutResult is sign_out's structured content.
@@ -35,13 +28,13 @@ type signOutResult struct {
 	Next      string `json:"next"`
 }
 
-func (s *Server) signOut(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	domain := stringArg(req, "domain")
-	rt, _, sess, err := s.session(ctx, domain, false)
+func (si *signIn) signOut(ctx context.Context, _ mcp.CallToolRequest, args companyArgs) *mcp.CallToolResult {
+	domain := args.Domain
+	cs, _, sess, err := si.sessions.session(ctx, domain, false)
 	if err != nil {
-		return s.sessionFailure(domain, err), nil
+		return si.sessions.failure(domain, err)
 	}
-	if f := rt.currentFlow(); f != nil && f.end(statusFailed, nil, nil, "The user signed out.") {
+	if f := si.current(cs); f != nil && f.end(statusFailed, nil, nil, "The user signed out.") {
 		f.close()
 	}
 	acct := sess.Account()
@@ -55,22 +48,22 @@ func (s *Server) signOut(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	// be renewed after it: it is no longer held.
 	kept := held != nil && !held.Dropped() || acct != nil && !acct.Dropped()
 	if err != nil {
-		return s.signOutFailure(rt, domain, revoked, kept, err), nil
+		return si.signOutFailure(cs, domain, revoked, kept, err)
 	}
-	s.saveSignedIn(ctx, rt, sess)
+	si.sessions.saveSignedIn(ctx, cs, sess)
 	info := sess.Info()
 	res := signOutResult{Domain: domain, Revoked: revoked, SignedIn: info.SignedIn, SessionID: info.ID,
 		Next: "The Session continues signed out; sign in again when a task needs the account."}
 	if !revoked {
-		return result(res, "poppy-mcp held no Account Token for %s: nothing to revoke. %s", domain, res.Next), nil
+		return result(res, "poppy-mcp held no Account Token for %s: nothing to revoke. %s", domain, res.Next)
 	}
-	return result(res, "Signed out of %s: the Account Token was revoked and forgotten. Session %s. %s", domain, info.ID, res.Next), nil
+	return result(res, "Signed out of %s: the Account Token was revoked and forgotten. Session %s. %s", domain, info.ID, res.Next)
 }
 
 // signOutFailure phrases a failed sign-out: whether the Account Token is
 // still kept, or only renewing the Session signed out failed after it.
-func (s *Server) signOutFailure(rt *runtime, domain string, revoked, kept bool, err error) *mcp.CallToolResult {
-	s.log.Warn("sign-out failed", "issuer", rt.issuer, "revoked", revoked && !kept, "err", err)
+func (si *signIn) signOutFailure(cs *companyState, domain string, revoked, kept bool, err error) *mcp.CallToolResult {
+	si.log.Warn("sign-out failed", "issuer", cs.issuer, "revoked", revoked && !kept, "err", err)
 	if kept {
 		return failure(map[string]string{"error": "sign_out_failed", "next": "Try sign_out again later."},
 			"Could not sign out of %s: %v. The Account Token is kept; try sign_out again later.", domain, err)

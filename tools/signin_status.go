@@ -19,20 +19,12 @@ import (
 // maxWait bounds wait_seconds, below the call timeouts MCP clients use.
 const maxWait = 50 * time.Second
 
-func init() {
-	toolsets = append(toolsets, func(s *Server) []tool { return []tool{s.signInStatusTool()} })
-}
-
-func (s *Server) signInStatusTool() tool {
-	return tool{newTool("sign_in_status",
+func (si *signIn) statusTool() tool {
+	return newTool("sign_in_status",
 		"Report the latest sign-in with a Company: pending, complete, denied, expired or failed, whether the Session is signed in, "+
 			"and the scopes granted. Set wait_seconds (up to 50) to wait for the user to finish; call again while pending.",
-		`{"type":"object","properties":{`+
-			`"domain":{"type":"string","description":"The Company's domain, e.g. example.com"},`+
-			`"wait_seconds":{"type":"integer","minimum":0,"maximum":50,"description":"Wait up to this long for a pending sign-in to finish"}},`+
-			`"required":["domain"],"additionalProperties":false}`,
 		annotations{title: "Sign-in status", readOnly: true, idempotent: true, openWorld: true},
-	), s.signInStatus}
+		si.status)
 }
 
 // statusResult is the structured content of the sign-in tools. It never
@@ -63,45 +55,46 @@ type statusResult struct {
 	Next        string `json:"next"`
 }
 
-func (s *Server) signInStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	domain := stringArg(req, "domain")
-	rt, _, err := s.runtimeFor(ctx, domain)
+// signInStatusArgs are sign_in_status's arguments.
+type signInStatusArgs struct {
+	companyArgs
+	WaitSeconds *integer `json:"wait_seconds,omitempty" schema:"minimum=0,maximum=50" jsonschema:"Wait up to this long for a pending sign-in to finish"`
+}
+
+func (si *signIn) status(ctx context.Context, req mcp.CallToolRequest, args signInStatusArgs) *mcp.CallToolResult {
+	domain := args.Domain
+	cs, _, err := si.sessions.stateFor(ctx, domain)
 	if err != nil {
-		return s.sessionFailure(domain, err), nil
+		return si.sessions.failure(domain, err)
 	}
-	f := rt.currentFlow()
+	f := si.current(cs)
 	if f == nil {
-		return s.noSignIn(ctx, rt, domain), nil
+		return si.noSignIn(ctx, cs, domain)
 	}
-	if wait := waitArg(req); wait > 0 {
-		s.waitFlow(ctx, req, f, wait)
+	if wait := args.WaitSeconds.duration(0, maxWait); wait > 0 {
+		si.waitFlow(ctx, req, f, wait)
 	}
-	return s.flowResult(rt, f, ""), nil
+	return si.flowResult(cs, f, "")
 }
 
 // noSignIn answers sign_in_status before any sign-in.
-func (s *Server) noSignIn(ctx context.Context, rt *runtime, domain string) *mcp.CallToolResult {
-	rt.mu.Lock()
-	sess := rt.session
-	rt.mu.Unlock()
+func (si *signIn) noSignIn(ctx context.Context, cs *companyState, domain string) *mcp.CallToolResult {
+	cs.mu.Lock()
+	sess := cs.session
+	cs.mu.Unlock()
 	if sess != nil && sess.Info().SignedIn {
 		info := sess.Info()
 		return result(statusResult{Domain: domain, Status: statusComplete, SignedIn: true, Scopes: info.Scopes, Missing: []string{},
 			SessionID: info.ID, Next: "Go on with the task."}, "The Session with %s is signed in with %s.", domain, strings.Join(info.Scopes, " "))
 	}
-	next := fmt.Sprintf("Call %s with domain %s and the scopes the task needs.", s.signInTool(s.knownAuth(domain), []string{"poppy:read"}), domain)
+	next := fmt.Sprintf("Call %s with domain %s and the scopes the task needs.", si.choice.tool(si.companies.knownAuth(domain), []string{"poppy:read"}), domain)
 	return failure(map[string]string{"error": "no_sign_in", "next": next}, "No sign-in was started for %s. %s", domain, next)
-}
-
-func waitArg(req mcp.CallToolRequest) time.Duration {
-	v, _ := req.GetArguments()["wait_seconds"].(float64)
-	return min(max(time.Duration(v*float64(time.Second)), 0), maxWait)
 }
 
 // waitFlow waits until f leaves pending, wait passes or the call is
 // canceled, sending a progress notification each second when the client
 // asked for them with a progressToken.
-func (s *Server) waitFlow(ctx context.Context, req mcp.CallToolRequest, f *signInFlow, wait time.Duration) {
+func (si *signIn) waitFlow(ctx context.Context, req mcp.CallToolRequest, f *signInFlow, wait time.Duration) {
 	var token mcp.ProgressToken
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
@@ -121,7 +114,7 @@ func (s *Server) waitFlow(ctx context.Context, req mcp.CallToolRequest, f *signI
 			return
 		case <-tick.C:
 			if token != nil {
-				_ = s.mcp.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+				_ = si.mcp.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
 					"progressToken": token, "progress": n, "total": total,
 					"message": "Waiting for the user to finish signing in",
 				})
@@ -132,19 +125,19 @@ func (s *Server) waitFlow(ctx context.Context, req mcp.CallToolRequest, f *signI
 
 // flowResult is the result of a sign-in tool for f; elicited is the
 // client's answer to a URL elicitation, if one was made.
-func (s *Server) flowResult(rt *runtime, f *signInFlow, elicited string) *mcp.CallToolResult {
-	if isPending(f) && !f.expires.IsZero() && !signInClock().Before(f.expires) && f.end(statusExpired, nil, nil, "The sign-in expired before the user finished it.") {
+func (si *signIn) flowResult(cs *companyState, f *signInFlow, elicited string) *mcp.CallToolResult {
+	if isPending(f) && !f.expires.IsZero() && !si.now().Before(f.expires) && f.end(statusExpired, nil, nil, "The sign-in expired before the user finished it.") {
 		f.close()
 	}
 	status, granted, missing, detail := f.state()
 	res := statusResult{Domain: f.domain, Type: f.kind, Status: status, Scopes: granted, Requested: f.scopes,
-		Missing: missing, Elicitation: elicited, Detail: detail, Notice: rt.takeNotice()}
-	rt.mu.Lock()
-	if rt.session != nil {
-		info := rt.session.Info()
+		Missing: missing, Elicitation: elicited, Detail: detail, Notice: cs.takeNotice()}
+	cs.mu.Lock()
+	if cs.session != nil {
+		info := cs.session.Info()
 		res.SignedIn, res.SessionID = info.SignedIn, info.ID
 	}
-	rt.mu.Unlock()
+	cs.mu.Unlock()
 	if res.Scopes == nil {
 		res.Scopes = []string{}
 	}
@@ -152,7 +145,7 @@ func (s *Server) flowResult(rt *runtime, f *signInFlow, elicited string) *mcp.Ca
 		res.Missing = []string{}
 	}
 	if status == statusPending {
-		s.pendingFields(&res, f, elicited != "")
+		si.pendingFields(&res, f, elicited != "")
 	}
 	res.Next = nextStep(&res)
 	text := fmt.Sprintf("%s sign-in with %s: %s.", f.kind, f.domain, status)
@@ -169,8 +162,8 @@ func (s *Server) flowResult(rt *runtime, f *signInFlow, elicited string) *mcp.Ca
 }
 
 // pendingFields adds what the user needs while a sign-in is pending.
-func (s *Server) pendingFields(res *statusResult, f *signInFlow, elicited bool) {
-	left := int64(time.Until(f.expires) / time.Second)
+func (si *signIn) pendingFields(res *statusResult, f *signInFlow, elicited bool) {
+	left := int64(f.expires.Sub(si.now()) / time.Second)
 	if left > 0 {
 		res.ExpiresIn = left
 	}
@@ -214,8 +207,8 @@ func elicitsURL(ctx context.Context) bool {
 	var caps *mcp.ClientCapabilities
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
 		caps = info.ClientCapabilities
-	} else if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
-		c := cs.GetClientCapabilities()
+	} else if sess, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
+		c := sess.GetClientCapabilities()
 		caps = &c
 	}
 	return caps != nil && caps.Elicitation != nil && caps.Elicitation.URL != nil
@@ -231,10 +224,10 @@ func elicitURL(f *signInFlow, url, message string) *mcp.CallToolResult {
 }
 
 // elicited returns the flow a retried call answers, and the client's
-// action, when the call carries the requestState of rt's current flow.
-func elicited(req mcp.CallToolRequest, rt *runtime) (*signInFlow, string) {
+// action, when the call carries the requestState of cs's current flow.
+func (si *signIn) elicited(req mcp.CallToolRequest, cs *companyState) (*signInFlow, string) {
 	state := req.Params.RequestState
-	f := rt.currentFlow()
+	f := si.current(cs)
 	if state == "" || f == nil || f.id != state {
 		return nil, ""
 	}

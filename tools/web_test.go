@@ -12,7 +12,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
-	"github.com/poppy-mcp/poppy-mcp/tools"
 )
 
 // joinPage is what a join_url served.
@@ -175,11 +174,11 @@ func TestOpenWebsiteRefusesForeignURL(t *testing.T) {
 
 // TestOpenWebsiteExpired: a join_url opened after a minute signs nothing.
 func TestOpenWebsiteExpired(t *testing.T) {
-	h := newHarness(t, nil)
+	clock := &testClock{}
+	h := newHarnessWith(t, nil, &harnessOptions{Now: clock.now})
 	cs := h.connect(t, revisions[0])
 	_, got := call(t, cs, "open_website", map[string]any{"domain": "example.com"})
-	later := time.Now().Add(61 * time.Second)
-	defer tools.SetWebClock(func() time.Time { return later })()
+	clock.advance(61 * time.Second)
 	p := openJoin(t, got["join_url"].(string))
 	if p.status != http.StatusGone || p.assertion != "" || p.header.Get("Cache-Control") != "no-store" {
 		t.Errorf("expired join_url: %d, assertion %q", p.status, p.assertion)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -254,9 +255,30 @@ func (w *walk) progress(n mcp.JSONRPCNotification) {
 	fmt.Fprintf(w.out, "     … %s\n", msg)
 }
 
+// firstSentence is the first sentence of a tool description: up to the
+// first ". " that ends a sentence, not one that ends an abbreviation such as
+// "e.g." inside it.
 func firstSentence(s string) string {
-	if i := strings.Index(s, ". "); i > 0 {
-		return s[:i+1]
+	for from := 0; ; {
+		i := strings.Index(s[from:], ". ")
+		if i < 0 {
+			return s
+		}
+		end := from + i + 1
+		if !endsAbbreviation(s[:end]) {
+			return s[:end]
+		}
+		from = end
 	}
-	return s
+}
+
+// endsAbbreviation reports whether s, which ends in ".", ends with an
+// abbreviation that does not end a sentence.
+func endsAbbreviation(s string) bool {
+	for _, a := range []string{"e.g.", "i.e.", "cf.", "vs."} {
+		if rest, ok := strings.CutSuffix(s, a); ok && (rest == "" || !unicode.IsLetter(rune(rest[len(rest)-1]))) {
+			return true
+		}
+	}
+	return false
 }

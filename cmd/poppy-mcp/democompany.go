@@ -12,7 +12,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
-// demoDomain is where the embedded demo Company lives (TOOLS.md `serve --demo`).
+// demoDomain is where the embedded demo Company lives (docs/tools.md, `serve --demo`).
 const demoDomain = "demo.poppy.example"
 
 // demoJoinAfter is how long a handoff waits for the demo Company's person.

@@ -14,7 +14,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
-// common holds the flags shared by subcommands (TOOLS.md "Flags shared where they apply").
+// common holds the flags shared by subcommands (docs/tools.md "Commands").
 type common struct {
 	stateDir  string
 	store     string // --store: a PostgreSQL URL; "" keeps the state in SQLite in stateDir

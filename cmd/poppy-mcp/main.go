@@ -1,5 +1,5 @@
 // Command poppy-mcp is a Personal Agent for the Personal Agent Protocol
-// (Poppy 0.1), served as an MCP server. See README.md.
+// (Poppy 0.1), served as an MCP server. See README.md and docs/tools.md.
 package main
 
 import (

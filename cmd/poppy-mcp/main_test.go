@@ -381,3 +381,23 @@ func TestServeWithoutKey(t *testing.T) {
 		t.Errorf("stderr does not say what to run: %s", stderr.String())
 	}
 }
+
+// TestFirstSentence: the demo lists each tool with the first sentence of
+// its description, which may hold "e.g." before it ends. The old cut
+// stopped at the first ". " and showed start_direct_conversation as
+// "... linked to an agent conversation (e.g.".
+func TestFirstSentence(t *testing.T) {
+	for in, want := range map[string]string{
+		"Let the user talk with the Company themselves, linked to an agent conversation (e.g. after the Company asked for the user). " +
+			"text is the user's own first message.": "Let the user talk with the Company themselves, linked to an agent conversation (e.g. after the Company asked for the user).",
+		"One sentence. Two.":             "One sentence.",
+		"No full stop and a space here.": "No full stop and a space here.",
+		"Pick one, i.e. the first. Then": "Pick one, i.e. the first.",
+		"Wait for the fridge. Then go.":  "Wait for the fridge.",
+		"":                               "",
+	} {
+		if got := firstSentence(in); got != want {
+			t.Errorf("firstSentence(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

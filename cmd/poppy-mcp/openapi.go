@@ -17,6 +17,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/httpbody"
 	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 	"github.com/poppy-mcp/poppy-mcp/openapi2tools"
 	"github.com/poppy-mcp/poppy-mcp/tools"
@@ -25,7 +26,7 @@ import (
 // maxOpenAPIInput bounds the document read: what openapi2tools translates.
 const maxOpenAPIInput = openapi2tools.MaxDocumentBytes
 
-// perOperationLimit is tools.Deps.MaxAPITools' default, for the note.
+// perOperationLimit is tools.Options.MaxAPITools' default, for the note.
 const perOperationLimit = 30
 
 // openAPIConfig is openapi's parsed command line.
@@ -45,7 +46,7 @@ func openAPIFlags(fs *flag.FlagSet) *openAPIConfig {
 }
 
 // runOpenAPI prints the tools an OpenAPI document becomes, for API owners
-// (TOOLS.md): with --json, one object {"tools": [...]} of MCP Tool objects
+// (docs/tools.md): with --json, one object {"tools": [...]} of MCP Tool objects
 // exactly as tools/list gives them. Exit 0: translated; 1: the document
 // cannot be translated; 2: usage, or it could not be read.
 func runOpenAPI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -112,7 +113,7 @@ func readOpenAPI(ctx context.Context, src string, stdin io.Reader, c *common) ([
 			defer f.Close()
 			r = f
 		}
-		data, err := readLimited(r)
+		data, err := readDocument(r)
 		return data, "", err
 	}
 	u, err := url.Parse(src)
@@ -145,13 +146,14 @@ func readOpenAPI(ctx context.Context, src string, stdin io.Reader, c *common) ([
 	if resp.StatusCode != http.StatusOK {
 		return nil, "", fmt.Errorf("%s answered HTTP %d", src, resp.StatusCode)
 	}
-	data, err := readLimited(resp.Body)
+	data, err := readDocument(resp.Body)
 	return data, resp.Request.URL.String(), err // relative servers resolve against where it finally was
 }
 
-func readLimited(r io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxOpenAPIInput+1))
-	if err == nil && len(data) > maxOpenAPIInput {
+// readDocument reads an OpenAPI document of at most maxOpenAPIInput bytes.
+func readDocument(r io.Reader) ([]byte, error) {
+	data, err := httpbody.ReadAtMost(r, maxOpenAPIInput)
+	if errors.Is(err, httpbody.ErrTooLarge) {
 		err = fmt.Errorf("the document is larger than %d MiB", maxOpenAPIInput>>20)
 	}
 	return data, err

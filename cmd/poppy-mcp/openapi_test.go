@@ -2,41 +2,20 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/golden"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
-
-func init() {
-	if flag.Lookup("update") == nil { // another file of the package may define it
-		flag.Bool("update", false, "rewrite the golden files")
-	}
-}
 
 // wantGolden compares got with testdata/name; -update rewrites it.
 func wantGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs; review, then go test ./cmd/poppy-mcp -run TestOpenAPI -update\ngot:\n%s", name, got)
-	}
+	golden.Check(t, filepath.Join("testdata", name), []byte(got))
 }
 
 // TestOpenAPICommand runs `poppy-mcp openapi` on the reference Company's

@@ -243,18 +243,17 @@ func (a *app) start(ctx context.Context, c *common, demo bool, o *appOptions) (e
 	if err != nil {
 		return err
 	}
-	deps := tools.Deps{
-		Discovery: docs,
-		Agent:     agent, Store: a.store, Pages: a.pages, Logger: logger,
+	opts := &tools.Options{
+		Agent: agent, Store: a.store, Pages: a.pages, Logger: logger,
 		PublicURL: c.publicURL, NoIdentity: a.noIdentity,
 	}
 	if c.browser != "" {
-		if deps.Browser, err = a.startBrowser(c.browser, guard); err != nil {
+		if opts.Browser, err = a.startBrowser(c.browser, guard); err != nil {
 			return fmt.Errorf("--browser: %w", err)
 		}
-		a.cleanup = append(a.cleanup, func() { deps.Browser.Close() })
+		a.cleanup = append(a.cleanup, func() { opts.Browser.Close() })
 	}
-	a.tools = tools.New(deps)
+	a.tools = tools.New(docs, opts)
 	return nil
 }
 

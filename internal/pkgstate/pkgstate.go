@@ -1,9 +1,16 @@
 // Package pkgstate finds package-level state in Go source, for tests that
 // keep a package free of it: every init function, and every package-level
-// variable but the ones that are never assigned after they are declared by
-// convention (error sentinels and compiled regular expressions). State
-// belongs in the structs a caller builds, where it can be found by
-// following calls.
+// variable but those that hold a value that never changes.
+//
+// A variable passes only when two things hold. Its initializer is one of
+// the forms Go code uses for values that are built once and then only read:
+// an error sentinel (errors.New, fmt.Errorf, or the address of a composite
+// literal of a type whose name ends in Error), a compiled regular expression
+// (regexp.MustCompile) or a compiled template (template.Must, html or text).
+// And no statement of the package assigns to it, increments it or takes its
+// address. Anything else (a map, a slice, a counter, a clock seam such as
+// timeNow, a variable without an initializer) is state: it belongs in the
+// structs a caller builds, where it can be found by following calls.
 package pkgstate
 
 import (
@@ -17,29 +24,42 @@ import (
 
 // Find lists the init functions and mutable package-level variables of the
 // package in dir, test files left out, as "file:line:col: what", in the
-// order of the files' names and of the declarations in each.
+// order of the files' names and of the declarations in each, then the
+// assignments to package-level variables.
 func Find(dir string) ([]string, error) {
 	fset := token.NewFileSet()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, name := range files {
+	var files []*ast.File
+	for _, name := range names {
 		if strings.HasSuffix(name, "_test.go") {
 			continue
 		}
-		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		// Object resolution ties each identifier to its declaration in the
+		// same file; one left unresolved names a package-level declaration
+		// of another file (or a predeclared one).
+		f, err := parser.ParseFile(fset, name, nil, 0)
 		if err != nil {
 			return nil, fmt.Errorf("pkgstate: %w", err)
 		}
-		out = append(out, inFile(fset, f)...)
+		files = append(files, f)
+	}
+	var out []string
+	vars := &packageVars{names: map[string]bool{}, specs: map[*ast.ValueSpec]bool{}}
+	for _, f := range files {
+		out = append(out, inFile(fset, f, vars)...)
+	}
+	for _, f := range files {
+		out = append(out, assignments(fset, f, vars)...)
 	}
 	return out, nil
 }
 
-// inFile lists what Find reports in one file.
-func inFile(fset *token.FileSet, f *ast.File) []string {
+// inFile lists what Find reports of one file's declarations, and adds its
+// package-level variables to vars.
+func inFile(fset *token.FileSet, f *ast.File, vars *packageVars) []string {
 	var out []string
 	for _, d := range f.Decls {
 		switch d := d.(type) {
@@ -53,8 +73,13 @@ func inFile(fset *token.FileSet, f *ast.File) []string {
 			}
 			for _, spec := range d.Specs {
 				vs := spec.(*ast.ValueSpec)
+				vars.specs[vs] = true
 				for i, n := range vs.Names {
-					if n.Name == "_" || i < len(vs.Values) && constant(vs.Values[i]) {
+					if n.Name == "_" {
+						continue
+					}
+					vars.names[n.Name] = true
+					if i < len(vs.Values) && constant(vs.Values[i]) {
 						continue
 					}
 					out = append(out, fmt.Sprintf("%s: var %s", fset.Position(n.Pos()), n.Name))
@@ -65,9 +90,65 @@ func inFile(fset *token.FileSet, f *ast.File) []string {
 	return out
 }
 
+// assignments lists the statements of f that assign to, increment or take
+// the address of a package-level variable.
+func assignments(fset *token.FileSet, f *ast.File, vars *packageVars) []string {
+	var out []string
+	report := func(e ast.Expr, what string) {
+		if id, ok := ast.Unparen(e).(*ast.Ident); ok && packageLevel(id, vars) {
+			out = append(out, fmt.Sprintf("%s: %s %s", fset.Position(id.Pos()), what, id.Name))
+		}
+	}
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Body == nil {
+			continue
+		}
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.AssignStmt:
+				if n.Tok != token.DEFINE {
+					for _, lhs := range n.Lhs {
+						report(lhs, "assigns")
+					}
+				}
+			case *ast.IncDecStmt:
+				report(n.X, "assigns")
+			case *ast.UnaryExpr:
+				if n.Op == token.AND {
+					report(n.X, "takes the address of")
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// packageLevel reports whether id names a package-level variable: one of
+// the package's that id resolves to, or that it leaves unresolved (declared
+// in another file), rather than a local of the same name.
+func packageLevel(id *ast.Ident, vars *packageVars) bool {
+	if !vars.names[id.Name] {
+		return false
+	}
+	if id.Obj == nil {
+		return true
+	}
+	vs, ok := id.Obj.Decl.(*ast.ValueSpec)
+	return ok && vars.specs[vs]
+}
+
+// packageVars are a package's package-level variables.
+type packageVars struct {
+	names map[string]bool
+	specs map[*ast.ValueSpec]bool
+}
+
 // constant reports whether a variable's value is one that by convention is
 // never assigned again: errors.New(...), fmt.Errorf(...),
-// regexp.MustCompile(...), or the address of an error literal (&Error{...}).
+// regexp.MustCompile(...), template.Must(...), or the address of an error
+// literal (&Error{...}). Find checks that nothing assigns it all the same.
 func constant(v ast.Expr) bool {
 	switch v := v.(type) {
 	case *ast.CallExpr:
@@ -80,7 +161,7 @@ func constant(v ast.Expr) bool {
 			return false
 		}
 		switch pkg.Name + "." + sel.Sel.Name {
-		case "errors.New", "fmt.Errorf", "regexp.MustCompile":
+		case "errors.New", "fmt.Errorf", "regexp.MustCompile", "template.Must":
 			return true
 		}
 	case *ast.UnaryExpr:

@@ -8,12 +8,18 @@ import (
 	"testing"
 )
 
+// TestFind: init functions, variables that hold state and assignments to
+// package-level variables are found; error sentinels, compiled regexps and
+// templates, blank variables, locals of the same name and test files are
+// not.
 func TestFind(t *testing.T) {
 	dir := t.TempDir()
-	src := `package p
+	files := map[string]string{
+		"p.go": `package p
 
 import (
 	"errors"
+	"html/template"
 	"regexp"
 	"time"
 )
@@ -21,6 +27,7 @@ import (
 var ErrX = errors.New("x")
 var ErrY = &Error{Code: "y"}
 var re = regexp.MustCompile("a")
+var page = template.Must(template.New("p").Parse("<p>"))
 var timeNow = time.Now
 var counter int
 var _ = counter
@@ -28,12 +35,31 @@ var _ = counter
 func init() {}
 
 type Error struct{ Code string }
-`
-	if err := os.WriteFile(filepath.Join(dir, "p.go"), []byte(src), 0o600); err != nil {
-		t.Fatal(err)
+
+func local() {
+	re := 1
+	re++
+	var page int
+	page = 2
+	_, _ = re, page
+}
+`,
+		"q.go": `package p
+
+import "regexp"
+
+func swap() {
+	re = regexp.MustCompile("b")
+	ErrX = nil
+	_ = &page
+}
+`,
+		"p_test.go": "package p\n\nvar inTests = 1\n\nfunc init() { ErrY = nil }\n",
 	}
-	if err := os.WriteFile(filepath.Join(dir, "p_test.go"), []byte("package p\n\nvar inTests = 1\n"), 0o600); err != nil {
-		t.Fatal(err)
+	for name, src := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	got, err := Find(dir)
 	if err != nil {
@@ -41,9 +67,10 @@ type Error struct{ Code string }
 	}
 	var what []string
 	for _, g := range got {
-		what = append(what, g[strings.LastIndex(g, ": ")+2:])
+		what = append(what, g[strings.LastIndex(g, ".go:")+4:][strings.Index(g[strings.LastIndex(g, ".go:")+4:], " ")+1:])
 	}
-	if want := []string{"var timeNow", "var counter", "func init"}; !slices.Equal(what, want) {
-		t.Errorf("Find = %q, want %q", got, want)
+	want := []string{"var timeNow", "var counter", "func init", "assigns re", "assigns ErrX", "takes the address of page"}
+	if !slices.Equal(what, want) {
+		t.Errorf("Find = %q,\nwant %q", got, want)
 	}
 }
