@@ -14,7 +14,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // Generation counts what ended at a Company for the local user, so that a
@@ -25,6 +24,12 @@ type Generation struct {
 	// were revoked or deleted (Poppy 0.1 §4.9), so a Session signed in with
 	// one must continue signed out.
 	SignOuts int64
+	// Unrevoked counts the sign-outs whose Account Token was deleted
+	// without the Company revoking it: Sessions signed in with it are still
+	// signed in there, and must be left for new signed-out ones rather than
+	// renewed (§4.2: "A signed-in Session is renewed with the Account Token
+	// instead").
+	Unrevoked int64
 	// Forgets counts forgets ([Store.Forget]): everything held there, the
 	// User ID included, was deleted, so a Session there must not be used
 	// again.
@@ -35,39 +40,44 @@ type Generation struct {
 // Generation when nothing ever ended there.
 func (s *Store) Generation(ctx context.Context, issuer string) (Generation, error) {
 	var g Generation
-	err := s.conn().queryRow(ctx, `SELECT sign_outs, forgets FROM generations WHERE local_user = ? AND issuer = ?`,
-		s.user, issuer).Scan(&g.SignOuts, &g.Forgets)
+	err := s.conn().queryRow(ctx, `SELECT `+generationColumns+` FROM generations WHERE local_user = ? AND issuer = ?`,
+		s.user, issuer).Scan(&g.SignOuts, &g.Unrevoked, &g.Forgets)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Generation{}, fmt.Errorf("store: generation at %s: %w", issuer, err)
 	}
 	return g, nil
 }
 
-// CountSignOut records a sign-out at issuer for the local user and returns
-// the new generation. Call it once the Account Tokens are gone from the
-// store, so that a process that notices it finds them gone.
-func (s *Store) CountSignOut(ctx context.Context, issuer string) (Generation, error) {
-	return s.count(ctx, s.conn(), issuer, "sign_outs")
+const generationColumns = `sign_outs, unrevoked, forgets`
+
+// CountSignOut records a sign-out at issuer for the local user, revoked
+// at the Company or not, and returns the new generation. Call it once the
+// Account Tokens are gone from the store, so that a process that notices
+// it finds them gone.
+func (s *Store) CountSignOut(ctx context.Context, issuer string, revoked bool) (Generation, error) {
+	add := Generation{SignOuts: 1}
+	if !revoked {
+		add.Unrevoked = 1
+	}
+	return s.count(ctx, s.conn(), issuer, add)
 }
 
-// count adds one to the column (sign_outs or forgets) of the local user's
-// generation at issuer, through c, and returns the new generation.
-func (s *Store) count(ctx context.Context, c conn, issuer, column string) (Generation, error) {
+// count adds add to the local user's generation at issuer, through c, and
+// returns the new generation.
+func (s *Store) count(ctx context.Context, c conn, issuer string, add Generation) (Generation, error) {
 	if issuer == "" {
 		return Generation{}, errors.New("store: generation: empty issuer")
 	}
-	first := Generation{SignOuts: 1}
-	if column == "forgets" {
-		first = Generation{Forgets: 1}
-	}
 	var g Generation
-	err := c.queryRow(ctx, `INSERT INTO generations (local_user, issuer, sign_outs, forgets, updated_at)
-		VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (local_user, issuer) DO UPDATE SET `+column+` = generations.`+column+` + 1,
+	err := c.queryRow(ctx, `INSERT INTO generations (local_user, issuer, `+generationColumns+`, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (local_user, issuer) DO UPDATE SET sign_outs = generations.sign_outs + excluded.sign_outs,
+		unrevoked = generations.unrevoked + excluded.unrevoked, forgets = generations.forgets + excluded.forgets,
 		updated_at = excluded.updated_at
-		RETURNING sign_outs, forgets`, s.user, issuer, first.SignOuts, first.Forgets, unixNano(s.now())).Scan(&g.SignOuts, &g.Forgets)
+		RETURNING `+generationColumns, s.user, issuer, add.SignOuts, add.Unrevoked, add.Forgets, unixNano(s.now())).
+		Scan(&g.SignOuts, &g.Unrevoked, &g.Forgets)
 	if err != nil {
-		return Generation{}, fmt.Errorf("store: count a %s at %s: %w", strings.TrimSuffix(column, "s"), issuer, err)
+		return Generation{}, fmt.Errorf("store: count at %s: %w", issuer, err)
 	}
 	return g, nil
 }
@@ -115,7 +125,7 @@ func (s *Store) Forget(ctx context.Context, issuer string) (Forgotten, error) {
 	if err := s.forgetRows(ctx, c, issuer, &f); err != nil {
 		return Forgotten{}, fmt.Errorf("store: forget %s: %w", issuer, err)
 	}
-	if f.Generation, err = s.count(ctx, c, issuer, "forgets"); err != nil {
+	if f.Generation, err = s.count(ctx, c, issuer, Generation{Forgets: 1}); err != nil {
 		return Forgotten{}, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -229,6 +239,7 @@ func migrationGenerations(text string) []string {
 			local_user ` + text + ` NOT NULL,
 			issuer ` + text + ` NOT NULL,
 			sign_outs BIGINT NOT NULL,
+			unrevoked BIGINT NOT NULL,
 			forgets BIGINT NOT NULL,
 			updated_at BIGINT NOT NULL,
 			PRIMARY KEY (local_user, issuer))`,
