@@ -155,7 +155,7 @@ func (s *Server) session(ctx context.Context, domain string, fresh bool) (*runti
 // is continued while the Company has it, and the Session starts signed in
 // when an Account Token is held (Poppy 0.1 §4.8).
 func (s *Server) ensureSession(ctx context.Context, rt *runtime, co *discovery.Company, fresh bool) error {
-	if rt.session != nil && !fresh {
+	if rt.session != nil && !fresh && !rt.session.Gone(ctx) { // Gone: `poppy-mcp forget` ran: a new User ID
 		return nil
 	}
 	userID, err := s.deps.Store.UserID(ctx, rt.issuer)

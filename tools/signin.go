@@ -133,6 +133,8 @@ func (rt *runtime) takeNotice() string {
 			notes = append(notes, refusedNotice)
 		case auth.ChangeRestarted:
 			notes = append(notes, restartedNotice)
+		case auth.ChangeSignedOutElsewhere:
+			notes = append(notes, signedOutElsewhereNotice)
 		}
 	}
 	return strings.Join(notes, " ")
@@ -143,6 +145,8 @@ const (
 		"in the account settings), so it was dropped and the Session continues signed out. Sign in again when a task needs the account."
 	restartedNotice = "The Company signed the Session in without giving poppy-mcp an Account Token, so it could not be renewed signed in: " +
 		"poppy-mcp started a new signed-out Session in its place. Sign in again when a task needs the account."
+	signedOutElsewhereNotice = "The user signed poppy-mcp out of this Company outside this conversation (with `poppy-mcp sign-out`, or in another " +
+		"poppy-mcp), so the Session continues signed out. Sign in again only if the user asks for a task that needs the account."
 )
 
 // finishFlow ends f with the outcome of its sign-in: on success the new
