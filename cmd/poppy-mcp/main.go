@@ -25,6 +25,10 @@ Usage:
   poppy-mcp openapi [--json] [--domain DOMAIN] FILE_OR_URL
                                         print the tools an OpenAPI document becomes
   poppy-mcp demo                        a scripted walk against the embedded demo Company
+  poppy-mcp status [--json]             what poppy-mcp holds: identity, Companies, sign-ins, conversations
+  poppy-mcp sign-out [--yes] DOMAIN     revoke the Account Token held for a Company, and delete it
+  poppy-mcp forget [--yes] DOMAIN       revoke, then delete everything held for a Company, User ID included
+  poppy-mcp doctor [--company DOMAIN]   check the state directory, key, published identity, clock and assistant configs
   poppy-mcp version
 
 Flags shared where they apply:
@@ -59,6 +63,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runOpenAPI(ctx, args, stdin, stdout, stderr)
 	case "demo":
 		return runDemo(ctx, args, stdout, stderr)
+	case "status":
+		return runStatus(ctx, args, stdout, stderr)
+	case "sign-out":
+		return runSignOut(ctx, args, stdout, stderr)
+	case "forget":
+		return runForget(ctx, args, stdin, stdout, stderr)
+	case "doctor":
+		return runDoctor(ctx, args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "poppy-mcp", tools.Version)
 		return 0
