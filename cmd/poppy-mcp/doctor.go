@@ -1,7 +1,8 @@
 package main
 
 // This file is `poppy-mcp doctor`: what must hold on this machine for
-// poppy-mcp to work, checked without changing anything. The state directory
+// poppy-mcp to work, checked without changing anything but what opening the
+// state always does (tightening its permissions). The state directory
 // is private (0700, its files 0600), the state key is found (and where), the
 // identity documents are published over HTTPS as the state holds them (as a
 // Company reads them, published.go), the clock agrees with a Company's
@@ -28,7 +29,8 @@ import (
 
 const doctorUsage = `usage: poppy-mcp doctor [--json] [--company DOMAIN] [--state-dir DIR | --store URL] [--resolve HOST:PORT:ADDR]...
 
-Checks, changing nothing: the state directory's permissions, the state key,
+Checks, changing nothing (but tightening the state's permissions, as every
+command that opens the state does): the state directory's permissions, the state key,
 the identity documents published at client_id and jwks_uri against the state
 (as a Company fetches them), the clock against a Company's (--company), and
 the MCP configurations of Claude Desktop, Claude Code, Cursor and VS Code
@@ -105,9 +107,10 @@ func doctorChecks(ctx context.Context, c *common, company string, stderr io.Writ
 	return append(checks, checkClock(ctx, c, company))
 }
 
-// checkStateDir checks the state directory's permissions without opening
-// the state (opening it would tighten them): the directory 0700, its files
-// 0600. exists is false when there is no state directory yet.
+// checkStateDir checks the state directory's permissions before the state
+// is opened (opening it tightens them, as every poppy-mcp command does):
+// the directory 0700, its files 0600. exists is false when there is no
+// state directory yet.
 func checkStateDir(dir string, sqlite bool) (doctorCheck, bool) {
 	ch := doctorCheck{ID: "state_dir", Status: statusOK}
 	fi, err := os.Stat(dir)
@@ -141,8 +144,9 @@ func checkStateDir(dir string, sqlite bool) (doctorCheck, bool) {
 	}
 	if len(loose) > 0 {
 		ch.Status = statusError
-		ch.Message = "others on this machine may read the state: " + strings.Join(loose, "; ") +
-			fmt.Sprintf(" (fix: chmod 700 %s && chmod 600 %s/*)", dir, dir)
+		ch.Message = "others on this machine could read the state: " + strings.Join(loose, "; ") + ". Opening the state " +
+			"tightens them (this doctor just did, as every poppy-mcp command does); if anyone else uses this machine, " +
+			"treat the state key and the tokens as exposed: sign out everywhere and start a new state directory"
 		return ch, true
 	}
 	ch.Message = dir + " is 0700, its files 0600"

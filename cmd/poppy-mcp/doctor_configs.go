@@ -157,18 +157,21 @@ func checkConfig(pl configPlace, b []byte, readErr error) configReport {
 			}
 		}
 	}
+	rep.Status = statusInfo // no entry, or only HTTP ones
 	for _, e := range rep.Entries {
-		rep.Status = worse(rep.Status, e.Status)
+		if e.Status != statusInfo {
+			rep.Status = worse(rep.Status, e.Status)
+		}
 	}
 	if len(rep.Entries) == 0 {
-		rep.Status, rep.Message = statusInfo, "no poppy-mcp entry"
+		rep.Message = "no poppy-mcp entry"
 	}
 	return rep
 }
 
 // worse is the more serious of two status words.
 func worse(a, b string) string {
-	rank := map[string]int{statusOK: 0, statusInfo: 0, statusSkip: 0, statusWarn: 1, statusError: 2}
+	rank := map[string]int{statusInfo: 0, statusSkip: 0, statusOK: 1, statusWarn: 2, statusError: 3}
 	if rank[b] > rank[a] {
 		return b
 	}
@@ -178,7 +181,7 @@ func worse(a, b string) string {
 // checkEntry checks one server entry; ok is false for an entry that does
 // not start poppy-mcp.
 func checkEntry(app, name string, e configEntry) (entryReport, bool) {
-	rep := entryReport{Name: name, Status: statusOK, Env: slices.Sorted(maps.Keys(e.Env))}
+	rep := entryReport{Name: name, Env: slices.Sorted(maps.Keys(e.Env))}
 	if rep.Env == nil {
 		rep.Env = []string{}
 	}
@@ -190,32 +193,36 @@ func checkEntry(app, name string, e configEntry) (entryReport, bool) {
 	case base != "poppy-mcp":
 		return rep, false
 	}
+	rep.Status, rep.Message = checkCommand(app, e)
+	if unknown := unknownVariables(rep.Env); len(unknown) > 0 {
+		rep.Status = worse(rep.Status, statusWarn)
+		rep.Message += "; sets " + strings.Join(unknown, ", ") + ", which poppy-mcp does not read"
+	}
+	return rep, true
+}
+
+// checkCommand checks that an entry's command exists and that serve
+// accepts its arguments.
+func checkCommand(app string, e configEntry) (status, message string) {
 	path, err := commandPath(e.Command)
 	if err != nil {
-		rep.Status, rep.Message = statusError, err.Error()
-		return rep, true
+		return statusError, err.Error()
 	}
 	args := e.Args
 	if len(args) > 0 && args[0] == "serve" {
 		args = args[1:]
 	} else if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		rep.Status, rep.Message = statusError, "runs `poppy-mcp "+args[0]+"`: an assistant needs `poppy-mcp serve`"
-		return rep, true
+		return statusError, "runs `poppy-mcp " + args[0] + "`: an assistant needs `poppy-mcp serve`"
 	}
 	if _, err := parseServe(args, io.Discard); err != nil {
-		rep.Status, rep.Message = statusError, "serve does not accept its arguments "+show(e.Args)+": "+err.Error()
-		return rep, true
+		return statusError, "serve does not accept its arguments " + show(e.Args) + ": " + err.Error()
 	}
-	rep.Message = "runs " + path + " " + strings.Join(e.Args, " ")
-	if unknown := unknownVariables(rep.Env); len(unknown) > 0 {
-		rep.Status = statusWarn
-		rep.Message += "; sets " + strings.Join(unknown, ", ") + ", which poppy-mcp does not read"
-	}
+	status, message = statusOK, "runs "+path+" "+strings.Join(e.Args, " ")
 	if app == "Claude Desktop" && !filepath.IsAbs(e.Command) && runtime.GOOS == "darwin" {
-		rep.Status = worse(rep.Status, statusWarn)
-		rep.Message += "; Claude Desktop starts servers with a shorter PATH than a shell's: give the full path, " + path
+		status = statusWarn
+		message += "; Claude Desktop starts servers with a shorter PATH than a shell's: give the full path, " + path
 	}
-	return rep, true
+	return status, message
 }
 
 // commandPath finds the command an entry starts, as the assistant would:

@@ -122,7 +122,7 @@ func (r *forgetRun) forget(ctx context.Context, domain string) error {
 		return err
 	}
 	r.ref = ref
-	r.rep = &forgetReport{Domain: ref.domain, Issuer: ref.issuer, Domains: nonNil(ref.domains)}
+	r.rep = &forgetReport{Domain: ref.domain, Issuer: ref.issuer, Domains: ref.covered()}
 	if ref.issuer == "" {
 		return nil
 	}
@@ -176,14 +176,14 @@ func (r *forgetRun) held(ctx context.Context) (string, error) {
 		}
 	}
 	r.rep.Held = userID != "" || len(sessions) > 0 || len(convs) > 0
-	parts := []string{"everything poppy-mcp holds for " + strings.Join(r.ref.domains, ", ") + " (issuer " + iss + ")"}
+	parts := []string{"everything poppy-mcp holds for " + strings.Join(r.ref.covered(), ", ") + " (one Company, issuer " + iss + ")"}
 	if userID != "" {
 		parts = append(parts, "its User ID there (the Company will see a new User next time)")
 	}
 	if r.rep.AccountToken {
 		parts = append(parts, "the Account Token (revoked at the Company first: sign in again to use the account)")
 	}
-	parts = append(parts, plural(len(sessions), "Session"), plural(len(convs), "conversation")+" with their history cursors and pending messages")
+	parts = append(parts, plural(len(sessions), "Session"), plural(len(convs), "conversation")+" (with cursors and messages not yet delivered)")
 	return parts[0] + ": " + strings.Join(parts[1:], ", "), nil
 }
 
@@ -273,7 +273,7 @@ func printForget(u *ui, stderr io.Writer, rep *forgetReport, err error) {
 	}
 	parts = append(parts, plural(d.Sessions, "Session"), plural(d.Conversations, "conversation"),
 		fmt.Sprintf("%d seen events and sent message IDs", d.SeenEvents),
-		fmt.Sprintf("%d DPoP keys and pending messages", d.Secrets), plural(d.Catalogs, "translated API catalog"))
+		plural(d.Secrets, "secret")+" (DPoP keys, messages not yet delivered)", plural(d.Catalogs, "translated API catalog"))
 	u.line("Forgot %s, every domain of the Company (%s): %s.", rep.Domain, strings.Join(rep.Domains, ", "), strings.Join(parts, ", "))
 	u.line("The Company sees a new User next time poppy-mcp talks to it; a poppy-mcp serve running now starts afresh at its next use of it.")
 	if err != nil {

@@ -277,17 +277,13 @@ func sortedUnion(lists ...[]string) []string {
 	return out
 }
 
-// also names the Company's other domains, for a sentence: "" or
-// " (one Company with example.co.uk)".
-func (r *companyRef) also() string {
-	var others []string
+// covered is the Company's domains, the one given first.
+func (r *companyRef) covered() []string {
+	out := []string{r.domain}
 	for _, d := range r.domains {
 		if d != r.domain {
-			others = append(others, d)
+			out = append(out, d)
 		}
 	}
-	if len(others) == 0 {
-		return ""
-	}
-	return " (one Company with " + strings.Join(others, ", ") + ")"
+	return out
 }

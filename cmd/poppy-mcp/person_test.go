@@ -224,3 +224,88 @@ func (p *person) status(t *testing.T) statusReport {
 	}
 	return rep
 }
+
+// TestStatus: status shows the identity with its published documents
+// compared, and the Company with its sign-in, Sessions and conversations,
+// and never a secret.
+func TestStatus(t *testing.T) {
+	p := newPerson(t, nil)
+	if st := p.status(t); len(st.Companies) != 0 || st.Identity == nil || len(st.Identity.Keys) != 1 {
+		t.Fatalf("status before any Company: %+v", st)
+	}
+	cs, _ := p.serve(t)
+	p.signIn(t, cs, "poppy:read")
+	if res, text := call(t, cs, "send_message", map[string]any{"domain": "example.com", "text": "Where is order 1042?"}); res.IsError {
+		t.Fatalf("send_message: %s", text)
+	}
+	out, errOut, code := p.run(t, "", "status", "--json")
+	var rep statusReport
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
+		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
+	}
+	if id := rep.Identity; id == nil || id.ClientID != "https://agent.example/agent.json" || id.Published == nil || !id.Published.OK() || !id.Keys[0].Signing {
+		t.Errorf("identity = %+v", rep.Identity)
+	}
+	if len(rep.Companies) != 1 {
+		t.Fatalf("companies = %+v", rep.Companies)
+	}
+	c := rep.Companies[0]
+	if c.Issuer != p.srv.Issuer() || !c.SignedIn || strings.Join(c.Scopes, " ") != "poppy:read" || c.AccountToken == nil ||
+		c.AccountToken.LastUsed.IsZero() || len(c.Sessions) != 1 || c.Open != 1 || strings.Join(c.Domains, ",") != "example.com" {
+		t.Errorf("company = %+v", c)
+	}
+	human, _, code := p.run(t, "", "status")
+	for _, want := range []string{"Identity https://agent.example/agent.json", "signing", "agent.json", "the same as the state's",
+		"example.com", p.srv.Issuer(), "poppy:read", "just now"} {
+		if !strings.Contains(human, want) {
+			t.Errorf("status lacks %q:\n%s", want, human)
+		}
+	}
+	if strings.Contains(human, "\x1b[") {
+		t.Error("status is coloured on a pipe")
+	}
+	p.noSecrets(t, out+human+errOut)
+}
+
+// TestForgetWhileServing: forget asks first (no answer, nothing changes),
+// revokes the Account Token, deletes everything held for the Company, and
+// the running serve's next use of it starts a new Session for a new User.
+func TestForgetWhileServing(t *testing.T) {
+	p := newPerson(t, &poppytest.Options{OtherDomains: []string{"example.co.uk"}})
+	cs, _ := p.serve(t)
+	p.signIn(t, cs, "poppy:read")
+	if res, text := call(t, cs, "send_message", map[string]any{"domain": "example.com", "text": "Where is order 1042?"}); res.IsError {
+		t.Fatalf("send_message: %s", text)
+	}
+	before := p.srv.Sessions()
+	out, errOut, code := p.run(t, "n\n", "forget", "example.com")
+	if code != 1 || !strings.Contains(errOut, "Forget example.com?") || !strings.Contains(errOut, "example.co.uk") ||
+		!strings.Contains(errOut, "nothing was changed") {
+		t.Fatalf("forget, declined: exit %d\n%s%s", code, out, errOut)
+	}
+	if st := p.status(t); len(st.Companies) != 1 || !st.Companies[0].SignedIn {
+		t.Fatal("a declined forget changed something")
+	}
+	out, errOut, code = p.run(t, "y\n", "forget", "example.com")
+	if code != 0 || !strings.Contains(out, "Forgot example.com") || !strings.Contains(out, "example.co.uk") ||
+		!strings.Contains(out, "the Account Token (revoked)") {
+		t.Fatalf("forget: exit %d\n%s%s", code, out, errOut)
+	}
+	if st := p.status(t); len(st.Companies) != 0 {
+		t.Errorf("status after forget: %+v", st.Companies)
+	}
+	if n := p.srv.Served("revoked"); n != 1 {
+		t.Errorf("revoked %d, want 1", n)
+	}
+	res, text := call(t, cs, "start_session", map[string]any{"domain": "example.com"})
+	after := p.srv.Sessions()
+	if res.IsError || len(after) <= len(before) || after[len(after)-1].UserID == before[0].UserID {
+		t.Errorf("start_session after forget: %s; the Company's Sessions %+v, before %+v: want a new one for a new User", text, after, before)
+	}
+	// Without an answer (no terminal, no --yes), nothing is forgotten.
+	out, _, code = p.run(t, "", "forget", "--json", "example.com")
+	var rep forgetReport
+	if code != 1 || json.Unmarshal([]byte(out), &rep) != nil || rep.Forgotten || !rep.Held || rep.Error != "nothing was changed" {
+		t.Errorf("forget without an answer: exit %d %s", code, out)
+	}
+}

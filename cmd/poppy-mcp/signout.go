@@ -87,7 +87,7 @@ func signOut(ctx context.Context, p *personFlags, domain string, stderr io.Write
 	if err != nil {
 		return nil, err
 	}
-	rep := &signOutReport{Domain: ref.domain, Issuer: ref.issuer, Domains: nonNil(ref.domains), Scopes: []string{}}
+	rep := &signOutReport{Domain: ref.domain, Issuer: ref.issuer, Domains: ref.covered(), Scopes: []string{}}
 	userID, err := ps.st.FindUserID(ctx, ref.issuer)
 	if ref.issuer == "" || errors.Is(err, store.ErrNotFound) {
 		return rep, nil // never used there: nothing held
