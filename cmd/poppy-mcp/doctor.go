@@ -73,6 +73,9 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	company := fs.String("company", "", "compare the clock with this Company's (the Date header of its poppy.json)")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), doctorUsage); fs.PrintDefaults() }
+	if helpWanted(args, stdout, func() { fs.SetOutput(stdout); fs.Usage() }) {
+		return 0
+	}
 	if !parse(fs, args, stderr) || fs.NArg() > 0 {
 		return 2
 	}

@@ -80,6 +80,9 @@ func runForget(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	var p personFlags
 	p.register(fs, "do not ask; forget even when the Company cannot revoke the Account Token")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), forgetUsage); fs.PrintDefaults() }
+	if helpWanted(args, stdout, func() { fs.SetOutput(stdout); fs.Usage() }) {
+		return 0
+	}
 	pos, ok := parseInterspersed(fs, args, stderr)
 	if !ok || len(pos) != 1 {
 		if ok {

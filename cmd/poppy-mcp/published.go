@@ -183,14 +183,18 @@ func compareJWKS(body []byte, want jose.JSONWebKeySet, current string) (problems
 		published[thumbprint(k)] = k.KeyID
 	}
 	for _, k := range want.Keys {
+		role := "retired"
+		if k.KeyID == current {
+			role = "signing"
+		}
 		kid, ok := published[thumbprint(k)]
+		delete(published, thumbprint(k))
 		switch {
 		case ok && kid == k.KeyID:
-			delete(published, thumbprint(k))
-		case k.KeyID == current && !ok:
-			problems = append(problems, fmt.Sprintf("lacks the signing key %s: Companies refuse every assertion it signs until this jwks.json is published", current))
+		case ok:
+			problems = append(problems, fmt.Sprintf("has the %s key %s under key ID %q: Companies look keys up by ID", role, k.KeyID, kid))
 		case k.KeyID == current:
-			problems = append(problems, fmt.Sprintf("has the signing key under key ID %q, not %q: Companies look keys up by ID", kid, k.KeyID))
+			problems = append(problems, fmt.Sprintf("lacks the signing key %s: Companies refuse every assertion it signs until this jwks.json is published", current))
 		default:
 			problems = append(problems, fmt.Sprintf("lacks the retired key %s, which stays published for seven days after `init --rotate` for a poppy-mcp still running with it", k.KeyID))
 		}

@@ -51,6 +51,9 @@ func runSignOut(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	var p personFlags
 	p.register(fs, "when the Company cannot revoke the Account Token, delete it here anyway")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), signOutUsage); fs.PrintDefaults() }
+	if helpWanted(args, stdout, func() { fs.SetOutput(stdout); fs.Usage() }) {
+		return 0
+	}
 	pos, ok := parseInterspersed(fs, args, stderr)
 	if !ok || len(pos) != 1 {
 		if ok {

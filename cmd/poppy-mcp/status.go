@@ -102,6 +102,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	p.register(fs, "")
 	offline := fs.Bool("offline", false, "do not fetch the published identity documents")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), statusUsage); fs.PrintDefaults() }
+	if helpWanted(args, stdout, func() { fs.SetOutput(stdout); fs.Usage() }) {
+		return 0
+	}
 	if !parse(fs, args, stderr) || fs.NArg() > 0 {
 		return 2
 	}

@@ -66,6 +66,21 @@ func (u *ui) bold(s string) string {
 	return s
 }
 
+// helpWanted reports whether args ask for a command's help (-h, -help,
+// --help), printing it with usage to w. Help is not an error: exit 0.
+func helpWanted(args []string, _ io.Writer, usage func()) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "-h" || a == "-help" || a == "--help" {
+			usage()
+			return true
+		}
+	}
+	return false
+}
+
 // line prints one line.
 func (u *ui) line(format string, args ...any) { fmt.Fprintf(u.w, format+"\n", args...) }
 
@@ -93,7 +108,7 @@ func (u *ui) cell(status string) string {
 	if c == "" {
 		return status
 	}
-	const esc = string(tabwriter.Escape)
+	esc := string([]byte{tabwriter.Escape}) // one byte, not the rune's UTF-8
 	return esc + "\x1b[" + c + "m" + esc + status + esc + "\x1b[0m" + esc
 }
 
