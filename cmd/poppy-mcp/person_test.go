@@ -84,13 +84,13 @@ func (p *person) run(t *testing.T, stdin string, args ...string) (string, string
 
 // serve starts `poppy-mcp serve` over stdio on the person's state and
 // connects the go-sdk client to it. Its stderr is returned.
-func (p *person) serve(t *testing.T) (*sdk.ClientSession, *bytes.Buffer) {
+func (p *person) serve(t *testing.T) (*sdk.ClientSession, *lockedBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.Command(binary, append([]string{"serve"}, p.flags...)...)
 	cmd.Env = append(os.Environ(), p.env...)
-	stderr := &bytes.Buffer{}
+	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-test", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
@@ -209,8 +209,8 @@ func TestSignOutRevocationFails(t *testing.T) {
 	if code != 1 || json.Unmarshal([]byte(out), &rep) != nil || rep.Revoked || !rep.Deleted || rep.Error == "" {
 		t.Fatalf("sign-out --yes: exit %d\n%s%s", code, out, errOut)
 	}
-	if st := p.status(t); st.Companies[0].SignedIn || st.Companies[0].AccountToken != nil {
-		t.Error("sign-out --yes kept the Account Token")
+	if st := p.status(t); st.Companies[0].SignedIn || st.Companies[0].AccountToken != nil || st.Companies[0].Sessions[0].SignedIn {
+		t.Errorf("after sign-out --yes: %+v", st.Companies[0])
 	}
 }
 

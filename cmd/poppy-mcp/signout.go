@@ -107,7 +107,30 @@ func signOut(ctx context.Context, p *personFlags, domain string, stderr io.Write
 	if err != nil && ref.docErr != nil {
 		err = fmt.Errorf("its documents could not be used: %w", ref.docErr)
 	}
+	if err == nil || res.Deleted {
+		if serr := recordSignedOut(ctx, ps.st, ref.issuer); serr != nil {
+			return rep, serr
+		}
+	}
 	return rep, err
+}
+
+// recordSignedOut records the Sessions at issuer as signed out, as the
+// serve using them will once it notices, so that status says so now.
+func recordSignedOut(ctx context.Context, st *store.Store, issuer string) error {
+	sessions, err := st.Sessions(ctx, issuer)
+	if err != nil {
+		return err
+	}
+	for _, s := range sessions {
+		if s.SignedIn {
+			s.SignedIn, s.Scopes, s.Account = false, nil, ""
+			if err := st.PutSession(ctx, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // printSignOut says what happened, and with a failure what to do.
