@@ -204,9 +204,10 @@ func (a *Agent) StartSignedInSession(ctx context.Context, c Company, userID stri
 // SignOut signs the User out at the Company (Poppy 0.1 §4.9): it revokes
 // the Account Token the Session is signed in with and the one held for the
 // User, when that is another, forgets them, and renews the Session signed
-// out; when the Company ended the Session instead, a new one starts. Other
-// Sessions signed in with the same Account continue signed out at their next
-// renewal (Renew them).
+// out; when the Company ended the Session instead, a new one starts. The
+// sign-out is counted in the store, so the User's other Sessions at the
+// Company, in this process or any other sharing the store, continue signed
+// out before their next request (elsewhere.go).
 func (s *Session) SignOut(ctx context.Context) error {
 	// No request of the Session follows another process's sign-out meanwhile.
 	s.syncMu.Lock()
