@@ -28,13 +28,19 @@ const DefaultAccountLabel = "default"
 
 // AccountStore keeps Account Tokens encrypted, and the leases (see
 // lease.go) that let one process at a time refresh, rotate, replace or
-// revoke one. *store.Store satisfies it.
+// revoke one, and the generations (elsewhere.go) through which a process
+// learns of a sign-out or a forget done by another. *store.Store satisfies
+// it.
 type AccountStore interface {
 	PutAccountToken(ctx context.Context, t store.AccountToken) error
 	AccountToken(ctx context.Context, issuer, userID, account string) (store.AccountToken, error)
 	DeleteAccountToken(ctx context.Context, issuer, userID, account string) error
+	// AccountTokenUsed records that a grant used the Account Token now.
+	AccountTokenUsed(ctx context.Context, issuer, userID, account string) error
 	WaitLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error)
 	ReleaseLease(ctx context.Context, l store.Lease) error
+	Generation(ctx context.Context, issuer string) (store.Generation, error)
+	CountSignOut(ctx context.Context, issuer string, revoked bool) (store.Generation, error)
 }
 
 // Account is one Account Token of a User at a Company (Poppy 0.1 §4.8) and
@@ -228,7 +234,9 @@ func (a *Account) refreshLeased(ctx context.Context, grant func(ctx context.Cont
 	if err != nil {
 		return nil, err
 	}
-	if !t.RefreshToken.IsZero() && t.RefreshToken.Reveal() != tok.Reveal() {
+	if t.RefreshToken.IsZero() || t.RefreshToken.Reveal() == tok.Reveal() {
+		a.used(ctx)
+	} else {
 		// Poppy 0.1 §4.8: "A Company MAY return a new Account Token in
 		// refresh_token. The Personal Agent then MUST use the new one from then on."
 		a.mu.Lock()
@@ -244,6 +252,14 @@ func (a *Account) refreshLeased(ctx context.Context, grant func(ctx context.Cont
 	}
 	t.RefreshToken = Secret{} // the Account holds it; Session Tokens travel without it
 	return t, nil
+}
+
+// used records in the store that the Account Token was used now, for the
+// User to see (poppy-mcp status). It is bookkeeping: a failure is ignored.
+func (a *Account) used(ctx context.Context) {
+	if st := a.store(); st != nil {
+		_ = st.AccountTokenUsed(context.WithoutCancel(ctx), a.issuer, a.userID, a.label)
+	}
 }
 
 // store returns where the Account is kept; nil: memory only.

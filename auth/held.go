@@ -12,9 +12,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
 // ErrNoAccountToken is returned by SignInHeld and Narrow when the agent
@@ -44,10 +47,13 @@ type holding struct {
 	issuer, userID string
 	st             AccountStore // nil: memory only
 
-	// mu guards acct and refused; it is held while the store is read, so one
-	// load runs at a time.
+	// mu guards acct, gen and refused; it is held while the store is read,
+	// so one load runs at a time.
 	mu   sync.Mutex
 	acct *Account
+	// gen is the User's generation at the Company when acct was last
+	// checked against the store (elsewhere.go).
+	gen store.Generation
 	// refused are the SHA-256 of the Account Tokens the Company refused, so a
 	// copy still in the store (a delete that failed) is never taken up again.
 	refused map[[32]byte]bool
@@ -68,10 +74,14 @@ func (a *Agent) holding(issuer, userID string) *holding {
 
 // get returns the Account Token held, or nil. When none is known, or the one
 // known was dropped, it reads the store: another process sharing it may have
-// signed in since.
+// signed in since. When another process signed the User out since (or
+// forgot the Company), the one known is checked against the store first.
 func (h *holding) get(ctx context.Context) (*Account, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if err := h.sync(ctx); err != nil {
+		return nil, err
+	}
 	if h.acct != nil && !h.acct.Dropped() {
 		return h.acct, nil
 	}
@@ -92,6 +102,27 @@ func (h *holding) get(ctx context.Context) (*Account, error) {
 	}
 	h.acct = loaded
 	return loaded, nil
+}
+
+// sync checks the Account Token known against the store when the User's
+// generation at the Company changed: one the store no longer keeps (signed
+// out or forgotten elsewhere) is dropped. h.mu is held.
+func (h *holding) sync(ctx context.Context) error {
+	if h.st == nil {
+		return nil
+	}
+	g, err := h.st.Generation(ctx, h.issuer)
+	if err != nil {
+		return fmt.Errorf("auth: read what other processes did at the Company: %w", err)
+	}
+	if g == h.gen {
+		return nil
+	}
+	h.gen = g
+	if h.acct == nil || h.acct.Dropped() {
+		return nil
+	}
+	return h.acct.reload(ctx)
 }
 
 // replace makes next the Account Token held, kept in the store in place of
@@ -291,6 +322,11 @@ func isNil(err error) bool { return err == nil }
 func (s *Session) Hold(ctx context.Context, in *SignIn) error {
 	if in == nil || in.Account == nil {
 		return nil
+	}
+	if s.Gone(ctx) {
+		// The User's state here was forgotten while the sign-in ran: keep
+		// nothing for a User ID that is gone, and end the access it gave.
+		return &HoldError{Keep: ErrForgotten, Revoke: s.a.Revoke(ctx, s.company, in.Account)}
 	}
 	old, kerr := s.h.replace(ctx, in.Account)
 	var rerr error

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
 // Session is one User at one Company through this agent (Poppy 0.1 §4).
@@ -46,6 +48,12 @@ type Session struct {
 	stranded bool
 
 	h *holding // the Account Token held for the User at the Company
+
+	// syncMu guards gen, and is held while the Session follows what other
+	// processes did (elsewhere.go) and while it signs out.
+	syncMu sync.Mutex
+	// gen is the User's generation at the Company the Session is in step with.
+	gen store.Generation
 }
 
 // SessionInfo describes a Session without its tokens.
@@ -151,8 +159,12 @@ func (a *Agent) newSession(ctx context.Context, c Company, userID string) (*Sess
 	if err != nil {
 		return nil, err
 	}
+	gen, err := a.generation(ctx, c.Issuer)
+	if err != nil {
+		return nil, err
+	}
 	s := &Session{a: a, company: c, userID: userID, proof: pk, tokenEP: ep, bearer: map[string]*tokenCell{},
-		h: a.holding(c.Issuer, userID)}
+		h: a.holding(c.Issuer, userID), gen: gen}
 	s.client = s.newClient(&sessionTransport{s: s})
 	return s, nil
 }

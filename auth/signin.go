@@ -206,10 +206,14 @@ func (a *Agent) StartSignedInSession(ctx context.Context, c Company, userID stri
 // SignOut signs the User out at the Company (Poppy 0.1 §4.9): it revokes
 // the Account Token the Session is signed in with and the one held for the
 // User, when that is another, forgets them, and renews the Session signed
-// out; when the Company ended the Session instead, a new one starts. Other
-// Sessions signed in with the same Account continue signed out at their next
-// renewal (Renew them).
+// out; when the Company ended the Session instead, a new one starts. The
+// sign-out is counted in the store, so the User's other Sessions at the
+// Company, in this process or any other sharing the store, continue signed
+// out before their next request (elsewhere.go).
 func (s *Session) SignOut(ctx context.Context) error {
+	// No request of the Session follows another process's sign-out meanwhile.
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
 	held, err := s.Held(ctx)
 	if err != nil {
 		return err
@@ -236,9 +240,29 @@ func (s *Session) SignOut(ctx context.Context) error {
 		// The Bearer and resource tokens are signed in: request them anew.
 		s.dropResourceTokens()
 	}
+	if err := s.countSignOut(ctx); err != nil {
+		return err
+	}
 	// Poppy 0.1 §4.9: "Usually those Sessions continue signed out ... the
 	// Personal Agent renews them with its assertion (4.2)"
 	return s.Renew(ctx)
+}
+
+// countSignOut records the Session's sign-out in the store, so that the
+// other processes sharing it sign their Sessions of the User out too
+// (elsewhere.go); the Session itself is in step with it. s.syncMu is held.
+func (s *Session) countSignOut(ctx context.Context) error {
+	if s.a.accounts == nil {
+		return nil
+	}
+	g, err := s.a.accounts.CountSignOut(ctx, s.company.Issuer, true)
+	if err != nil {
+		return fmt.Errorf("auth: record the sign-out: %w", err)
+	}
+	// A forget counted meanwhile still ends the Session at its next request.
+	g.Forgets = s.gen.Forgets
+	s.gen = g
+	return nil
 }
 
 // sameToken reports whether two Accounts hold the same Account Token.

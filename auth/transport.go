@@ -82,6 +82,10 @@ func (a *Agent) roundTrip(req *http.Request, az authorizer) (*http.Response, err
 	if err != nil {
 		return nil, err
 	}
+	// A sign-out or forget by another process takes effect before this request.
+	if err := az.session().sync(ctx); err != nil {
+		return nil, err
+	}
 	ep := endpointOf(req.URL)
 	var st retryState
 	tok, err := az.token(ctx)

@@ -189,6 +189,24 @@ func TestRevocationSignsOut(t *testing.T) {
 	wantNoViolation(t, s, rt)
 }
 
+// TestLateSignOut: with LateSignOut, a token issued before the sign-out
+// still reaches the account, while renewing the Session signs it out.
+func TestLateSignOut(t *testing.T) {
+	s, rt, a, c := newSignInCompany(t, &poppytest.Options{LateSignOut: true})
+	sid, tok, at := signedInDana(a, c, "poppy:read")
+	if r := a.revoke(at); r.status != 200 {
+		t.Fatalf("revoke: %d %v", r.status, r.body)
+	}
+	if acct := a.getWithToken(testAccountURL, tok); acct.status != 200 {
+		t.Errorf("account endpoint with a token issued before the sign-out: %d, want 200", acct.status)
+	}
+	renew := a.postToken(a.grantForm(url.Values{"session_id": {sid}}), a.tokenProof())
+	if renew.status != 200 || renew.body["signed_in"] != false {
+		t.Errorf("renewing the signed-out Session: %d %v", renew.status, renew.body)
+	}
+	wantNoViolation(t, s, rt)
+}
+
 func TestEndSessionsOnSignOut(t *testing.T) {
 	s, rt, a, c := newSignInCompany(t, &poppytest.Options{EndSessionsOnSignOut: true})
 	sid, tok, _ := signedInDana(a, c, "poppy:read")

@@ -376,7 +376,7 @@ func (s *Server) revokeFamilyLocked(family string) int {
 		signedOut[sid] = true
 	}
 	for _, t := range s.tokens {
-		if signedOut[t.sessionID] && t.signedIn {
+		if signedOut[t.sessionID] && t.signedIn && !s.opts.LateSignOut {
 			// Poppy 0.1 §4.9: "Companies SHOULD check on each request whether the Session is still signed in"
 			t.signedIn, t.account, t.scopes = false, "", nil
 		}

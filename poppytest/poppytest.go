@@ -191,6 +191,14 @@ type Options struct {
 	// Account Token instead of signing them out, so renewing them gets
 	// invalid_session (§4.9). Zero: they continue signed out.
 	EndSessionsOnSignOut bool
+	// LateSignOut leaves the Session Tokens issued before a sign-out signed
+	// in until they expire, as Poppy 0.1 §4.9 allows ("Session Tokens issued
+	// before sign-out may still be valid"; Companies "SHOULD check on each
+	// request whether the Session is still signed in"): an agent that sends
+	// one after the User signed out still acts in the account. Renewals are
+	// signed out as usual. Zero: a sign-out takes effect at once, on every
+	// token of the Sessions it signs out.
+	LateSignOut bool
 	// AccountTokenLifetime is the lifetime of the Account Tokens issued,
 	// sent as refresh_token_expires_in. Zero: they do not expire.
 	AccountTokenLifetime time.Duration

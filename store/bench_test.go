@@ -46,6 +46,18 @@ var storeBenchmarks = []struct {
 			}
 		}
 	}},
+	// What a Session reads before each request it sends (companies.go).
+	{"Generation", func(b *testing.B, s *Store) {
+		ctx := context.Background()
+		if _, err := s.CountSignOut(ctx, benchIssuer, true); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, err := s.Generation(ctx, benchIssuer); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}},
 	// One committed upsert of a Session.
 	{"PutSession", func(b *testing.B, s *Store) {
 		ctx := context.Background()

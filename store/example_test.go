@@ -75,7 +75,7 @@ func ExampleSecret() {
 	fmt.Println(tok.Token.RevealString() == "rt_8xLOxBtZp8")
 	// Output:
 	// [REDACTED]
-	// {"Issuer":"https://auth.example.com","UserID":"usr_Q7c1vK","Account":"personal","Scopes":null,"ExpiresAt":"0001-01-01T00:00:00Z","Token":"[REDACTED]"}
+	// {"Issuer":"https://auth.example.com","UserID":"usr_Q7c1vK","Account":"personal","Scopes":null,"ExpiresAt":"0001-01-01T00:00:00Z","Token":"[REDACTED]","UsedAt":"0001-01-01T00:00:00Z"}
 	// true
 }
 

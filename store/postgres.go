@@ -206,4 +206,5 @@ var pgMigrations = [][]string{
 			expires_at BIGINT NOT NULL,
 			PRIMARY KEY (local_user, name))`,
 	},
+	migrationGenerations(`TEXT COLLATE "C"`), // 2
 }

@@ -148,6 +148,10 @@ type AccountToken struct {
 	ExpiresAt time.Time
 	// Token is the OAuth refresh token; required.
 	Token Secret
+	// UsedAt is when the Account Token was last used: stored (issued or
+	// rotated) or sent in a grant ([Store.AccountTokenUsed]). PutAccountToken
+	// sets it from Options.Now; its input is ignored.
+	UsedAt time.Time
 }
 
 // accountTokenAAD binds a sealed Account Token to its (issuer, user,
@@ -169,10 +173,11 @@ func (s *Store) PutAccountToken(ctx context.Context, t AccountToken) error {
 	// Poppy 0.1 §4.8: "Personal Agents MUST store Account Tokens as secrets".
 	sealed := s.seal(t.Token.b, s.accountTokenAAD(t.Issuer, t.UserID, t.Account))
 	_, err = s.conn().exec(ctx, `INSERT INTO account_tokens
-		(local_user, issuer, user_id, account, scopes, expires_at, token, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		(local_user, issuer, user_id, account, scopes, expires_at, token, updated_at, used_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (local_user, issuer, user_id, account) DO UPDATE SET scopes = excluded.scopes,
-		expires_at = excluded.expires_at, token = excluded.token, updated_at = excluded.updated_at`,
-		s.user, t.Issuer, t.UserID, t.Account, scopes, unixNano(t.ExpiresAt), sealed, unixNano(s.now()))
+		expires_at = excluded.expires_at, token = excluded.token, updated_at = excluded.updated_at,
+		used_at = excluded.used_at`,
+		s.user, t.Issuer, t.UserID, t.Account, scopes, unixNano(t.ExpiresAt), sealed, unixNano(s.now()), unixNano(s.now()))
 	if err != nil {
 		return fmt.Errorf("store: put account token for %s: %w", t.Account, err)
 	}
@@ -182,7 +187,7 @@ func (s *Store) PutAccountToken(ctx context.Context, t AccountToken) error {
 // AccountTokens returns the Account Tokens of a User at issuer, by account,
 // expired ones included (the caller compares ExpiresAt with its clock).
 func (s *Store) AccountTokens(ctx context.Context, issuer, userID string) ([]AccountToken, error) {
-	rows, err := s.conn().query(ctx, `SELECT issuer, user_id, account, scopes, expires_at, token
+	rows, err := s.conn().query(ctx, `SELECT `+accountTokenColumns+`
 		FROM account_tokens WHERE local_user = ? AND issuer = ? AND user_id = ? ORDER BY account`,
 		s.user, issuer, userID)
 	if err != nil {
@@ -194,8 +199,8 @@ func (s *Store) AccountTokens(ctx context.Context, issuer, userID string) ([]Acc
 // AccountToken returns the Account Token of a User at issuer for account,
 // or an error matching ErrNotFound.
 func (s *Store) AccountToken(ctx context.Context, issuer, userID, account string) (AccountToken, error) {
-	t, err := s.scanAccountToken(s.conn().queryRow(ctx, `SELECT issuer, user_id, account, scopes,
-		expires_at, token FROM account_tokens WHERE local_user = ? AND issuer = ? AND user_id = ? AND account = ?`,
+	t, err := s.scanAccountToken(s.conn().queryRow(ctx, `SELECT `+accountTokenColumns+` FROM account_tokens
+		WHERE local_user = ? AND issuer = ? AND user_id = ? AND account = ?`,
 		s.user, issuer, userID, account))
 	if errors.Is(err, sql.ErrNoRows) {
 		return AccountToken{}, notFound("account token for " + account)
@@ -206,15 +211,17 @@ func (s *Store) AccountToken(ctx context.Context, issuer, userID, account string
 	return t, err
 }
 
+const accountTokenColumns = `issuer, user_id, account, scopes, expires_at, token, used_at`
+
 func (s *Store) scanAccountToken(row interface{ Scan(...any) error }) (AccountToken, error) {
 	var t AccountToken
 	var scopes string
-	var expires int64
+	var expires, used int64
 	var sealed []byte
-	if err := row.Scan(&t.Issuer, &t.UserID, &t.Account, &scopes, &expires, &sealed); err != nil {
+	if err := row.Scan(&t.Issuer, &t.UserID, &t.Account, &scopes, &expires, &sealed, &used); err != nil {
 		return AccountToken{}, err
 	}
-	t.Scopes, t.ExpiresAt = splitScopes(scopes), fromUnixNano(expires)
+	t.Scopes, t.ExpiresAt, t.UsedAt = splitScopes(scopes), fromUnixNano(expires), fromUnixNano(used)
 	plain, err := s.open(sealed, s.accountTokenAAD(t.Issuer, t.UserID, t.Account),
 		fmt.Sprintf("the account token for %s at %s", t.Account, t.Issuer))
 	if err != nil {

@@ -151,8 +151,9 @@ var sqliteMigrations = [][]string{
 			extensions TEXT NOT NULL,
 			updated_at BIGINT NOT NULL)`,
 	},
-	migrationLeases,     // 3
-	migrationLocalUsers, // 4
+	migrationLeases,              // 3
+	migrationLocalUsers,          // 4
+	migrationGenerations("TEXT"), // 5
 }
 
 // migrationLeases adds the leases of lease.go: one row per lease, taken and

@@ -97,6 +97,8 @@ func (cs *companyState) takeNotice() string {
 			notes = append(notes, refusedNotice)
 		case auth.ChangeRestarted:
 			notes = append(notes, restartedNotice)
+		case auth.ChangeSignedOutElsewhere:
+			notes = append(notes, signedOutElsewhereNotice)
 		}
 	}
 	return strings.Join(notes, " ")
@@ -107,6 +109,8 @@ const (
 		"in the account settings), so it was dropped and the Session continues signed out. Sign in again when a task needs the account."
 	restartedNotice = "The Company signed the Session in without giving poppy-mcp an Account Token, so it could not be renewed signed in: " +
 		"poppy-mcp started a new signed-out Session in its place. Sign in again when a task needs the account."
+	signedOutElsewhereNotice = "The user signed poppy-mcp out of this Company outside this conversation (with `poppy-mcp sign-out`, or in another " +
+		"poppy-mcp), so the Session continues signed out. Sign in again only if the user asks for a task that needs the account."
 )
 
 // errNoIdentity is returned by tools that need a Session when poppy-mcp has
@@ -208,7 +212,7 @@ func (ss *sessions) session(ctx context.Context, domain string, fresh bool) (*co
 // is continued while the Company has it, and the Session starts signed in
 // when an Account Token is held (Poppy 0.1 §4.8).
 func (ss *sessions) ensureSession(ctx context.Context, cs *companyState, co *discovery.Company, fresh bool) error {
-	if cs.session != nil && !fresh {
+	if cs.session != nil && !fresh && !cs.session.Gone(ctx) { // Gone: `poppy-mcp forget` ran: a new User ID
 		return nil
 	}
 	userID, err := ss.store.UserID(ctx, cs.issuer)

@@ -84,7 +84,7 @@ func (c command) writeHelp(w io.Writer) {
 		fmt.Fprintf(w, "  poppy-mcp %s\n", u)
 	}
 	if c.notes != "" {
-		fmt.Fprintf(w, "\n%s\n", c.notes)
+		fmt.Fprintf(w, "\n%s", wrap(c.notes, "", 80))
 	}
 	if c.flags != nil {
 		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)

@@ -62,6 +62,37 @@ func commands() []command {
 			example: "poppy-mcp demo",
 			flags:   func(fs *flag.FlagSet) { demoFlags(fs) },
 			run:     withoutStdin(runDemo)},
+		{name: "status", summary: "what poppy-mcp holds: the identity, and per Company its sign-in, Sessions and conversations",
+			usage: []string{"status [--json] [--offline] [--user ISSUER:SUB] [--state-dir DIR | --store URL] [--resolve HOST:PORT:ADDR]..."},
+			notes: "Shows the agent's identity (and whether the documents published at client_id and jwks_uri match it) and, for each Company, " +
+				"its Sessions, sign-in and conversations. Never a token or a code. Exit status: 0, or 1 when the state cannot be read or the " +
+				"published identity does not match it.",
+			example: "poppy-mcp status",
+			flags:   func(fs *flag.FlagSet) { statusFlags(fs) },
+			run:     withoutStdin(runStatus)},
+		{name: "sign-out", summary: "revoke the Account Token held for a Company and delete it, as the sign_out tool does",
+			usage: []string{"sign-out [--yes] [--json] [--user ISSUER:SUB] [--state-dir DIR | --store URL] [--resolve HOST:PORT:ADDR]... DOMAIN"},
+			notes: "A poppy-mcp serve running now continues signed out from its next request. When the Company cannot revoke the token, " +
+				"nothing is deleted unless --yes says to delete it here anyway. Exit status: 0 signed out, or nothing was held; 1 not revoked.",
+			example: "poppy-mcp sign-out example.com",
+			flags:   func(fs *flag.FlagSet) { signOutFlags(fs) },
+			run:     withoutStdin(runSignOut)},
+		{name: "forget", summary: "revoke, then delete everything held for a Company, its User ID included",
+			usage: []string{"forget [--yes] [--json] [--user ISSUER:SUB] [--state-dir DIR | --store URL] [--resolve HOST:PORT:ADDR]... DOMAIN"},
+			notes: "Deletes the User ID (the Company sees a new User next time), Sessions, tokens, conversations with their cursors, pending " +
+				"messages, DPoP keys, seen events and translated API catalogs, for every domain of the Company. It asks first, unless --yes; " +
+				"when the Company cannot revoke the token, it asks again (--yes: forgets anyway). A poppy-mcp serve running now starts afresh " +
+				"at its next use of the Company. Exit status: 0 forgotten, or nothing held; 1 not forgotten, or not revoked.",
+			example: "poppy-mcp forget example.com",
+			flags:   func(fs *flag.FlagSet) { forgetFlags(fs) },
+			run:     runForget},
+		{name: "doctor", summary: "check the state directory, the state key, the published identity, the clock and the assistants' MCP configs",
+			usage: []string{"doctor [--json] [--company DOMAIN] [--state-dir DIR | --store URL] [--resolve HOST:PORT:ADDR]..."},
+			notes: "Changes nothing but tightening the state's permissions. Reads the MCP configurations of Claude Desktop, Claude Code, Cursor " +
+				"and VS Code in their usual places, and project ones in the current directory. Exit status: 0 no error (warnings allowed); 1 errors.",
+			example: "poppy-mcp doctor --company example.com",
+			flags:   func(fs *flag.FlagSet) { doctorFlags(fs) },
+			run:     withoutStdin(runDoctor)},
 		{name: "version", summary: "print poppy-mcp's version (also --version)",
 			usage: []string{"version"}, example: "poppy-mcp version",
 			run: withoutStdin(runVersion)},
