@@ -101,9 +101,21 @@ func toolPrefix(domain, kind string, n int) string {
 // typed: a Company's tools have the same names whichever host the User typed.
 func orgDomain(co *discovery.Company) string {
 	if co.Document != nil && co.Document.Organization != nil && co.Document.Organization.Domain != "" {
-		return co.Document.Organization.Domain
+		return companyDomain(co.Document.Organization.Domain)
 	}
-	return co.Domain
+	return companyDomain(co.Domain)
+}
+
+// companyDomain is the domain a Company at domain names its tools after:
+// the organization.domain it publishes, which is the host the User typed
+// without its port (Poppy 0.1 §3.1: it must match "the domain the Personal
+// Agent requested"; discovery compares hosts). `poppy-mcp openapi --domain`
+// names tools with it too, so both give one name.
+func companyDomain(domain string) string {
+	if host, _, err := net.SplitHostPort(domain); err == nil {
+		return host
+	}
+	return domain
 }
 
 // domainLabel is the label of domain in tool names: its plain label when
