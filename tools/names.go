@@ -101,16 +101,16 @@ func toolPrefix(domain, kind string, n int) string {
 // typed: a Company's tools have the same names whichever host the User typed.
 func orgDomain(co *discovery.Company) string {
 	if co.Document != nil && co.Document.Organization != nil && co.Document.Organization.Domain != "" {
-		return companyDomain(co.Document.Organization.Domain)
+		return co.Document.Organization.Domain
 	}
-	return companyDomain(co.Domain)
+	return co.Domain
 }
 
-// companyDomain is the domain a Company at domain names its tools after:
-// the organization.domain it publishes, which is the host the User typed
-// without its port (Poppy 0.1 §3.1: it must match "the domain the Personal
-// Agent requested"; discovery compares hosts). `poppy-mcp openapi --domain`
-// names tools with it too, so both give one name.
+// companyDomain is the domain a Company at domain names its tools after
+// (orgDomain): the organization.domain it publishes, which is the host the
+// User typed, without the port a development Company is reached at (Poppy
+// 0.1 §3.1: it matches "the domain the Personal Agent requested", and
+// discovery compares hosts). `poppy-mcp openapi --domain` names with it.
 func companyDomain(domain string) string {
 	if host, _, err := net.SplitHostPort(domain); err == nil {
 		return host
