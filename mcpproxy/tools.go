@@ -138,30 +138,43 @@ func relayTool(raw json.RawMessage) (Tool, error) {
 	if isObject(w.OutputSchema) {
 		def.RawOutputSchema = w.OutputSchema
 	}
-	def.Title, def.Meta, def.Icons = untrusted.Text(w.Title, maxTitle), w.Meta, w.Icons
-	def.Annotations = annotationsOf(w)
+	var claims map[string]bool
+	def.Annotations, claims = annotationsOf(w)
+	def.Title, def.Meta, def.Icons = untrusted.Text(w.Title, maxTitle), withClaims(w.Meta, claims), w.Icons
 	if err := mcp.ValidateParamHeaderAnnotations(&def); err != nil {
 		return Tool{}, fmt.Errorf("tool %q: %w", untrusted.Text(w.Name, 80), err)
 	}
 	return Tool{Upstream: w.Name, Def: def, Raw: raw}, nil
 }
 
-// annotationsOf sets every hint, at MCP 2025-11-25's defaults ("ToolAnnotations")
-// where the upstream gave none, and a title.
-func annotationsOf(w toolWire) mcp.ToolAnnotation {
-	a := mcp.ToolAnnotation{}
-	if w.Annotations != nil {
-		a = *w.Annotations
+// annotationsOf gives a relayed tool MCP's most cautious hints, which are
+// also MCP 2025-11-25's defaults ("ToolAnnotations"): not read-only,
+// destructive, not idempotent, open world. A client may approve a tool
+// marked read-only without asking, so the Company's claim must not lower
+// caution: a hint that says the tool is safer than that is returned in
+// claims, for _meta (CompanyAnnotationsKey), where a client can show it as
+// the Company's word. Hints as cautious as the defaults need no keeping.
+func annotationsOf(w toolWire) (a mcp.ToolAnnotation, claims map[string]bool) {
+	a = mcp.ToolAnnotation{
+		ReadOnlyHint: mcp.ToBoolPtr(false), DestructiveHint: mcp.ToBoolPtr(true),
+		IdempotentHint: mcp.ToBoolPtr(false), OpenWorldHint: mcp.ToBoolPtr(true),
 	}
-	orDefault := func(p **bool, def bool) {
-		if *p == nil {
-			*p = mcp.ToBoolPtr(def)
+	if up := w.Annotations; up != nil {
+		a.Title = up.Title
+		claims = map[string]bool{}
+		claim := func(name string, p *bool, cautious bool) {
+			if p != nil && *p != cautious {
+				claims[name] = *p
+			}
+		}
+		claim("readOnlyHint", up.ReadOnlyHint, false)
+		claim("destructiveHint", up.DestructiveHint, true)
+		claim("idempotentHint", up.IdempotentHint, false)
+		claim("openWorldHint", up.OpenWorldHint, true)
+		if len(claims) == 0 {
+			claims = nil
 		}
 	}
-	orDefault(&a.ReadOnlyHint, false)
-	orDefault(&a.DestructiveHint, true)
-	orDefault(&a.IdempotentHint, false)
-	orDefault(&a.OpenWorldHint, true)
 	if a.Title == "" {
 		a.Title = w.Title
 	}
@@ -170,7 +183,32 @@ func annotationsOf(w toolWire) mcp.ToolAnnotation {
 	}
 	// A title is the Company's words a client shows: nothing hidden in it.
 	a.Title = untrusted.Text(a.Title, maxTitle)
-	return a
+	return a, claims
+}
+
+// CompanyAnnotationsKey is the _meta key of a relayed tool's definition
+// under which the hints the Company claimed, safer than poppy-mcp shows
+// them, are kept: {"readOnlyHint": true, ...}.
+const CompanyAnnotationsKey = "poppy/company_annotations"
+
+// withClaims returns the upstream's _meta for a definition with the
+// Company's claimed hints added under CompanyAnnotationsKey; ours win, so
+// the upstream cannot set that key itself.
+func withClaims(meta *mcp.Meta, claims map[string]bool) *mcp.Meta {
+	if meta != nil && meta.AdditionalFields != nil {
+		delete(meta.AdditionalFields, CompanyAnnotationsKey)
+	}
+	if claims == nil {
+		return meta
+	}
+	if meta == nil {
+		meta = &mcp.Meta{}
+	}
+	if meta.AdditionalFields == nil {
+		meta.AdditionalFields = map[string]any{}
+	}
+	meta.AdditionalFields[CompanyAnnotationsKey] = claims
+	return meta
 }
 
 // maxTitle is the budget of a relayed tool's title, in bytes.

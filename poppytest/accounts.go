@@ -259,6 +259,13 @@ func (s *Server) checkSignInGrant(section string, req *tokenRequest) (string, *o
 // Account Token as refresh_token, and a signed-in Session Token for the
 // current Session"). It returns the grant's result and the token's family.
 func (s *Server) signInSession(r *http.Request, section, sid, clientID, account string, scopes []string) (*grantResult, string, *oauthError) {
+	if s.flaws().ExtraScopes {
+		for _, sc := range []string{scopeRead, scopeWrite} {
+			if !slices.Contains(scopes, sc) {
+				scopes = append(slices.Clone(scopes), sc)
+			}
+		}
+	}
 	value := "pat_" + randomString(32)
 	at := &accountToken{clientID: clientID, account: account, scopes: slices.Clone(scopes), family: "fam_" + randomString(12)}
 	if l := s.opts.AccountTokenLifetime; l > 0 {

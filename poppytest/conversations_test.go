@@ -465,3 +465,20 @@ func TestConversationNeedsDPoP(t *testing.T) {
 	}
 	wantViolation(t, s, rt, "§4.3")
 }
+
+// TestConversationRequireExtension: RequireExtension answers 403
+// extension_required with the extension's name until it is lifted.
+func TestConversationRequireExtension(t *testing.T) {
+	s, rt, a := newConvCompany(t, nil)
+	s.RequireExtension("api.example.com", "/poppy/conversations", "example.com/gift-wrap")
+	r := a.start(msg("hello"))
+	if r.status != 403 || r.body["error"] != "extension_required" || r.body["extension"] != "example.com/gift-wrap" ||
+		len(s.Conversations()) != 0 || s.Served("extension_required") != 1 {
+		t.Fatalf("required extension: %d %v", r.status, r.body)
+	}
+	s.RequireExtension("api.example.com", "/poppy/conversations", "")
+	if r := a.start(msg("hello")); r.status != 201 {
+		t.Errorf("lifted: %d", r.status)
+	}
+	wantNoViolation(t, s, rt)
+}

@@ -134,6 +134,37 @@ func (s *Server) RateLimit(host, path string, n int, retryAfter time.Duration) {
 	rl.remaining, rl.retryAfter = n, retryAfter
 }
 
+// RequireExtension makes every request to host and path (any method) get
+// 403 extension_required naming extension, as a Company answers a request
+// it serves only to agents that support one of its extensions. "" lifts it.
+// Poppy 0.1 §3.3: "It returns extension_required (HTTP 403) with the
+// extension's name in extension."
+func (s *Server) RequireExtension(host, path, extension string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if extension == "" {
+		delete(s.extension, hostOnly(host)+path)
+		return
+	}
+	s.extension[hostOnly(host)+path] = extension
+}
+
+// checkExtension answers 403 extension_required when RequireExtension
+// applies to the request.
+func (s *Server) checkExtension(w http.ResponseWriter, r *http.Request, host string) bool {
+	s.mu.Lock()
+	ext := s.extension[host+r.URL.Path]
+	s.mu.Unlock()
+	if ext == "" {
+		return false
+	}
+	s.countServed("extension_required")
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusForbidden, map[string]string{"error": "extension_required",
+		"error_description": "poppytest: this needs an extension (RequireExtension)", "extension": ext})
+	return true
+}
+
 // checkRateLimit answers 429 when a RateLimit applies to the request, and
 // reports a request sent before the last Retry-After had passed.
 func (s *Server) checkRateLimit(w http.ResponseWriter, r *http.Request, host string) bool {

@@ -76,6 +76,10 @@ type Flaws struct {
 	// Session Token (§4.7: the agent sends them "with its current Session
 	// Token"), as a signed-out caller of no Session.
 	MediatedWithoutToken bool `json:"mediated_without_token,omitempty"`
+	// ExtraScopes grants poppy:read and poppy:write at every sign-in, asked
+	// for or not (§4.4: "The Company MUST NOT grant scopes beyond those
+	// requested and allowed for the type used").
+	ExtraScopes bool `json:"extra_scopes,omitempty"`
 
 	// Conversations (§7).
 

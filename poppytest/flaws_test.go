@@ -3,6 +3,7 @@ package poppytest_test
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,6 +96,16 @@ func TestFlaws(t *testing.T) {
 			req.Header.Set("Content-Type", "application/json")
 			r := a.do(req)
 			return r.status != 401 && r.header.Get("WWW-Authenticate") == ""
+		}},
+		{"ExtraScopes", poppytest.Flaws{ExtraScopes: true}, func(t *testing.T, a *convAgent) bool {
+			a.signIn("acct_dana", "poppy:read")
+			for _, sess := range a.s.Sessions() {
+				if sess.ID == a.sessionID {
+					return slices.Contains(sess.Scopes, "poppy:write")
+				}
+			}
+			t.Fatal("no Session")
+			return false
 		}},
 		{"DuplicateMessages", poppytest.Flaws{DuplicateMessages: true}, func(t *testing.T, a *convAgent) bool {
 			m := msg("hello twice")

@@ -272,6 +272,7 @@ type Server struct {
 	secretSet map[string]struct{} // the same, as a set
 	served    map[string]int      // Served counters
 	limits    map[string]*rateLimit
+	extension map[string]string        // RequireExtension: host+path -> extension
 	slow      map[string]time.Duration // SlowBody intervals by host+path
 
 	grants       map[string]grantFunc // grant_type -> handler; written by install only, so read without mu
@@ -322,7 +323,7 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 	t.Helper()
 	s := &Server{t: t, handlers: map[string]map[string]http.Handler{},
 		muxes: map[string]*http.ServeMux{}, docs: map[string]*document{},
-		secretSet: map[string]struct{}{}, arriving: map[*http.Request]int{}, served: map[string]int{}, limits: map[string]*rateLimit{}, slow: map[string]time.Duration{},
+		secretSet: map[string]struct{}{}, arriving: map[*http.Request]int{}, served: map[string]int{}, limits: map[string]*rateLimit{}, extension: map[string]string{}, slow: map[string]time.Duration{},
 		grants: map[string]grantFunc{}, clients: map[string]*client{}, jtis: map[string]time.Time{},
 		nonces: map[string]string{}, sessions: map[string]*Session{}, tokens: map[string]*token{},
 		usedSeq: map[string]uint64{}}
@@ -544,7 +545,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.opts.NoNonce && host != s.agentHost {
 		w.Header().Set("DPoP-Nonce", s.nonce(host)) // RFC 9449 §8.2: a new nonce may come on any response
 	}
-	if s.checkRateLimit(w, r, host) {
+	if s.checkRateLimit(w, r, host) || s.checkExtension(w, r, host) {
 		return
 	}
 	s.mu.Lock()

@@ -59,11 +59,12 @@ func companyPrefix(co *discovery.Company) string { return apiPrefix(co, 1) }
 func apiPrefix(co *discovery.Company, n int) string { return toolPrefix(orgDomain(co), kindAPI, n) }
 
 // APIToolPrefix is the prefix of the tools of the first OpenAPI API of a
-// Company at domain (example.com: "example_com_api_"), as docs/tools.md says:
+// Company at domain (example.com: "example_com_api_", and the same for
+// example.com:8443, as tools/list names them), as docs/tools.md says:
 // short, unique per Company, the same on every run, and apart from the
 // relayed MCP tools ("example_com_mcp_", relay.go), with the same label
 // (names.go).
-func APIToolPrefix(domain string) string { return toolPrefix(domain, kindAPI, 1) }
+func APIToolPrefix(domain string) string { return toolPrefix(companyDomain(domain), kindAPI, 1) }
 
 // load returns the Company's openapi entries with their catalogs. An entry
 // whose document cannot be used carries the error.

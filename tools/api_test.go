@@ -3,7 +3,9 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -578,4 +580,34 @@ func TestCompanyToolsMarked(t *testing.T) {
 		return api > 0 && mcp > 0
 	})
 	t.Logf("%d API operation tools and %d relayed tools, all marked", api, mcp)
+}
+
+// TestAPIToolNamesWithPort: `poppy-mcp openapi --domain example.com:8443`
+// (LoadAPITools) names the tools as tools/list does for a Company typed
+// with a port: after its organization.domain, which has none. The old code
+// printed example_com_8443_api_listProducts.
+func TestAPIToolNamesWithPort(t *testing.T) {
+	h := newAPIHarness(t, nil, 0)
+	cs := h.connect(t, revisions[0])
+	call(t, cs, "start_session", map[string]any{"domain": "example.com"})
+	waitUntil(t, "the operation tools", func() bool { return len(toolNames(t, cs)) > 0 })
+	listed := map[string]bool{}
+	for _, n := range toolNames(t, cs) {
+		listed[n] = true
+	}
+	resp, err := h.company.Client().Get(apiDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	doc, _ := io.ReadAll(resp.Body)
+	_, defs, err := tools.LoadAPITools(context.Background(), doc, apiDoc, "example.com:8443")
+	if err != nil || len(defs) == 0 {
+		t.Fatalf("LoadAPITools: %d tools, %v", len(defs), err)
+	}
+	for _, d := range defs {
+		if !listed[d.Name] {
+			t.Errorf("openapi --domain example.com:8443 names %s, which tools/list does not have (%v)", d.Name, slices.Sorted(maps.Keys(listed)))
+		}
+	}
 }

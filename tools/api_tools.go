@@ -358,6 +358,10 @@ func (ap *apis) callFailure(co *discovery.Company, t *openapi2tools.Tool, op str
 	if r, ok := ap.signInNeeded(co, t, err); ok {
 		return r
 	}
+	if ext, ok := requiredExtension(err); ok {
+		ap.log.Info("API call refused", "domain", co.Domain, "operation", op, "code", "extension_required")
+		return extensionFailure(co.Domain, ext, "operation "+op, fmt.Sprintf(insteadOfAPI, co.Domain), map[string]string{"operation": op})
+	}
 	var wait *auth.RetryAfterError
 	switch {
 	case errors.Is(err, openapi2tools.ErrInvalidArguments):

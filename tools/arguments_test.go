@@ -53,7 +53,7 @@ func TestArgumentsLenient(t *testing.T) {
 		t.Errorf("limit 2.0: %v", got)
 	}
 	res, got := call(t, cs, "sign_in_device", map[string]any{"domain": domain, "scopes": "poppy:write poppy:read"})
-	if res.IsError || !slices.Equal(anyStrings(got["requested"]), []string{"poppy:read", "poppy:write"}) {
+	if res.IsError || !slices.Equal(anyStrings(got["scopes_requested"]), []string{"poppy:read", "poppy:write"}) {
 		t.Errorf("scopes as one string: %v", got)
 	}
 }

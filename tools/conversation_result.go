@@ -241,7 +241,11 @@ func (t *convTarget) failure(id string, err error) *mcp.CallToolResult {
 	)
 	out := map[string]string{"domain": t.domain, "conversation_id": id}
 	code, msg := "conversation_failed", fmt.Sprintf("The conversation request failed: %v. Try again later.", err)
+	ext, extRequired := requiredExtension(err)
 	switch {
+	case extRequired:
+		code = "extension_required"
+		out["extension"], msg = extensionText(t.domain, ext, "this conversation request", fmt.Sprintf(insteadOfConversation, t.domain))
 	case errors.As(err, &ue):
 		code = "not_confirmed"
 		msg = "The Company did not confirm the message (the network or the Company failed). poppy-mcp sends it again with the same " +
@@ -295,8 +299,6 @@ func errorAdvice(ce *conversation.Error, id string) (string, string) {
 		return ce.Code, "The Company holds another message with this message ID; poppy-mcp will use a new one: call send_message again."
 	case ce.Is(conversation.ErrInvalidRequest):
 		return ce.Code, "The Company refused the request" + said + ". Fix the message and send it again."
-	case ce.Is(conversation.ErrExtensionRequired):
-		return ce.Code, fmt.Sprintf("The Company requires extension %q, which poppy-mcp does not support.", ce.Extension)
 	case ce.Code != "":
 		return ce.Code, "The Company refused the request" + said + "."
 	}

@@ -106,6 +106,18 @@ func orgDomain(co *discovery.Company) string {
 	return co.Domain
 }
 
+// companyDomain is the domain a Company at domain names its tools after
+// (orgDomain): the organization.domain it publishes, which is the host the
+// User typed, without the port a development Company is reached at (Poppy
+// 0.1 §3.1: it matches "the domain the Personal Agent requested", and
+// discovery compares hosts). `poppy-mcp openapi --domain` names with it.
+func companyDomain(domain string) string {
+	if host, _, err := net.SplitHostPort(domain); err == nil {
+		return host
+	}
+	return domain
+}
+
 // domainLabel is the label of domain in tool names: its plain label when
 // it has one, else its hashed label.
 func domainLabel(domain string) string {

@@ -223,6 +223,10 @@ func (rs *relays) failure(domain string, t mcpproxy.Tool, err error) *mcp.CallTo
 	if res, ok := rs.signIn.needed(domain, err); ok {
 		return res
 	}
+	if ext, ok := requiredExtension(err); ok {
+		rs.log.Info("relayed MCP call refused", "domain", domain, "tool", t.Name, "code", "extension_required")
+		return extensionFailure(domain, ext, "its MCP tool "+t.Name, fmt.Sprintf(insteadOfAPI, domain), map[string]string{"tool": t.Name})
+	}
 	var (
 		wait   *auth.RetryAfterError
 		rpcErr *mcpproxy.Error

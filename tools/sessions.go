@@ -7,6 +7,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -337,6 +338,10 @@ func (ss *sessions) failure(domain string, err error) *mcp.CallToolResult {
 		wait    *auth.RetryAfterError
 		aerr    *auth.Error
 	)
+	if ext, ok := requiredExtension(err); ok {
+		ss.log.Info("no session", "domain", domain, "code", "extension_required")
+		return extensionFailure(domain, ext, "a Session", fmt.Sprintf(insteadOfSession, domain), nil)
+	}
 	code, next := "session_failed", "Try again later."
 	switch {
 	case errors.Is(err, errNoIdentity):

@@ -265,3 +265,31 @@ func TestSignInDeviceStopsOnClose(t *testing.T) {
 		t.Errorf("after Close: %v (%d polls)", st, polls)
 	}
 }
+
+// TestSignInExtraScopes: a Company that grants more than was asked (it
+// breaks Poppy 0.1 §4.4) is noticed: sign_in_status shows scopes_granted
+// beside scopes_requested and names the extra scopes, and a warning is
+// logged. The old code said nothing.
+func TestSignInExtraScopes(t *testing.T) {
+	opts := signInOpts(nil)
+	opts.Flaws.ExtraScopes = true
+	h := newSignInHarness(t, opts)
+	cs := h.connect(t, revisions[0])
+	_, got := startDevice(t, cs, "poppy:read")
+	if err := h.company.ApproveDevice(got["user_code"].(string), "acct_dana"); err != nil {
+		t.Fatal(err)
+	}
+	res, st := status(t, cs, 10)
+	text := res.Content[0].(*sdk.TextContent).Text
+	if st["status"] != "complete" || !slices.Equal(strs(st["scopes_granted"]), []string{"poppy:read", "poppy:write"}) ||
+		!slices.Equal(strs(st["scopes_requested"]), []string{"poppy:read"}) ||
+		!slices.Equal(strs(st["scopes_not_requested"]), []string{"poppy:write"}) {
+		t.Fatalf("sign_in_status = %v", st)
+	}
+	if !strings.Contains(text, "not asked for (poppy:write)") {
+		t.Errorf("the text does not say so: %q", text)
+	}
+	if !strings.Contains(h.logs.String(), "granted scopes that were not requested") {
+		t.Errorf("no warning logged:\n%s", h.logs.String())
+	}
+}

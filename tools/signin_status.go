@@ -9,6 +9,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,10 +35,14 @@ type statusResult struct {
 	Type      string   `json:"type,omitempty"` // device, direct or mediated
 	Status    string   `json:"status"`
 	SignedIn  bool     `json:"signed_in"`
-	Scopes    []string `json:"scopes"`              // granted
-	Requested []string `json:"requested,omitempty"` // asked for
-	Missing   []string `json:"missing_scopes"`      // asked for, not granted
-	SessionID string   `json:"session_id,omitempty"`
+	Scopes    []string `json:"scopes"`                     // granted
+	Granted   []string `json:"scopes_granted"`             // granted, beside Requested
+	Requested []string `json:"scopes_requested,omitempty"` // asked for
+	Missing   []string `json:"missing_scopes"`             // asked for, not granted
+	// NotRequested are scopes the Company granted that were not asked for:
+	// harmless to the user, but the Company breaks Poppy 0.1 §4.4.
+	NotRequested []string `json:"scopes_not_requested,omitempty"`
+	SessionID    string   `json:"session_id,omitempty"`
 	// Device Sign-In: what the user needs while pending.
 	VerificationURI         string `json:"verification_uri,omitempty"`
 	UserCode                string `json:"user_code,omitempty"`
@@ -141,6 +146,7 @@ func (si *signIn) flowResult(cs *companyState, f *signInFlow, elicited string) *
 	if res.Scopes == nil {
 		res.Scopes = []string{}
 	}
+	res.Granted, res.NotRequested = res.Scopes, notRequested(res.Scopes, f.scopes)
 	if res.Missing == nil {
 		res.Missing = []string{}
 	}
@@ -155,10 +161,25 @@ func (si *signIn) flowResult(cs *companyState, f *signInFlow, elicited string) *
 	if res.Notice != "" {
 		text += " " + res.Notice
 	}
+	if len(res.NotRequested) > 0 {
+		text += fmt.Sprintf(" The Company granted scopes that were not asked for (%s): harmless to the user, but the Company breaks the protocol.",
+			strings.Join(res.NotRequested, " "))
+	}
 	if status == statusFailed || status == statusDenied || status == statusExpired {
 		return failure(res, "%s %s", text, res.Next)
 	}
 	return result(res, "%s %s", text, res.Next)
+}
+
+// notRequested returns the scopes of granted that requested lacks.
+func notRequested(granted, requested []string) []string {
+	var out []string
+	for _, sc := range granted {
+		if !slices.Contains(requested, sc) {
+			out = append(out, sc)
+		}
+	}
+	return out
 }
 
 // pendingFields adds what the user needs while a sign-in is pending.
