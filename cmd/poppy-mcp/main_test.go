@@ -38,10 +38,17 @@ func TestMain(m *testing.M) {
 // runBinary runs poppy-mcp and returns stdout, stderr and the exit code.
 func runBinary(t *testing.T, env []string, args ...string) (string, string, int) {
 	t.Helper()
+	return runBinaryIn(t, env, "", args...)
+}
+
+// runBinaryIn is runBinary with stdin.
+func runBinaryIn(t *testing.T, env []string, stdin string, args ...string) (string, string, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -63,23 +61,7 @@ func readFile(t *testing.T, path string) []byte {
 // arguments, and stdin.
 func (p *person) run(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, append(args, p.flags...)...)
-	cmd.Env = append(os.Environ(), p.env...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return stdout.String(), stderr.String(), 0
-	case errors.As(err, &exit):
-		return stdout.String(), stderr.String(), exit.ExitCode()
-	}
-	t.Fatalf("running poppy-mcp: %v", err)
-	return "", "", -1
+	return runBinaryIn(t, p.env, stdin, append(args, p.flags...)...)
 }
 
 // serve starts `poppy-mcp serve` over stdio on the person's state and
