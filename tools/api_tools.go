@@ -25,6 +25,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/openapi2tools"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
@@ -334,7 +335,7 @@ func (ap *apis) callOperation(ctx context.Context, domain, name string, args map
 	}
 	res, err := a.cat.Call(ctx, client, t.Name, args, nil)
 	if err != nil {
-		return ap.callFailure(co, t, op, err)
+		return ap.callFailure(ctx, co, t, op, err)
 	}
 	// The model may send values of the body back (IDs): hidden characters
 	// are shown as escapes, never removed.
@@ -354,8 +355,8 @@ func noteText(note string) string {
 }
 
 // callFailure phrases an error of calling an operation for the model.
-func (ap *apis) callFailure(co *discovery.Company, t *openapi2tools.Tool, op string, err error) *mcp.CallToolResult {
-	if r, ok := ap.signInNeeded(co, t, err); ok {
+func (ap *apis) callFailure(ctx context.Context, co *discovery.Company, t *openapi2tools.Tool, op string, err error) *mcp.CallToolResult {
+	if r, ok := ap.signInNeeded(ctx, co, t, err); ok {
 		return r
 	}
 	var wait *auth.RetryAfterError
@@ -378,11 +379,11 @@ func (ap *apis) callFailure(co *discovery.Company, t *openapi2tools.Tool, op str
 // apiSignInNeeded is signInNeeded for an operation: sign_in_required
 // need not name a scope (Poppy 0.1 §6), and an operation that changes the
 // account needs poppy:write (§4.4: "making changes on the account").
-func (ap *apis) signInNeeded(co *discovery.Company, t *openapi2tools.Tool, err error) (*mcp.CallToolResult, bool) {
+func (ap *apis) signInNeeded(ctx context.Context, co *discovery.Company, t *openapi2tools.Tool, err error) (*mcp.CallToolResult, bool) {
 	var aerr *auth.Error
 	readOnly := t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint
 	if errors.As(err, &aerr) && aerr.Is(auth.ErrSignInRequired) && aerr.Scope == "" && !readOnly {
-		return ap.signIn.advice(co.Domain, aerr.Code, []string{"poppy:write"}), true
+		return ap.signIn.advice(mcpauth.KeyFrom(ctx), co.Domain, aerr.Code, []string{"poppy:write"}), true
 	}
-	return ap.signIn.needed(co.Domain, err)
+	return ap.signIn.needed(mcpauth.KeyFrom(ctx), co.Domain, err)
 }

@@ -230,7 +230,7 @@ func (e eventOut) line() string {
 // failure phrases an error of a request on conversation id (Poppy 0.1
 // §7.13) with what to do next.
 func (t *convTarget) failure(id string, err error) *mcp.CallToolResult {
-	if r, ok := t.c.signIn.needed(t.domain, err); ok {
+	if r, ok := t.c.signIn.needed(t.cs.user, t.domain, err); ok {
 		return r
 	}
 	var (

@@ -27,6 +27,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/mcpproxy"
 )
 
@@ -158,8 +159,8 @@ func (rs *relays) relayFor(co *discovery.Company, api discovery.API, prefix stri
 		// and the model (a first text block), the upstream's blocks kept.
 		Meta: map[string]any{relayMetaKey: map[string]any{"domain": domain}},
 		Note: fmt.Sprintf(relayNote, domain),
-		Failure: func(_ context.Context, t mcpproxy.Tool, err error) *mcp.CallToolResult {
-			return rs.failure(domain, t, err)
+		Failure: func(ctx context.Context, t mcpproxy.Tool, err error) *mcp.CallToolResult {
+			return rs.failure(ctx, domain, t, err)
 		},
 		Logger: rs.log,
 	})
@@ -219,8 +220,8 @@ func companyDescription(domain, what, desc string) string {
 }
 
 // relayFailure phrases an error of a relayed call for the model.
-func (rs *relays) failure(domain string, t mcpproxy.Tool, err error) *mcp.CallToolResult {
-	if res, ok := rs.signIn.needed(domain, err); ok {
+func (rs *relays) failure(ctx context.Context, domain string, t mcpproxy.Tool, err error) *mcp.CallToolResult {
+	if res, ok := rs.signIn.needed(mcpauth.KeyFrom(ctx), domain, err); ok {
 		return res
 	}
 	var (

@@ -133,11 +133,11 @@ func (s *Server) build(disc *discovery.Client, o *Options) {
 	choice := signInChoice{publicURL: o.PublicURL, agent: o.Agent}
 	s.companies = &companies{disc: disc, log: s.log, byHost: map[string]*discovery.Company{}}
 	s.sessions = &sessions{companies: s.companies, agent: o.Agent, store: o.Store, choice: choice, log: s.log, noIdentity: o.NoIdentity,
-		ready: s.sessionReady, byIssuer: map[string]*companyState{}}
+		ready: s.sessionReady, byCompany: map[personCompany]*companyState{}, agents: map[string]*auth.Agent{}}
 	s.signIn = &signIn{companies: s.companies, sessions: s.sessions, choice: choice, pages: o.Pages, bg: s.bg, mcp: s.mcp,
-		log: s.log, now: o.Now, flows: map[string]*signInFlow{}}
+		log: s.log, now: o.Now, flows: map[personCompany]*signInFlow{}}
 	s.convs = &conversations{sessions: s.sessions, signIn: s.signIn, companies: s.companies, store: o.Store, mcp: s.mcp,
-		log: s.log, now: o.Now, trackers: map[conversation.Owner]*conversation.Tracker{}}
+		log: s.log, now: o.Now, trackers: map[trackerKey]*conversation.Tracker{}}
 	s.apis = &apis{companies: s.companies, sessions: s.sessions, signIn: s.signIn, names: s.names, store: o.Store, mcp: s.mcp,
 		log: s.log, maxTools: o.MaxAPITools, catalogs: map[string]*loadedCatalog{}, exposed: map[string]map[string]string{}}
 	s.companies.operations = s.apis.countOperations // discover_company counts each OpenAPI API's operations

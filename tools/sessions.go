@@ -17,15 +17,22 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
-// sessions is the state of every Company the tools have used, by issuer. It
-// is safe for concurrent use.
+// sessions is the state of every Company the tools have used, by person
+// and issuer. Everything a person has at a Company is theirs alone: a
+// hosted poppy-mcp serves several people (Options.Store), each a local
+// user (mcpauth.KeyFrom of the request; "" for the one person of stdio and
+// loopback HTTP), with their own User ID at each Company (Poppy 0.1 §4.2),
+// Sessions, Account Tokens and DPoP keys, kept in their own view of the
+// store (store.Store.ForUser) by their own view of the Agent
+// (auth.Agent.WithStore). It is safe for concurrent use.
 type sessions struct {
 	companies *companies
-	agent     *auth.Agent  // nil: no identity, so no Session
-	store     *store.Store // required with agent
+	agent     *auth.Agent  // the default user's; nil: no identity, so no Session
+	store     *store.Store // the default user's view; required with agent
 	choice    signInChoice // which sign-in tool start_session advises
 	// noIdentity says exactly what is missing when agent is nil (Options.NoIdentity).
 	noIdentity string
@@ -34,9 +41,37 @@ type sessions struct {
 	// (Server.sessionReady); set by New.
 	ready func(ctx context.Context, cs *companyState, co *discovery.Company)
 
-	// mu guards byIssuer.
-	mu       sync.Mutex
-	byIssuer map[string]*companyState
+	// mu guards byCompany and agents.
+	mu        sync.Mutex
+	byCompany map[personCompany]*companyState
+	agents    map[string]*auth.Agent // by local user key: views of agent on the person's store
+}
+
+// personCompany is one person at one Company: a local user key and an issuer.
+type personCompany struct{ user, issuer string }
+
+// agentFor returns the Agent of the local user: the Agent itself for the
+// default user, a view of it on the person's store for anyone else.
+func (ss *sessions) agentFor(user string) *auth.Agent {
+	if user == "" || ss.agent == nil {
+		return ss.agent
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	a := ss.agents[user]
+	if a == nil {
+		a = ss.agent.WithStore(ss.store.ForUser(user))
+		ss.agents[user] = a
+	}
+	return a
+}
+
+// storeFor is the local user's view of the store; nil without a store.
+func (ss *sessions) storeFor(user string) *store.Store {
+	if ss.store == nil || user == "" {
+		return ss.store
+	}
+	return ss.store.ForUser(user)
 }
 
 // companyState is what the tools keep for one Company, identified by its issuer.
@@ -47,7 +82,9 @@ type sessions struct {
 // APIs, MCP servers, website and mediated endpoint. It is safe for
 // concurrent use.
 type companyState struct {
+	user   string // the local user key of the person (mcpauth.KeyFrom); "" in one person's deployment
 	issuer string
+	store  *store.Store // the person's view of the store; nil without one
 
 	// mu guards everything below; it is held while a Session starts, so
 	// concurrent tools share one Session.
@@ -145,17 +182,18 @@ func authCompany(co *discovery.Company) auth.Company {
 // stateFor returns the state of a usable Company, creating it, and the
 // documents of the domain asked for, which it keeps beside its other
 // domains'.
-func (ss *sessions) stateFor(ctx context.Context, domain string) (*companyState, *discovery.Company, error) {
+func (ss *sessions) stateFor(ctx context.Context, user, domain string) (*companyState, *discovery.Company, error) {
 	co, err := ss.companies.usable(ctx, domain)
 	if err != nil {
 		return nil, nil, err
 	}
-	issuer := co.Document.Auth.Issuer
+	key := personCompany{user, co.Document.Auth.Issuer}
 	ss.mu.Lock()
-	cs := ss.byIssuer[issuer]
+	cs := ss.byCompany[key]
 	if cs == nil {
-		cs = &companyState{issuer: issuer, sites: map[string]*discovery.Company{}, hooked: map[string]*auth.Session{}}
-		ss.byIssuer[issuer] = cs
+		cs = &companyState{user: user, issuer: key.issuer, store: ss.storeFor(user),
+			sites: map[string]*discovery.Company{}, hooked: map[string]*auth.Session{}}
+		ss.byCompany[key] = cs
 	}
 	ss.mu.Unlock()
 	cs.mu.Lock()
@@ -164,15 +202,24 @@ func (ss *sessions) stateFor(ctx context.Context, domain string) (*companyState,
 	return cs, co, nil
 }
 
-// known returns the state of a Company already discovered and used, or nil.
-func (ss *sessions) known(domain string) *companyState {
+// known returns the state of a Company already discovered and used by the
+// local user, or nil.
+func (ss *sessions) known(user, domain string) *companyState {
 	a := ss.companies.knownAuth(domain)
 	if a == nil {
 		return nil
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.byIssuer[a.Issuer]
+	return ss.byCompany[personCompany{user, a.Issuer}]
+}
+
+// has reports whether the local user has a Session with the Company issuer.
+func (ss *sessions) has(user, issuer string) bool {
+	ss.mu.Lock()
+	cs := ss.byCompany[personCompany{user, issuer}]
+	ss.mu.Unlock()
+	return cs != nil && cs.current() != nil
 }
 
 // session returns the Company's Session, starting one when there is none or
@@ -181,12 +228,18 @@ func (ss *sessions) known(domain string) *companyState {
 // a Session lasts; auth starts a new one when it has ended). The Session
 // hooks (ready) run for each of the Company's domains once a Session exists:
 // for every domain known when a Session starts, and for a domain first used
-// later.
+// later. The Session is the person's whose request ctx is (mcpauth.KeyFrom).
 func (ss *sessions) session(ctx context.Context, domain string, fresh bool) (*companyState, *discovery.Company, *auth.Session, error) {
+	return ss.sessionFor(ctx, mcpauth.KeyFrom(ctx), domain, fresh)
+}
+
+// sessionFor is session for the local user, where ctx carries no request
+// of theirs (a page of theirs in a browser).
+func (ss *sessions) sessionFor(ctx context.Context, user, domain string, fresh bool) (*companyState, *discovery.Company, *auth.Session, error) {
 	if ss.agent == nil {
 		return nil, nil, nil, errNoIdentity
 	}
-	cs, co, err := ss.stateFor(ctx, domain)
+	cs, co, err := ss.stateFor(ctx, user, domain)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -215,7 +268,7 @@ func (ss *sessions) ensureSession(ctx context.Context, cs *companyState, co *dis
 	if cs.session != nil && !fresh && !cs.session.Gone(ctx) { // Gone: `poppy-mcp forget` ran: a new User ID
 		return nil
 	}
-	userID, err := ss.store.UserID(ctx, cs.issuer)
+	userID, err := cs.store.UserID(ctx, cs.issuer) // Poppy 0.1 §4.2: a User ID per person per Company
 	if err != nil {
 		return err
 	}
@@ -224,7 +277,7 @@ func (ss *sessions) ensureSession(ctx context.Context, cs *companyState, co *dis
 	if !fresh {
 		saved = ss.savedSession(ctx, cs)
 	}
-	sess, err := ss.agent.Open(ctx, authCompany(co), userID, saved)
+	sess, err := ss.agentFor(cs.user).Open(ctx, authCompany(co), userID, saved)
 	if err != nil {
 		return err
 	}
@@ -238,7 +291,7 @@ func (ss *sessions) ensureSession(ctx context.Context, cs *companyState, co *dis
 // savedSession returns the ID of the newest Session an earlier run saved
 // for cs's User, or "".
 func (ss *sessions) savedSession(ctx context.Context, cs *companyState) string {
-	saved, err := ss.store.Sessions(ctx, cs.issuer)
+	saved, err := cs.store.Sessions(ctx, cs.issuer)
 	if err != nil || len(saved) == 0 || saved[0].UserID != cs.userID {
 		return ""
 	}
@@ -249,7 +302,7 @@ func (ss *sessions) savedSession(ctx context.Context, cs *companyState) string {
 // cs.mu is held.
 func (ss *sessions) save(ctx context.Context, cs *companyState) error {
 	info := cs.session.Info()
-	return ss.store.PutSession(ctx, store.Session{
+	return cs.store.PutSession(ctx, store.Session{
 		Issuer: cs.issuer, UserID: cs.userID, ID: info.ID, Domain: cs.domain,
 		SignedIn: info.SignedIn, Scopes: slices.Clone(info.Scopes), ExpiresAt: info.ExpiresAt,
 	})

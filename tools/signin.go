@@ -62,9 +62,10 @@ type signIn struct {
 
 	// mu guards flows. It is never held during I/O.
 	mu sync.Mutex
-	// flows holds each Company's latest sign-in, under way or finished, by
-	// issuer; a Company without one has none.
-	flows map[string]*signInFlow
+	// flows holds each person's latest sign-in at each Company, under way or
+	// finished; a Company without one has none. One person's sign-in never
+	// replaces, or answers for, another's.
+	flows map[personCompany]*signInFlow
 }
 
 // signInFlow is one sign-in. Fields above mu are set before it is shared.
@@ -121,15 +122,16 @@ func (f *signInFlow) end(status string, granted, missing []string, detail string
 func (si *signIn) current(cs *companyState) *signInFlow {
 	si.mu.Lock()
 	defer si.mu.Unlock()
-	return si.flows[cs.issuer]
+	return si.flows[personCompany{cs.user, cs.issuer}]
 }
 
 // replace makes f the sign-in of the Company cs is; one still pending is
 // stopped first.
 func (si *signIn) replace(cs *companyState, f *signInFlow) {
 	si.mu.Lock()
-	old := si.flows[cs.issuer]
-	si.flows[cs.issuer] = f
+	key := personCompany{cs.user, cs.issuer}
+	old := si.flows[key]
+	si.flows[key] = f
 	si.mu.Unlock()
 	if old != nil && old.end(statusFailed, nil, nil, "replaced by a newer sign-in") {
 		old.close()

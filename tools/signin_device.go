@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 )
 
 func (si *signIn) deviceTool() tool {
@@ -35,7 +36,7 @@ func (si *signIn) device(ctx context.Context, req mcp.CallToolRequest, args sign
 	}
 	d, err := sess.StartDevice(ctx, scopes)
 	if err != nil {
-		if r, ok := si.needed(domain, err); ok {
+		if r, ok := si.needed(mcpauth.KeyFrom(ctx), domain, err); ok {
 			return r
 		}
 		return si.sessions.failure(domain, err)

@@ -33,10 +33,10 @@ type signInNeededResult struct {
 // reports false for any other error. Tools call it before phrasing an error
 // themselves:
 //
-//	if r, ok := si.needed(domain, err); ok {
+//	if r, ok := si.needed(user, domain, err); ok {
 //		return r
 //	}
-func (si *signIn) needed(domain string, err error) (*mcp.CallToolResult, bool) {
+func (si *signIn) needed(user, domain string, err error) (*mcp.CallToolResult, bool) {
 	var ae *auth.Error
 	if !errors.As(err, &ae) || !ae.Is(auth.ErrSignInRequired) && !ae.Is(auth.ErrInsufficientScope) {
 		return nil, false
@@ -46,11 +46,11 @@ func (si *signIn) needed(domain string, err error) (*mcp.CallToolResult, bool) {
 		// sign_in_required need not name a scope; reading the account is the least a task needs.
 		scopes = []string{"poppy:read"}
 	}
-	return si.advice(domain, ae.Code, scopes), true
+	return si.advice(user, domain, ae.Code, scopes), true
 }
 
 // signInAdvice is the result that tells the model how to get scopes.
-func (si *signIn) advice(domain, code string, scopes []string) *mcp.CallToolResult {
+func (si *signIn) advice(user, domain, code string, scopes []string) *mcp.CallToolResult {
 	res := signInNeededResult{Error: code, Domain: domain, Scopes: scopes}
 	a := si.companies.knownAuth(domain)
 	res.Tool = si.choice.tool(a, scopes)
@@ -64,7 +64,7 @@ func (si *signIn) advice(domain, code string, scopes []string) *mcp.CallToolResu
 	default:
 		res.Next = fmt.Sprintf("Call %s with domain %s and scopes %s, then call this tool again.", res.Tool, domain, list)
 	}
-	if cs := si.sessions.known(domain); cs != nil {
+	if cs := si.sessions.known(user, domain); cs != nil {
 		res.Notice = cs.takeNotice() // why a Session that was signed in is not any more
 	}
 	si.log.Info("sign-in needed", "domain", domain, "code", code, "scopes", list)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 )
 
 // maxWait bounds wait_seconds, below the call timeouts MCP clients use.
@@ -63,7 +64,7 @@ type signInStatusArgs struct {
 
 func (si *signIn) status(ctx context.Context, req mcp.CallToolRequest, args signInStatusArgs) *mcp.CallToolResult {
 	domain := args.Domain
-	cs, _, err := si.sessions.stateFor(ctx, domain)
+	cs, _, err := si.sessions.stateFor(ctx, mcpauth.KeyFrom(ctx), domain)
 	if err != nil {
 		return si.sessions.failure(domain, err)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/browser"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 )
 
@@ -169,7 +170,7 @@ func (web *website) openJoin(ctx context.Context, co *discovery.Company, domain,
 		return nil, web.sessions.failure(domain, err)
 	}
 	j := &join{expires: web.now().Add(joinTTL), info: sess.Info()}
-	j.url, j.close = web.pages.Open(web.joinPage(domain, target, j.expires), joinTTL)
+	j.url, j.close = web.pages.Open(web.joinPage(mcpauth.KeyFrom(ctx), domain, target, j.expires), joinTTL)
 	web.log.Info("join page opened", "domain", co.Domain, "session", j.info.ID)
 	return j, nil
 }
@@ -193,8 +194,9 @@ func orgHost(co *discovery.Company) string {
 	return host
 }
 
-// joinPage is the one-time page that joins the browser that opens it.
-func (web *website) joinPage(domain, target string, expires time.Time) pages.Handler {
+// joinPage is the one-time page that joins the browser that opens it to
+// the Session of user (the person who asked for it) at the Company.
+func (web *website) joinPage(user, domain, target string, expires time.Time) pages.Handler {
 	return func(w http.ResponseWriter, r *http.Request, done func()) {
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
@@ -206,7 +208,7 @@ func (web *website) joinPage(domain, target string, expires time.Time) pages.Han
 			pages.Message(w, http.StatusGone, "Link expired", "This link has expired. Ask for a new one with open_website.")
 			return
 		}
-		_, co, sess, err := web.sessions.session(r.Context(), domain, false)
+		_, co, sess, err := web.sessions.sessionFor(r.Context(), user, domain, false)
 		if err != nil {
 			web.log.Info("join page: no Session", "domain", domain, "err", err)
 			pages.Message(w, http.StatusBadGateway, "Could not join", "poppy-mcp has no Session with this Company now. Ask for a new link.")
