@@ -37,17 +37,17 @@ import (
 type apis struct {
 	companies *companies
 	sessions  *sessions
-	signIn    *signIn           // what to do when an API asks for a sign-in
-	names     *prefixRegistry   // claims the tool-name prefixes of per-operation tools
-	store     *store.Store      // catalogs kept for the next start; nil: memory only
-	mcp       *server.MCPServer // announces per-operation tools
+	signIn    *signIn                             // what to do when an API asks for a sign-in
+	names     *prefixRegistry                     // claims the tool-name prefixes of per-operation tools
+	store     *store.Store                        // catalogs kept for the next start; nil: memory only
+	mcp       func(user string) *server.MCPServer // the person's MCP server, which announces their per-operation tools
 	log       *slog.Logger
 	maxTools  int // Options.MaxAPITools
 
 	// mu guards catalogs and exposed.
 	mu       sync.Mutex
-	catalogs map[string]*loadedCatalog    // by catalogKey
-	exposed  map[string]map[string]string // Company prefix -> tool name -> its JSON
+	catalogs map[string]*loadedCatalog          // by catalogKey
+	exposed  map[personPrefix]map[string]string // person and Company prefix -> tool name -> its JSON
 }
 
 const (
@@ -142,7 +142,7 @@ func (ap *apis) company(ctx context.Context, domain string) (*discovery.Company,
 		return nil, nil, failure(map[string]string{"error": "no_openapi", "domain": co.Domain},
 			"%s lists no OpenAPI API. Use its conversations (send_message) or its MCP tools instead.", co.Domain)
 	}
-	ap.refresh(co, entries)
+	ap.refresh(mcpauth.KeyFrom(ctx), co, entries)
 	return co, entries, nil
 }
 
@@ -157,7 +157,7 @@ func (ap *apis) list(ctx context.Context, _ mcp.CallToolRequest, args listOperat
 	}
 	query := args.Query
 	out := operationList{Domain: co.Domain, APIs: []apiInfo{}, Operations: []operationSummary{}, CompanyText: apiTextNote}
-	exposed := ap.exposedTools(companyPrefix(co))
+	exposed := ap.exposedTools(mcpauth.KeyFrom(ctx), companyPrefix(co))
 	prefix := companyPrefix(co)
 	for _, a := range entries {
 		info := apiInfo{URL: a.entry.URL}
@@ -263,7 +263,7 @@ func (ap *apis) describe(ctx context.Context, _ mcp.CallToolRequest, args operat
 		Description: untrusted.Display(t.Description, 0), InputSchema: t.InputSchema, CompanyText: apiTextNote,
 		ReadOnly: t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint,
 		Next:     fmt.Sprintf("Call call_api with domain %s, operation %s and arguments that follow input_schema.", co.Domain, op)}
-	if ap.exposedTools(companyPrefix(co))[t.Name] {
+	if ap.exposedTools(mcpauth.KeyFrom(ctx), companyPrefix(co))[t.Name] {
 		d.Tool = t.Name
 		d.Next += " Or call the tool " + t.Name + " with the same arguments."
 	}

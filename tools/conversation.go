@@ -308,9 +308,12 @@ func (c *conversations) byID(ctx context.Context, id, domain string) (*convTarge
 	case len(found) > 1:
 		return nil, failure(map[string]string{"error": "ambiguous_conversation"},
 			"Several Companies have a conversation %s: call again with domain.", id)
-	case domain != "":
+	case domain != "" && mcpauth.KeyFrom(ctx) == "":
 		return c.target(ctx, domain) // the Company decides whether it is the user's (§7.2)
 	}
+	// A person of a hosted poppy-mcp has every conversation of theirs in
+	// their store (shared by every replica): one they do not hold is not
+	// theirs, and is not asked about under their Session.
 	return nil, failure(map[string]string{"error": "unknown_conversation"},
 		"poppy-mcp holds no conversation %s. Call list_conversations, or pass domain if it was started elsewhere.", id)
 }

@@ -38,15 +38,15 @@ const relaySyncWait = 10 * time.Second
 // relays is the relays capability: the Company MCP servers relayed, by
 // prefix and URL. It is safe for concurrent use.
 type relays struct {
-	signIn *signIn           // what to do when a relayed server asks for a sign-in
-	names  *prefixRegistry   // claims the tool-name prefixes of relayed tools
-	mcp    *server.MCPServer // where relayed tools are announced
-	bg     *background       // retries of a relay that could not list its tools yet
+	signIn *signIn                             // what to do when a relayed server asks for a sign-in
+	names  *prefixRegistry                     // claims the tool-name prefixes of relayed tools
+	mcp    func(user string) *server.MCPServer // the person's MCP server, where their relayed tools are announced
+	bg     *background                         // retries of a relay that could not list its tools yet
 	log    *slog.Logger
 
 	// mu guards byKey, closed and each entry's sess.
 	mu     sync.Mutex
-	byKey  map[string]*relayEntry // by prefix, a space and MCP url
+	byKey  map[string]*relayEntry // by local user key, prefix and MCP url, each followed by a space
 	closed bool                   // Close was called: nothing more is relayed
 }
 
@@ -93,7 +93,7 @@ func (rs *relays) connect(ctx context.Context, cs *companyState, co *discovery.C
 			rs.log.Warn("MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
 			continue
 		}
-		e, err := rs.relayFor(co, api, prefix, sess)
+		e, err := rs.relayFor(cs.user, co, api, prefix, sess)
 		if err != nil {
 			rs.log.Warn("MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
 			continue
@@ -115,17 +115,19 @@ func relayable(co *discovery.Company, api discovery.API) error {
 	return nil
 }
 
-// relayFor returns the relay of an MCP server under prefix, creating it; a
-// relay made for another Session is reconnected with sess's token. A server
-// that two domains of a Company list is relayed under each one's prefix, so
-// its names do not depend on which domain was used first.
-func (rs *relays) relayFor(co *discovery.Company, api discovery.API, prefix string, sess *auth.Session) (*relayEntry, error) {
+// relayFor returns the relay of an MCP server under prefix for the person
+// user, creating it; a relay made for another Session is reconnected with
+// sess's token. Each person has their own relay, with their own Session's
+// token, whose tools are announced on their own MCP server. A server that
+// two domains of a Company list is relayed under each one's prefix, so its
+// names do not depend on which domain was used first.
+func (rs *relays) relayFor(user string, co *discovery.Company, api discovery.API, prefix string, sess *auth.Session) (*relayEntry, error) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if rs.closed {
 		return nil, errRelaysClosed
 	}
-	key := prefix + " " + api.URL
+	key := user + " " + prefix + " " + api.URL
 	if e := rs.byKey[key]; e != nil {
 		if e.sess != sess {
 			e.sess = sess
@@ -153,7 +155,7 @@ func (rs *relays) relayFor(co *discovery.Company, api discovery.API, prefix stri
 		return nil, err
 	}
 	domain := co.Domain
-	e.relay = mcpproxy.NewRelay(rs.mcp, up, &mcpproxy.RelayOptions{
+	e.relay = mcpproxy.NewRelay(rs.mcp(user), up, &mcpproxy.RelayOptions{
 		Describe: func(t mcpproxy.Tool) string { return relayDescription(domain, t) },
 		// Results are the Company's content: marked for the client (_meta)
 		// and the model (a first text block), the upstream's blocks kept.
