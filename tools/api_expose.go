@@ -19,6 +19,7 @@ import (
 
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/openapi2tools"
 )
 
@@ -81,7 +82,7 @@ func (ap *apis) announce(ctx context.Context, cs *companyState, co *discovery.Co
 		ap.exposed[key] = map[string]string{} // from now on, refresh keeps them current
 	}
 	ap.mu.Unlock()
-	ap.refresh(cs.user, co, entries)
+	ap.refresh(ctx, co, entries)
 }
 
 // claimPrefixes claims the tool-name prefixes of the Company's APIs
@@ -98,11 +99,12 @@ func (ap *apis) claimPrefixes(co *discovery.Company, entries []*companyAPI) erro
 }
 
 // refresh makes the announced tools of a Company match its
-// catalogs, for the person (local user key) user, once their Session
+// catalogs, for the person of ctx (mcpauth.KeyFrom), once their Session
 // exists: tools appear, change or go, each change announced once to that
 // person's MCP sessions. Nothing is sent when nothing changed. The tools
 // under a prefix another Company owns are left alone.
-func (ap *apis) refresh(user string, co *discovery.Company, entries []*companyAPI) {
+func (ap *apis) refresh(ctx context.Context, co *discovery.Company, entries []*companyAPI) {
+	user := mcpauth.KeyFrom(ctx)
 	key := personPrefix{user, companyPrefix(co)}
 	ap.mu.Lock()
 	_, started := ap.exposed[key]
@@ -146,7 +148,7 @@ func (ap *apis) refresh(user string, co *discovery.Company, entries []*companyAP
 	}
 	ap.exposed[key] = next
 	if len(gone)+len(add) > 0 {
-		ap.log.Info("API operation tools announced", "company", co.Domain, "tools", len(next), "added", len(add), "removed", len(gone))
+		ap.log.InfoContext(ctx, "API operation tools announced", "company", co.Domain, "tools", len(next), "added", len(add), "removed", len(gone))
 	}
 }
 

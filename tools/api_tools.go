@@ -135,14 +135,14 @@ type operationList struct {
 func (ap *apis) company(ctx context.Context, domain string) (*discovery.Company, []*companyAPI, *mcp.CallToolResult) {
 	co, err := ap.companies.checked(ctx, domain)
 	if err != nil {
-		return nil, nil, ap.sessions.failure(domain, err)
+		return nil, nil, ap.sessions.failure(ctx, domain, err)
 	}
 	entries := ap.load(ctx, co)
 	if len(entries) == 0 {
 		return nil, nil, failure(map[string]string{"error": "no_openapi", "domain": co.Domain},
 			"%s lists no OpenAPI API. Use its conversations (send_message) or its MCP tools instead.", co.Domain)
 	}
-	ap.refresh(mcpauth.KeyFrom(ctx), co, entries)
+	ap.refresh(ctx, co, entries)
 	return co, entries, nil
 }
 
@@ -320,7 +320,7 @@ func (ap *apis) callOperation(ctx context.Context, domain, name string, args map
 	}
 	_, _, sess, err := ap.sessions.session(ctx, domain, false)
 	if err != nil {
-		return ap.sessions.failure(domain, err)
+		return ap.sessions.failure(ctx, domain, err)
 	}
 	client := sess.Client()
 	if a.cat.Resource != "" {
@@ -371,7 +371,7 @@ func (ap *apis) callFailure(ctx context.Context, co *discovery.Company, t *opena
 		return failure(map[string]string{"error": "rate_limited", "operation": op},
 			"%v. Wait the time given, then call again.", err)
 	}
-	ap.log.Info("API call failed", "domain", co.Domain, "operation", op, "err", err)
+	ap.log.InfoContext(ctx, "API call failed", "domain", co.Domain, "operation", op, "err", err)
 	return failure(map[string]string{"error": "call_failed", "operation": op},
 		"Calling %s at %s failed: %v. Try again later.", op, co.Domain, err)
 }
@@ -383,7 +383,7 @@ func (ap *apis) signInNeeded(ctx context.Context, co *discovery.Company, t *open
 	var aerr *auth.Error
 	readOnly := t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint
 	if errors.As(err, &aerr) && aerr.Is(auth.ErrSignInRequired) && aerr.Scope == "" && !readOnly {
-		return ap.signIn.advice(mcpauth.KeyFrom(ctx), co.Domain, aerr.Code, []string{"poppy:write"}), true
+		return ap.signIn.advice(ctx, co.Domain, aerr.Code, []string{"poppy:write"}), true
 	}
-	return ap.signIn.needed(mcpauth.KeyFrom(ctx), co.Domain, err)
+	return ap.signIn.needed(ctx, co.Domain, err)
 }

@@ -240,7 +240,7 @@ type convTarget struct {
 func (c *conversations) target(ctx context.Context, domain string) (*convTarget, *mcp.CallToolResult) {
 	cs, co, sess, err := c.sessions.session(ctx, domain, false)
 	if err != nil {
-		return nil, c.sessions.failure(domain, err)
+		return nil, c.sessions.failure(ctx, domain, err)
 	}
 	var protocols []discovery.Protocol
 	if co.Document.Agent != nil {
@@ -267,7 +267,7 @@ func (c *conversations) target(ctx context.Context, domain string) (*convTarget,
 // the Company at domain or of all. Its failure result is phrased for the model.
 func (c *conversations) held(ctx context.Context, domain string) ([]store.Conversation, *mcp.CallToolResult) {
 	if c.store == nil {
-		return nil, c.sessions.failure(domain, errNoIdentity)
+		return nil, c.sessions.failure(ctx, domain, errNoIdentity)
 	}
 	host := ""
 	if domain != "" {

@@ -27,7 +27,6 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
-	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/mcpproxy"
 )
 
@@ -85,17 +84,17 @@ func (rs *relays) connect(ctx context.Context, cs *companyState, co *discovery.C
 		}
 		n++
 		if err := relayable(co, api); err != nil {
-			rs.log.Warn("MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
+			rs.log.WarnContext(ctx, "MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
 			continue
 		}
 		prefix := relayPrefix(co, n)
 		if err := rs.names.claim(cs.issuer, prefix); err != nil {
-			rs.log.Warn("MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
+			rs.log.WarnContext(ctx, "MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
 			continue
 		}
 		e, err := rs.relayFor(cs.user, co, api, prefix, sess)
 		if err != nil {
-			rs.log.Warn("MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
+			rs.log.WarnContext(ctx, "MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
 			continue
 		}
 		rs.firstSync(ctx, co.Domain, e.relay)
@@ -177,10 +176,10 @@ func (rs *relays) firstSync(ctx context.Context, domain string, r *mcpproxy.Rela
 	err := r.Sync(ctx)
 	cancel()
 	if err == nil {
-		rs.log.Info("MCP server relayed", "domain", domain, "url", r.Upstream().URL(), "tools", len(r.Tools()))
+		rs.log.InfoContext(ctx, "MCP server relayed", "domain", domain, "url", r.Upstream().URL(), "tools", len(r.Tools()))
 		return
 	}
-	rs.log.Info("MCP server not listed yet; retrying in the background", "domain", domain, "url", r.Upstream().URL(), "err", err)
+	rs.log.InfoContext(ctx, "MCP server not listed yet; retrying in the background", "domain", domain, "url", r.Upstream().URL(), "err", err)
 	rs.bg.Go(func(ctx context.Context) {
 		b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(time.Second),
 			backoff.WithMaxInterval(time.Minute), backoff.WithMaxElapsedTime(30*time.Minute))
@@ -223,7 +222,7 @@ func companyDescription(domain, what, desc string) string {
 
 // relayFailure phrases an error of a relayed call for the model.
 func (rs *relays) failure(ctx context.Context, domain string, t mcpproxy.Tool, err error) *mcp.CallToolResult {
-	if res, ok := rs.signIn.needed(mcpauth.KeyFrom(ctx), domain, err); ok {
+	if res, ok := rs.signIn.needed(ctx, domain, err); ok {
 		return res
 	}
 	var (
@@ -233,7 +232,7 @@ func (rs *relays) failure(ctx context.Context, domain string, t mcpproxy.Tool, e
 	// What failed may quote what the server sent (an error page): Company
 	// text, cleaned and cut before it reaches a log or a result.
 	why := untrusted.Text(err.Error(), 300)
-	rs.log.Info("relayed MCP call failed", "domain", domain, "tool", t.Name, "err", why)
+	rs.log.InfoContext(ctx, "relayed MCP call failed", "domain", domain, "tool", t.Name, "err", why)
 	switch {
 	case errors.As(err, &wait):
 		return failure(map[string]string{"error": "rate_limited", "tool": t.Name}, "%s. Wait the time given, then call again.", why)

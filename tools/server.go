@@ -86,6 +86,7 @@ type Server struct {
 	log         *slog.Logger  // to the Options' Logger and to the MCP client of the call (logging.go)
 	bg          *background   // device polling and relay retries; Close stops them
 	callTimeout time.Duration // Options.CallTimeout (deadline.go)
+	calls       calls         // the tool calls running, for Drain (deadline.go)
 
 	companies *companies      // discovery: each domain's documents (discover.go)
 	sessions  *sessions       // each Company's state and Session, by issuer (sessions.go)

@@ -82,7 +82,8 @@ func (ss *sessions) storeFor(user string) *store.Store {
 // APIs, MCP servers, website and mediated endpoint. It is safe for
 // concurrent use.
 type companyState struct {
-	user   string // the local user key of the person (mcpauth.KeyFrom); "" in one person's deployment
+	person mcpauth.User // whose it is; the zero User in one person's deployment
+	user   string       // person.Key(), the local user key; "" in one person's deployment
 	issuer string
 	store  *store.Store // the person's view of the store; nil without one
 
@@ -94,6 +95,20 @@ type companyState struct {
 	session *auth.Session
 	domain  string // the domain the Session was started through, as saved
 	userID  string
+}
+
+// logContext is a context for what is logged of cs's work outside a
+// request of the person (background work, pages): it names the person, as
+// the request's would (pseudonymously, mcpauth.LogHandler).
+func (cs *companyState) logContext() context.Context { return cs.withPerson(context.Background()) }
+
+// withPerson returns ctx (a page's request) naming cs's person, as
+// logContext does.
+func (cs *companyState) withPerson(ctx context.Context) context.Context {
+	if cs.person.IsZero() {
+		return ctx
+	}
+	return mcpauth.WithUser(ctx, cs.person)
 }
 
 // siteKey identifies a domain of a Company: its organization.domain as
@@ -182,16 +197,17 @@ func authCompany(co *discovery.Company) auth.Company {
 // stateFor returns the state of a usable Company, creating it, and the
 // documents of the domain asked for, which it keeps beside its other
 // domains'.
-func (ss *sessions) stateFor(ctx context.Context, user, domain string) (*companyState, *discovery.Company, error) {
+func (ss *sessions) stateFor(ctx context.Context, domain string) (*companyState, *discovery.Company, error) {
 	co, err := ss.companies.usable(ctx, domain)
 	if err != nil {
 		return nil, nil, err
 	}
-	key := personCompany{user, co.Document.Auth.Issuer}
+	person, _ := mcpauth.UserFrom(ctx)
+	key := personCompany{person.Key(), co.Document.Auth.Issuer}
 	ss.mu.Lock()
 	cs := ss.byCompany[key]
 	if cs == nil {
-		cs = &companyState{user: user, issuer: key.issuer, store: ss.storeFor(user),
+		cs = &companyState{person: person, user: key.user, issuer: key.issuer, store: ss.storeFor(key.user),
 			sites: map[string]*discovery.Company{}, hooked: map[string]*auth.Session{}}
 		ss.byCompany[key] = cs
 	}
@@ -228,18 +244,12 @@ func (ss *sessions) has(user, issuer string) bool {
 // a Session lasts; auth starts a new one when it has ended). The Session
 // hooks (ready) run for each of the Company's domains once a Session exists:
 // for every domain known when a Session starts, and for a domain first used
-// later. The Session is the person's whose request ctx is (mcpauth.KeyFrom).
+// later. The Session is the person's whose request ctx is (mcpauth.UserFrom).
 func (ss *sessions) session(ctx context.Context, domain string, fresh bool) (*companyState, *discovery.Company, *auth.Session, error) {
-	return ss.sessionFor(ctx, mcpauth.KeyFrom(ctx), domain, fresh)
-}
-
-// sessionFor is session for the local user, where ctx carries no request
-// of theirs (a page of theirs in a browser).
-func (ss *sessions) sessionFor(ctx context.Context, user, domain string, fresh bool) (*companyState, *discovery.Company, *auth.Session, error) {
 	if ss.agent == nil {
 		return nil, nil, nil, errNoIdentity
 	}
-	cs, co, err := ss.stateFor(ctx, user, domain)
+	cs, co, err := ss.stateFor(ctx, domain)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -282,7 +292,7 @@ func (ss *sessions) ensureSession(ctx context.Context, cs *companyState, co *dis
 		return err
 	}
 	if saved != "" && sess.Info().ID != saved {
-		ss.log.Info("the saved Session could not be continued; a new one started", "issuer", cs.issuer)
+		ss.log.InfoContext(ctx, "the saved Session could not be continued; a new one started", "issuer", cs.issuer)
 	}
 	cs.session, cs.domain = sess, co.Domain
 	return ss.save(ctx, cs)
@@ -317,7 +327,7 @@ func (ss *sessions) saveSignedIn(ctx context.Context, cs *companyState, sess *au
 		return
 	}
 	if err := ss.save(ctx, cs); err != nil {
-		ss.log.Warn("could not save the Session", "issuer", cs.issuer, "err", err)
+		ss.log.WarnContext(ctx, "could not save the Session", "issuer", cs.issuer, "err", err)
 	}
 }
 
@@ -359,7 +369,7 @@ func (ss *sessions) start(ctx context.Context, _ mcp.CallToolRequest, args start
 	cs, co, sess, err := ss.session(ctx, domain, args.New)
 	if err != nil {
 		ss.log.WarnContext(ctx, "no Session", "domain", domain, "err", err.Error())
-		return ss.failure(domain, err)
+		return ss.failure(ctx, domain, err)
 	}
 	if args.Scopes != nil {
 		if fail := ss.narrow(ctx, cs, co, sess, args.Scopes.sorted()); fail != nil {
@@ -383,7 +393,7 @@ func (ss *sessions) start(ctx context.Context, _ mcp.CallToolRequest, args start
 
 // failure phrases an error from getting a Session for the model, with what
 // to do next. Errors from auth and discovery never carry secrets.
-func (ss *sessions) failure(domain string, err error) *mcp.CallToolResult {
+func (ss *sessions) failure(ctx context.Context, domain string, err error) *mcp.CallToolResult {
 	var (
 		refused *discovery.RefusedError
 		inErr   *discovery.InputError
@@ -406,7 +416,7 @@ func (ss *sessions) failure(domain string, err error) *mcp.CallToolResult {
 	case errors.As(err, &aerr):
 		code = aerr.Code
 	}
-	ss.log.Info("no session", "domain", domain, "code", code, "err", err.Error())
+	ss.log.InfoContext(ctx, "no session", "domain", domain, "code", code, "err", err.Error())
 	return failure(map[string]string{"error": code, "next": next}, "%v. %s", err, next)
 }
 
@@ -432,7 +442,7 @@ func (ss *sessions) narrow(ctx context.Context, cs *companyState, co *discovery.
 			"The sign-in for %s granted %s, not all of %s: a Session cannot get more. Call %s with domain %s and those scopes to sign in for more.",
 			domain, strings.Join(granted, " "), strings.Join(scopes, " "), ss.choice.tool(co.Document.Auth, scopes), domain)
 	case err != nil:
-		return ss.failure(domain, err)
+		return ss.failure(ctx, domain, err)
 	}
 	ss.saveSignedIn(ctx, cs, sess) // under cs.mu, and only if sess is still cs's Session
 	return nil

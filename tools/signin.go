@@ -147,7 +147,7 @@ func (si *signIn) finish(ctx context.Context, cs *companyState, sess *auth.Sessi
 	if err != nil {
 		status, detail := flowFailure(err)
 		if f.end(status, nil, nil, detail) {
-			si.log.Info("sign-in ended", "type", f.kind, "issuer", cs.issuer, "status", status, "err", err)
+			si.log.InfoContext(ctx, "sign-in ended", "type", f.kind, "issuer", cs.issuer, "status", status, "err", err)
 		}
 		return
 	}
@@ -155,16 +155,16 @@ func (si *signIn) finish(ctx context.Context, cs *companyState, sess *auth.Sessi
 	var held *auth.HoldError
 	if errors.As(sess.Hold(ctx, in), &held) {
 		if held.Keep != nil {
-			si.log.Error("could not keep the Account Token", "issuer", cs.issuer, "err", held.Keep)
+			si.log.ErrorContext(ctx, "could not keep the Account Token", "issuer", cs.issuer, "err", held.Keep)
 			detail = "poppy-mcp could not store the Account Token, so later Sessions will start signed out."
 		}
 		if held.Revoke != nil {
-			si.log.Warn("could not revoke the replaced Account Token", "issuer", cs.issuer, "err", held.Revoke)
+			si.log.WarnContext(ctx, "could not revoke the replaced Account Token", "issuer", cs.issuer, "err", held.Revoke)
 		}
 	}
 	si.sessions.saveSignedIn(ctx, cs, sess)
 	f.end(statusComplete, in.Scopes, in.Missing, detail)
-	si.log.Info("signed in", "type", f.kind, "issuer", cs.issuer, "scopes", strings.Join(in.Scopes, " "))
+	si.log.InfoContext(ctx, "signed in", "type", f.kind, "issuer", cs.issuer, "scopes", strings.Join(in.Scopes, " "))
 }
 
 // flowFailure maps a sign-in error to a status and a sentence for the model.
@@ -245,10 +245,10 @@ func (si *signIn) alreadyCovered(ctx context.Context, cs *companyState, sess *au
 	case errors.Is(err, auth.ErrNoAccountToken):
 		return nil // a new sign-in follows
 	case errors.Is(err, auth.ErrAccountTokenRefused):
-		si.log.Info("the held Account Token was refused", "issuer", cs.issuer)
+		si.log.InfoContext(ctx, "the held Account Token was refused", "issuer", cs.issuer)
 		return nil
 	case err != nil:
-		return si.sessions.failure(domain, err)
+		return si.sessions.failure(ctx, domain, err)
 	}
 	si.sessions.saveSignedIn(ctx, cs, sess)
 	info := sess.Info()
@@ -281,7 +281,7 @@ func (si *signIn) begin(ctx context.Context, req mcp.CallToolRequest, args signI
 	domain := args.Domain
 	cs, co, sess, err := si.sessions.session(ctx, domain, false)
 	if err != nil {
-		return nil, si.sessions.failure(domain, err)
+		return nil, si.sessions.failure(ctx, domain, err)
 	}
 	if f, action := si.elicited(req, cs); f != nil {
 		// The local page's URL went only to the client: declined, it is closed.

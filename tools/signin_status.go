@@ -14,7 +14,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 )
 
 // maxWait bounds wait_seconds, below the call timeouts MCP clients use.
@@ -64,9 +63,9 @@ type signInStatusArgs struct {
 
 func (si *signIn) status(ctx context.Context, req mcp.CallToolRequest, args signInStatusArgs) *mcp.CallToolResult {
 	domain := args.Domain
-	cs, _, err := si.sessions.stateFor(ctx, mcpauth.KeyFrom(ctx), domain)
+	cs, _, err := si.sessions.stateFor(ctx, domain)
 	if err != nil {
-		return si.sessions.failure(domain, err)
+		return si.sessions.failure(ctx, domain, err)
 	}
 	f := si.current(cs)
 	if f == nil {

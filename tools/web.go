@@ -132,7 +132,7 @@ func (web *website) loopbackJoinNext() string {
 func (web *website) target(ctx context.Context, domain, rawURL string) (*discovery.Company, string, *mcp.CallToolResult) {
 	co, err := web.companies.checked(ctx, domain)
 	if err != nil {
-		return nil, "", web.sessions.failure(domain, err)
+		return nil, "", web.sessions.failure(ctx, domain, err)
 	}
 	target, err := pageURL(co, rawURL)
 	if err != nil {
@@ -167,11 +167,12 @@ func (web *website) openJoin(ctx context.Context, co *discovery.Company, domain,
 	}
 	_, _, sess, err := web.sessions.session(ctx, domain, false)
 	if err != nil {
-		return nil, web.sessions.failure(domain, err)
+		return nil, web.sessions.failure(ctx, domain, err)
 	}
 	j := &join{expires: web.now().Add(joinTTL), info: sess.Info()}
-	j.url, j.close = web.pages.Open(web.joinPage(mcpauth.KeyFrom(ctx), domain, target, j.expires), joinTTL)
-	web.log.Info("join page opened", "domain", co.Domain, "session", j.info.ID)
+	person, _ := mcpauth.UserFrom(ctx)
+	j.url, j.close = web.pages.Open(web.joinPage(person, domain, target, j.expires), joinTTL)
+	web.log.InfoContext(ctx, "join page opened", "domain", co.Domain, "session", j.info.ID)
 	return j, nil
 }
 
@@ -195,8 +196,8 @@ func orgHost(co *discovery.Company) string {
 }
 
 // joinPage is the one-time page that joins the browser that opens it to
-// the Session of user (the person who asked for it) at the Company.
-func (web *website) joinPage(user, domain, target string, expires time.Time) pages.Handler {
+// the Session of person (who asked for it) at the Company.
+func (web *website) joinPage(person mcpauth.User, domain, target string, expires time.Time) pages.Handler {
 	return func(w http.ResponseWriter, r *http.Request, done func()) {
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
@@ -208,9 +209,10 @@ func (web *website) joinPage(user, domain, target string, expires time.Time) pag
 			pages.Message(w, http.StatusGone, "Link expired", "This link has expired. Ask for a new one with open_website.")
 			return
 		}
-		_, co, sess, err := web.sessions.sessionFor(r.Context(), user, domain, false)
+		ctx := mcpauth.WithUser(r.Context(), person) // the page's request is the browser's: the Session is the person's
+		_, co, sess, err := web.sessions.session(ctx, domain, false)
 		if err != nil {
-			web.log.Info("join page: no Session", "domain", domain, "err", err)
+			web.log.InfoContext(ctx, "join page: no Session", "domain", domain, "err", err)
 			pages.Message(w, http.StatusBadGateway, "Could not join", "poppy-mcp has no Session with this Company now. Ask for a new link.")
 			return
 		}
@@ -222,7 +224,7 @@ func (web *website) joinPage(user, domain, target string, expires time.Time) pag
 			err = at.WriteJoinPage(w, target)
 		}
 		if err != nil {
-			web.log.Info("join page: cannot sign", "domain", domain, "err", err)
+			web.log.InfoContext(ctx, "join page: cannot sign", "domain", domain, "err", err)
 			pages.Message(w, http.StatusInternalServerError, "Could not join", "poppy-mcp could not sign the browser assertion.")
 		}
 	}

@@ -178,8 +178,17 @@ func TestHostedPeopleAtOneCompany(t *testing.T) {
 			t.Fatalf("%s: open_website = %v", p.name, got)
 		}
 	}
+	for _, p := range []*hostedPerson{dana, sam} { // example.com's tools were announced to each, at each revision
+		waitFor(t, p.name+"'s notifications/tools/list_changed", func() bool { return p.listChanged.Load() > 0 })
+	}
+	danaChanges, samChanges := dana.listChanged.Load(), sam.listChanged.Load()
 	if got, isErr := sam.call(t, "start_session", map[string]any{"domain": "outdoor.example"}); isErr {
 		t.Fatalf("sam: start_session at outdoor.example = %v", got)
+	}
+	waitFor(t, "sam's list_changed for outdoor.example", func() bool { return sam.listChanged.Load() > samChanges })
+	dana.call(t, "sign_in_status", map[string]any{"domain": "example.com"}) // a round trip, for a stray notification to arrive
+	if got := dana.listChanged.Load(); got != danaChanges {
+		t.Errorf("dana got %d notifications/tools/list_changed when sam's tools changed", got-danaChanges)
 	}
 	checkCompanyUsers(t, h.srv)
 	checkNotShared(t, dana, sam)
@@ -254,15 +263,18 @@ func checkNotShared(t *testing.T, dana, sam *hostedPerson) {
 	}
 }
 
-// checkLogIDs: the lines serve logged while serving each person carry
-// their pseudonymous ID, never their subject.
+// checkLogIDs: the lines serve logged of each person's work carry their
+// pseudonymous ID, those of a tool call and those of its background work
+// (the device sign-in's polling, which logs "signed in") alike.
 func checkLogIDs(t *testing.T, h *hostedDeployment, people ...*hostedPerson) {
 	t.Helper()
-	logged := h.logged.String()
+	lines := strings.Split(h.logged.String(), "\n")
 	for _, p := range people {
 		id := mcpauth.User{Issuer: h.idp.Issuer(), Subject: p.name}.LogID()
-		if !strings.Contains(logged, "user="+id) {
-			t.Errorf("no log line carries %s's pseudonymous ID %s", p.name, id)
+		for _, msg := range []string{`msg="device sign-in started"`, `msg="signed in"`} {
+			if !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, msg) && strings.Contains(l, "user="+id) }) {
+				t.Errorf("no %s line carries %s's pseudonymous ID %s", msg, p.name, id)
+			}
 		}
 	}
 }
