@@ -280,7 +280,7 @@ func (web *website) browse(ctx context.Context, _ mcp.CallToolRequest, args brow
 		open = j.url
 		res.JoinedSession, res.SessionID, res.SignedIn = true, j.info.ID, j.info.SignedIn
 	}
-	page, err := web.browser.Open(ctx, open, args.Screenshot)
+	page, err := web.browser.OpenFor(ctx, mcpauth.KeyFrom(ctx), open, args.Screenshot) // each person browses in a browser context of their own
 	if err != nil {
 		msg := strings.ReplaceAll(err.Error(), open, target) // the join page's URL is not for the model
 		return failure(map[string]string{"error": "browser_failed"}, "poppy-mcp's browser could not open %s: %s. Try again later.", target, msg)
