@@ -19,7 +19,6 @@ import (
 
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
-	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/openapi2tools"
 )
 
@@ -82,7 +81,7 @@ func (ap *apis) announce(ctx context.Context, cs *companyState, co *discovery.Co
 		ap.exposed[key] = map[string]string{} // from now on, refresh keeps them current
 	}
 	ap.mu.Unlock()
-	ap.refresh(ctx, co, entries)
+	ap.refresh(ctx, cs.user, co, entries)
 }
 
 // claimPrefixes claims the tool-name prefixes of the Company's APIs
@@ -99,12 +98,11 @@ func (ap *apis) claimPrefixes(co *discovery.Company, entries []*companyAPI) erro
 }
 
 // refresh makes the announced tools of a Company match its
-// catalogs, for the person of ctx (mcpauth.KeyFrom), once their Session
+// catalogs, for the person user (a local user key), once their Session
 // exists: tools appear, change or go, each change announced once to that
 // person's MCP sessions. Nothing is sent when nothing changed. The tools
 // under a prefix another Company owns are left alone.
-func (ap *apis) refresh(ctx context.Context, co *discovery.Company, entries []*companyAPI) {
-	user := mcpauth.KeyFrom(ctx)
+func (ap *apis) refresh(ctx context.Context, user string, co *discovery.Company, entries []*companyAPI) {
 	key := personPrefix{user, companyPrefix(co)}
 	ap.mu.Lock()
 	_, started := ap.exposed[key]

@@ -142,7 +142,7 @@ func (ap *apis) company(ctx context.Context, domain string) (*discovery.Company,
 		return nil, nil, failure(map[string]string{"error": "no_openapi", "domain": co.Domain},
 			"%s lists no OpenAPI API. Use its conversations (send_message) or its MCP tools instead.", co.Domain)
 	}
-	ap.refresh(ctx, co, entries)
+	ap.refresh(ctx, mcpauth.KeyFrom(ctx), co, entries)
 	return co, entries, nil
 }
 

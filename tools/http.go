@@ -27,7 +27,7 @@ import (
 // reach another's.
 func (s *Server) HTTPHandler(publicHost ...bool) http.Handler {
 	public := len(publicHost) > 0 && publicHost[0]
-	newHandler := func(srv *server.MCPServer) http.Handler {
+	newHandler := func(srv *server.MCPServer) *server.StreamableHTTPServer {
 		return server.NewStreamableHTTPServer(srv,
 			server.WithEndpointPath("/mcp"),
 			server.WithEventStore(newEventStore(maxStreamEvents, maxSessionStreams)),
@@ -35,7 +35,7 @@ func (s *Server) HTTPHandler(publicHost ...bool) http.Handler {
 			server.WithDisableLocalhostProtection(public),
 		)
 	}
-	return s.people.route(newHandler(s.mcp), newHandler)
+	return s.people.route(newHandler)
 }
 
 const (

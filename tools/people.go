@@ -27,14 +27,18 @@ import (
 // people is the MCP server of each person and its streamable HTTP handler.
 // It is safe for concurrent use.
 type people struct {
-	def  *server.MCPServer        // the default user's: Server.mcp
-	make func() *server.MCPServer // a new server with every built-in tool
+	def   *server.MCPServer        // the default user's: Server.mcp
+	fresh func() *server.MCPServer // a new server with every built-in tool
 
-	// mu guards servers and handlers.
+	// mu guards servers and handlers. Both are kept for the life of the
+	// process: a person's MCP sessions end by their idle TTL.
 	mu       sync.Mutex
-	servers  map[string]*server.MCPServer // by local user key, "" excluded
-	handlers map[string]http.Handler      // by local user key: the streamable HTTP server of each person's MCP server
+	servers  map[string]*server.MCPServer            // by local user key, "" excluded
+	handlers map[string]*server.StreamableHTTPServer // by local user key: the streamable HTTP server of each person's MCP server
 }
+
+// newHandler makes the streamable HTTP server of an MCP server.
+type newHandler func(*server.MCPServer) *server.StreamableHTTPServer
 
 // server returns the MCP server of the local user, making it on first use.
 func (p *people) server(user string) *server.MCPServer {
@@ -50,35 +54,36 @@ func (p *people) server(user string) *server.MCPServer {
 func (p *people) serverLocked(user string) *server.MCPServer {
 	srv := p.servers[user]
 	if srv == nil {
-		srv = p.make()
+		srv = p.fresh()
 		p.servers[user] = srv
 	}
 	return srv
 }
 
 // handler returns the HTTP handler of the local user's MCP server, making
-// it with newHandler on first use. A person's MCP sessions (2025-11-25)
+// it with build on first use. A person's MCP sessions (2025-11-25)
 // live in their handler alone.
-func (p *people) handler(user string, newHandler func(*server.MCPServer) http.Handler) http.Handler {
+func (p *people) handler(user string, build newHandler) http.Handler {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h := p.handlers[user]
 	if h == nil {
-		h = newHandler(p.serverLocked(user))
+		h = build(p.serverLocked(user))
 		p.handlers[user] = h
 	}
 	return h
 }
 
-// route serves each request with the handler of its person: def for the
-// default user, the person's own for anyone else.
-func (p *people) route(def http.Handler, newHandler func(*server.MCPServer) http.Handler) http.Handler {
+// route serves each request with the handler of its person: the default
+// user's MCP server for "", the person's own for anyone else.
+func (p *people) route(build newHandler) http.Handler {
+	def := build(p.def)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user := mcpauth.KeyFrom(r.Context())
 		if user == "" {
 			def.ServeHTTP(w, r)
 			return
 		}
-		p.handler(user, newHandler).ServeHTTP(w, r)
+		p.handler(user, build).ServeHTTP(w, r)
 	})
 }

@@ -14,7 +14,6 @@ package tools
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
@@ -124,7 +123,7 @@ func New(disc *discovery.Client, opts *Options) *Server {
 		s.mcp.AddTool(t.tool, t.handler)
 		s.names.builtins = append(s.names.builtins, t.tool.Name)
 	}
-	s.people = &people{def: s.mcp, make: s.personMCP, servers: map[string]*server.MCPServer{}, handlers: map[string]http.Handler{}}
+	s.people = &people{def: s.mcp, fresh: s.personMCP, servers: map[string]*server.MCPServer{}, handlers: map[string]*server.StreamableHTTPServer{}}
 	return s
 }
 
@@ -211,7 +210,8 @@ const instructions = "poppy-mcp is the user's Personal Agent for Companies that 
 
 // Close stops background work and waits for it, so state is saved before the
 // process exits (graceful shutdown on SIGINT/SIGTERM), then closes the
-// connections to the Companies' MCP servers.
+// connections to the Companies' MCP servers. Drain comes first in a
+// graceful shutdown.
 func (s *Server) Close() {
 	s.bg.close()
 	s.relays.close()

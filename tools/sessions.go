@@ -23,7 +23,7 @@ import (
 
 // sessions is the state of every Company the tools have used, by person
 // and issuer. Everything a person has at a Company is theirs alone: a
-// hosted poppy-mcp serves several people (Options.Store), each a local
+// hosted poppy-mcp serves several people, each a local
 // user (mcpauth.KeyFrom of the request; "" for the one person of stdio and
 // loopback HTTP), with their own User ID at each Company (Poppy 0.1 §4.2),
 // Sessions, Account Tokens and DPoP keys, kept in their own view of the
@@ -74,7 +74,8 @@ func (ss *sessions) storeFor(user string) *store.Store {
 	return ss.store.ForUser(user)
 }
 
-// companyState is what the tools keep for one Company, identified by its issuer.
+// companyState is what the tools keep for one person at one Company,
+// identified by its issuer.
 // Poppy 0.1 §3.2: several domains naming one issuer "are then one Company:
 // the same User IDs (4.2), Sessions, and Account Tokens apply to all of
 // them". So a companyState has one Session, and the documents of each of the
@@ -228,14 +229,6 @@ func (ss *sessions) known(user, domain string) *companyState {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.byCompany[personCompany{user, a.Issuer}]
-}
-
-// has reports whether the local user has a Session with the Company issuer.
-func (ss *sessions) has(user, issuer string) bool {
-	ss.mu.Lock()
-	cs := ss.byCompany[personCompany{user, issuer}]
-	ss.mu.Unlock()
-	return cs != nil && cs.current() != nil
 }
 
 // session returns the Company's Session, starting one when there is none or

@@ -101,7 +101,9 @@ func (p *hostedPerson) call(t *testing.T, name string, args map[string]any) (map
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := p.cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	params := &sdk.CallToolParams{Name: name, Arguments: args}
+	params.SetProgressToken(p.name + "-" + name) // progress, where a call waits, is recorded too
+	res, err := p.cs.CallTool(ctx, params)
 	if err != nil {
 		t.Fatalf("%s calls %s: %v", p.name, name, err)
 	}
@@ -235,6 +237,9 @@ func checkNotShared(t *testing.T, dana, sam *hostedPerson) {
 		if !strings.Contains(p.wire.String(), own) || !strings.Contains(p.wire.String(), p.conversation) {
 			t.Fatalf("%s's client did not receive their own orders and conversation: the scan below would prove nothing", p.name)
 		}
+	}
+	if !strings.Contains(dana.wire.String(), "notifications/message") {
+		t.Fatal("dana's client (logging/setLevel debug) received no log notification: the scan below would not cover them")
 	}
 	danaTools, samTools := dana.tools(t), sam.tools(t)
 	for _, c := range []struct {
