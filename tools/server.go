@@ -9,6 +9,10 @@
 // input schema is derived, and a handler that reads it (tool.go). The tools
 // are described in docs/tools.md, and how the package fits with the others in
 // docs/architecture.md.
+//
+// A hosted poppy-mcp serves several people: everything kept for a Company is
+// kept per person (the request's local user, mcpauth.KeyFrom), and each
+// person has an MCP server of their own (people.go).
 package tools
 
 import (
@@ -40,8 +44,10 @@ type Options struct {
 	// the user should run; the tools that need a Session say it. Empty: a
 	// general note on poppy-mcp init.
 	NoIdentity string
-	// Store keeps User IDs, Sessions, Account Tokens, cursors and catalogs.
-	// Required when Agent is set; nil otherwise means nothing is kept.
+	// Store keeps User IDs, Sessions, Account Tokens, cursors and catalogs:
+	// each person's in their own view of it (Store.ForUser with the
+	// request's local user), the catalogs shared. Required when Agent is
+	// set; nil otherwise means nothing is kept.
 	Store *store.Store
 	// Pages serves one-time local pages (joining the website, mediated
 	// sign-in). Nil: tools that need one say so.
