@@ -85,7 +85,7 @@ type Agent struct {
 	maxBody      int64
 	renewTimeout time.Duration
 	now          func() time.Time
-	nonces       nonces
+	nonces       *nonces // shared by every view (WithStore)
 	limits       *limits
 
 	// keysMu guards keys, and is held while a key is loaded or created.
@@ -110,7 +110,7 @@ func New(id *Identity, opts *Options) *Agent {
 	a := &Agent{
 		id: id, base: base, store: opts.Store,
 		maxBody: opts.MaxBody, renewTimeout: opts.RenewTimeout,
-		now: timeNow, keys: map[string]*ProofKey{}, accounts: opts.Accounts, held: map[string]*holding{},
+		now: timeNow, nonces: &nonces{}, keys: map[string]*ProofKey{}, accounts: opts.Accounts, held: map[string]*holding{},
 	}
 	if as, ok := opts.Store.(AccountStore); ok && a.accounts == nil {
 		a.accounts = as
@@ -132,6 +132,24 @@ func New(id *Identity, opts *Options) *Agent {
 	tc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	a.tokenHTTP = &tc
 	return a
+}
+
+// WithStore returns a view of the Agent that keeps its DPoP keys and
+// Account Tokens in st instead: a hosted Personal Agent gives each person
+// their own (store.Store.ForUser), so what one person holds is out of
+// every other's reach. The view shares the identity, the HTTP client, the
+// DPoP nonces per origin and the 429 holds with a, since those belong to
+// the agent and the Companies, not to a person; the keys and Account
+// Tokens it has loaded are its own. st nil: in memory only.
+func (a *Agent) WithStore(st SecretStore) *Agent {
+	v := &Agent{
+		id: a.id, base: a.base, tokenHTTP: a.tokenHTTP, store: st, maxBody: a.maxBody, renewTimeout: a.renewTimeout,
+		now: a.nowFunc, nonces: a.nonces, limits: a.limits, keys: map[string]*ProofKey{}, held: map[string]*holding{},
+	}
+	if as, ok := st.(AccountStore); ok {
+		v.accounts = as
+	}
+	return v
 }
 
 func (a *Agent) transport() http.RoundTripper {

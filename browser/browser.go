@@ -58,7 +58,10 @@ type Page struct {
 }
 
 // Browser is one headless Chromium with its own new profile. It is safe for
-// concurrent use; pages open one at a time, in one tab.
+// concurrent use; pages open one at a time. The pages of the default
+// person ("") open in one tab; each other person's (OpenFor) in a tab of a
+// browser context of their own, which shares no cookie or storage with
+// anyone else's.
 type Browser struct {
 	path string
 	opts Options
@@ -70,6 +73,13 @@ type Browser struct {
 	profile string // the user data dir, removed at Close
 	proxy   *proxy // with Options.Dial, while the browser runs
 	closed  bool
+	people  map[string]*personTab // by owner: each person's tab in their own browser context
+}
+
+// personTab is a person's tab, in a browser context of their own.
+type personTab struct {
+	ctx    context.Context
+	cancel context.CancelFunc // disposes of the browser context
 }
 
 // Find returns the path of a Chromium on this machine: the POPPY_CHROMIUM
@@ -173,6 +183,14 @@ func proxyFlags(proxyURL string) []chromedp.ExecAllocatorOption {
 // returns its text, with a screenshot when screenshot is set. A page that
 // submits a form on load (a Session join) is followed to where it lands.
 func (b *Browser) Open(ctx context.Context, url string, screenshot bool) (*Page, error) {
+	return b.OpenFor(ctx, "", url, screenshot)
+}
+
+// OpenFor is Open for the person owner (an opaque key; "" is the default
+// person, whose pages Open opens): the page opens in that person's own
+// browser context, so the cookies a Company's website sets for one person
+// (a joined Session) are never sent on another's pages.
+func (b *Browser) OpenFor(ctx context.Context, owner, url string, screenshot bool) (*Page, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -186,7 +204,11 @@ func (b *Browser) Open(ctx context.Context, url string, screenshot bool) (*Page,
 			return nil, err
 		}
 	}
-	tab, cancel := context.WithTimeout(b.ctx, b.opts.Timeout)
+	base, err := b.tabLocked(owner)
+	if err != nil {
+		return nil, err
+	}
+	tab, cancel := context.WithTimeout(base, b.opts.Timeout)
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel) // the caller's cancellation stops the load too
 	defer stop()
@@ -195,6 +217,27 @@ func (b *Browser) Open(ctx context.Context, url string, screenshot bool) (*Page,
 		return nil, fmt.Errorf("browser: opening %s: %w", url, err)
 	}
 	return p, nil
+}
+
+// tabLocked returns the tab of owner, making their browser context on first
+// use; b.mu is held.
+func (b *Browser) tabLocked(owner string) (context.Context, error) {
+	if owner == "" {
+		return b.ctx, nil
+	}
+	if pt := b.people[owner]; pt != nil && pt.ctx.Err() == nil {
+		return pt.ctx, nil
+	}
+	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
+	if err := chromedp.Do(ctx); err != nil { // creates the browser context and its tab
+		cancel()
+		return nil, fmt.Errorf("browser: a browser context: %w", err)
+	}
+	if b.people == nil {
+		b.people = map[string]*personTab{}
+	}
+	b.people[owner] = &personTab{ctx: ctx, cancel: cancel}
+	return ctx, nil
 }
 
 // load runs the page's actions in tab.
@@ -278,6 +321,10 @@ func (b *Browser) stopLocked() error {
 	if b.ctx == nil {
 		return nil
 	}
+	for _, pt := range b.people {
+		pt.cancel()
+	}
+	b.people = nil
 	_ = chromedp.Cancel(b.ctx) // closes the browser gracefully
 	b.cancel()
 	b.ctx = nil

@@ -115,3 +115,29 @@ func TestNewNeedsPath(t *testing.T) {
 		t.Error("New without a path succeeded")
 	}
 }
+
+// TestOpenForKeepsPeopleApart: the cookie a site sets in one person's
+// pages (a joined Session) is sent on that person's later pages only: not
+// on another person's, nor on the default person's. The old code had one
+// profile for everyone, so the second person's page came with the first
+// person's cookie.
+func TestOpenForKeepsPeopleApart(t *testing.T) {
+	srv := site(t)
+	b, err := browser.New(chromium(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	if p, err := b.OpenFor(ctx, "person-a", srv.URL+"/auto", false); err != nil || p.Text != "Landed with cookie yes" {
+		t.Fatalf("person a joins: %v %+v", err, p)
+	}
+	for _, owner := range []string{"person-b", ""} {
+		if p, err := b.OpenFor(ctx, owner, srv.URL+"/landed", false); err != nil || p.Text != "Landed with no cookie" {
+			t.Errorf("%q after person a joined: %v %+v", owner, err, p)
+		}
+	}
+	if p, err := b.OpenFor(ctx, "person-a", srv.URL+"/landed", false); err != nil || p.Text != "Landed with cookie yes" {
+		t.Errorf("person a's cookie was not kept: %v %+v", err, p)
+	}
+}

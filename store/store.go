@@ -281,6 +281,16 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// Check runs a trivial query, for a health check: an error means the
+// database does not answer (or not before ctx ends). It reads no record.
+func (s *Store) Check(ctx context.Context) error {
+	var one int
+	if err := s.conn().queryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("store: the database does not answer: %w", err)
+	}
+	return nil
+}
+
 // KeySource says where the state key came from, for logs: "option"
 // (Options.Key), "env" (POPPY_STATE_KEY), "keychain" or "file" (state.key).
 func (s *Store) KeySource() string { return s.keySource }

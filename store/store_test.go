@@ -438,3 +438,19 @@ func TestOpenOddPath(t *testing.T) {
 		t.Errorf("Secret(missing) = %v", err)
 	}
 }
+
+// TestCheck: the health check answers while the database does, and fails
+// once the Store is closed, on both backends.
+func TestCheck(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *backend) {
+		s := b.openNew(t, nil)
+		ctx := context.Background()
+		if err := s.ForUser("someone").Check(ctx); err != nil {
+			t.Fatalf("Check on an open store: %v", err)
+		}
+		s.Close()
+		if err := s.Check(ctx); err == nil {
+			t.Fatal("Check on a closed store: no error")
+		}
+	})
+}

@@ -82,7 +82,7 @@ func (ap *apis) load(ctx context.Context, co *discovery.Company) []*companyAPI {
 		a := &companyAPI{entry: e, prefix: apiPrefix(co, len(out)+1)} // names of several APIs never collide
 		a.cat, a.err = ap.catalog(ctx, e, a.prefix)
 		if a.err != nil {
-			ap.log.Info("OpenAPI document unusable", "url", e.URL, "err", a.err)
+			ap.log.InfoContext(ctx, "OpenAPI document unusable", "url", e.URL, "err", a.err)
 		}
 		out = append(out, a)
 	}
@@ -151,7 +151,7 @@ func (ap *apis) storedCatalog(ctx context.Context, u, key string, mem *loadedCat
 	v, data, err := ap.store.Blob(ctx, u)
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
-			ap.log.Info("could not read a stored catalog", "url", u, "err", err)
+			ap.log.InfoContext(ctx, "could not read a stored catalog", "url", u, "err", err)
 		}
 		return nil
 	}
@@ -161,7 +161,7 @@ func (ap *apis) storedCatalog(ctx context.Context, u, key string, mem *loadedCat
 	}
 	cat, err := openapi2tools.UnmarshalCatalog(data)
 	if err != nil {
-		ap.log.Info("stored catalog unreadable; translating again", "url", u, "err", err)
+		ap.log.InfoContext(ctx, "stored catalog unreadable; translating again", "url", u, "err", err)
 		return nil
 	}
 	return &loadedCatalog{version: version, cat: cat}
@@ -177,7 +177,7 @@ func (ap *apis) storeCatalog(ctx context.Context, u, key string, lc *loadedCatal
 		err = ap.store.PutBlob(ctx, u, key+"\n"+lc.version, data)
 	}
 	if err != nil {
-		ap.log.Info("could not store a catalog", "url", u, "err", err)
+		ap.log.InfoContext(ctx, "could not store a catalog", "url", u, "err", err)
 	}
 }
 

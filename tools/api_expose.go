@@ -62,22 +62,26 @@ func operationTool(t *openapi2tools.Tool, domain string) mcp.Tool {
 	return m
 }
 
+// personPrefix is a Company's tool-name prefix as one person (local user
+// key) has its tools: each person's are announced on their own MCP server.
+type personPrefix struct{ user, prefix string }
+
 // announce runs once a Session exists, for one of the Company's domains
 // (Server.sessionReady): it loads the domain's catalogs and announces its
-// operations as tools when they are few enough.
-func (ap *apis) announce(ctx context.Context, co *discovery.Company) {
-	prefix := companyPrefix(co)
+// operations as tools of the person's MCP server when they are few enough.
+func (ap *apis) announce(ctx context.Context, cs *companyState, co *discovery.Company) {
+	key := personPrefix{cs.user, companyPrefix(co)}
 	entries := ap.load(ctx, co)
 	if err := ap.claimPrefixes(co, entries); err != nil {
-		ap.log.Warn("API operations not announced as tools", "domain", co.Domain, "err", err)
+		ap.log.WarnContext(ctx, "API operations not announced as tools", "domain", co.Domain, "err", err)
 		return
 	}
 	ap.mu.Lock()
-	if ap.exposed[prefix] == nil {
-		ap.exposed[prefix] = map[string]string{} // from now on, refresh keeps them current
+	if ap.exposed[key] == nil {
+		ap.exposed[key] = map[string]string{} // from now on, refresh keeps them current
 	}
 	ap.mu.Unlock()
-	ap.refresh(co, entries)
+	ap.refresh(ctx, cs.user, co, entries)
 }
 
 // claimPrefixes claims the tool-name prefixes of the Company's APIs
@@ -94,13 +98,14 @@ func (ap *apis) claimPrefixes(co *discovery.Company, entries []*companyAPI) erro
 }
 
 // refresh makes the announced tools of a Company match its
-// catalogs, once its Session exists: tools appear, change or go, each
-// change announced once. Nothing is sent when nothing changed. The tools
+// catalogs, for the person user (a local user key), once their Session
+// exists: tools appear, change or go, each change announced once to that
+// person's MCP sessions. Nothing is sent when nothing changed. The tools
 // under a prefix another Company owns are left alone.
-func (ap *apis) refresh(co *discovery.Company, entries []*companyAPI) {
-	prefix := companyPrefix(co)
+func (ap *apis) refresh(ctx context.Context, user string, co *discovery.Company, entries []*companyAPI) {
+	key := personPrefix{user, companyPrefix(co)}
 	ap.mu.Lock()
-	_, started := ap.exposed[prefix]
+	_, started := ap.exposed[key]
 	ap.mu.Unlock()
 	if !started || ap.claimPrefixes(co, entries) != nil {
 		return
@@ -111,7 +116,7 @@ func (ap *apis) refresh(co *discovery.Company, entries []*companyAPI) {
 	}
 	ap.mu.Lock()
 	defer ap.mu.Unlock()
-	have, started := ap.exposed[prefix]
+	have, started := ap.exposed[key]
 	if !started {
 		return
 	}
@@ -128,19 +133,20 @@ func (ap *apis) refresh(co *discovery.Company, entries []*companyAPI) {
 		}
 	}
 	// Holding mu keeps two refreshes from interleaving their announcements.
+	srv := ap.mcp(user)
 	if len(gone) > 0 {
-		ap.mcp.DeleteTools(gone...)
+		srv.DeleteTools(gone...)
 	}
 	if len(add) > 0 {
-		ap.mcp.AddTools(add...)
+		srv.AddTools(add...)
 	}
 	next := map[string]string{}
 	for name, w := range want {
 		next[name] = w.def
 	}
-	ap.exposed[prefix] = next
+	ap.exposed[key] = next
 	if len(gone)+len(add) > 0 {
-		ap.log.Info("API operation tools announced", "company", co.Domain, "tools", len(next), "added", len(add), "removed", len(gone))
+		ap.log.InfoContext(ctx, "API operation tools announced", "company", co.Domain, "tools", len(next), "added", len(add), "removed", len(gone))
 	}
 }
 
@@ -188,12 +194,13 @@ func (ap *apis) operationHandler(domain, name string) server.ToolHandlerFunc {
 	}
 }
 
-// exposedTools returns the names of the tools announced under prefix.
-func (ap *apis) exposedTools(prefix string) map[string]bool {
+// exposedTools returns the names of the tools announced to the person
+// user under prefix.
+func (ap *apis) exposedTools(user, prefix string) map[string]bool {
 	ap.mu.Lock()
 	defer ap.mu.Unlock()
 	out := map[string]bool{}
-	for name := range ap.exposed[prefix] {
+	for name := range ap.exposed[personPrefix{user, prefix}] {
 		out[name] = true
 	}
 	return out

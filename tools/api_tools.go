@@ -25,6 +25,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/openapi2tools"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
@@ -36,17 +37,17 @@ import (
 type apis struct {
 	companies *companies
 	sessions  *sessions
-	signIn    *signIn           // what to do when an API asks for a sign-in
-	names     *prefixRegistry   // claims the tool-name prefixes of per-operation tools
-	store     *store.Store      // catalogs kept for the next start; nil: memory only
-	mcp       *server.MCPServer // announces per-operation tools
+	signIn    *signIn                             // what to do when an API asks for a sign-in
+	names     *prefixRegistry                     // claims the tool-name prefixes of per-operation tools
+	store     *store.Store                        // catalogs kept for the next start; nil: memory only
+	mcp       func(user string) *server.MCPServer // the person's MCP server, which announces their per-operation tools
 	log       *slog.Logger
 	maxTools  int // Options.MaxAPITools
 
 	// mu guards catalogs and exposed.
 	mu       sync.Mutex
-	catalogs map[string]*loadedCatalog    // by catalogKey
-	exposed  map[string]map[string]string // Company prefix -> tool name -> its JSON
+	catalogs map[string]*loadedCatalog          // by catalogKey
+	exposed  map[personPrefix]map[string]string // person and Company prefix -> tool name -> its JSON
 }
 
 const (
@@ -134,14 +135,14 @@ type operationList struct {
 func (ap *apis) company(ctx context.Context, domain string) (*discovery.Company, []*companyAPI, *mcp.CallToolResult) {
 	co, err := ap.companies.checked(ctx, domain)
 	if err != nil {
-		return nil, nil, ap.sessions.failure(domain, err)
+		return nil, nil, ap.sessions.failure(ctx, domain, err)
 	}
 	entries := ap.load(ctx, co)
 	if len(entries) == 0 {
 		return nil, nil, failure(map[string]string{"error": "no_openapi", "domain": co.Domain},
 			"%s lists no OpenAPI API. Use its conversations (send_message) or its MCP tools instead.", co.Domain)
 	}
-	ap.refresh(co, entries)
+	ap.refresh(ctx, mcpauth.KeyFrom(ctx), co, entries)
 	return co, entries, nil
 }
 
@@ -156,7 +157,7 @@ func (ap *apis) list(ctx context.Context, _ mcp.CallToolRequest, args listOperat
 	}
 	query := args.Query
 	out := operationList{Domain: co.Domain, APIs: []apiInfo{}, Operations: []operationSummary{}, CompanyText: apiTextNote}
-	exposed := ap.exposedTools(companyPrefix(co))
+	exposed := ap.exposedTools(mcpauth.KeyFrom(ctx), companyPrefix(co))
 	prefix := companyPrefix(co)
 	for _, a := range entries {
 		info := apiInfo{URL: a.entry.URL}
@@ -262,7 +263,7 @@ func (ap *apis) describe(ctx context.Context, _ mcp.CallToolRequest, args operat
 		Description: untrusted.Display(t.Description, 0), InputSchema: t.InputSchema, CompanyText: apiTextNote,
 		ReadOnly: t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint,
 		Next:     fmt.Sprintf("Call call_api with domain %s, operation %s and arguments that follow input_schema.", co.Domain, op)}
-	if ap.exposedTools(companyPrefix(co))[t.Name] {
+	if ap.exposedTools(mcpauth.KeyFrom(ctx), companyPrefix(co))[t.Name] {
 		d.Tool = t.Name
 		d.Next += " Or call the tool " + t.Name + " with the same arguments."
 	}
@@ -319,7 +320,7 @@ func (ap *apis) callOperation(ctx context.Context, domain, name string, args map
 	}
 	_, _, sess, err := ap.sessions.session(ctx, domain, false)
 	if err != nil {
-		return ap.sessions.failure(domain, err)
+		return ap.sessions.failure(ctx, domain, err)
 	}
 	client := sess.Client()
 	if a.cat.Resource != "" {
@@ -334,7 +335,7 @@ func (ap *apis) callOperation(ctx context.Context, domain, name string, args map
 	}
 	res, err := a.cat.Call(ctx, client, t.Name, args, nil)
 	if err != nil {
-		return ap.callFailure(co, t, op, err)
+		return ap.callFailure(ctx, co, t, op, err)
 	}
 	// The model may send values of the body back (IDs): hidden characters
 	// are shown as escapes, never removed.
@@ -354,12 +355,12 @@ func noteText(note string) string {
 }
 
 // callFailure phrases an error of calling an operation for the model.
-func (ap *apis) callFailure(co *discovery.Company, t *openapi2tools.Tool, op string, err error) *mcp.CallToolResult {
-	if r, ok := ap.signInNeeded(co, t, err); ok {
+func (ap *apis) callFailure(ctx context.Context, co *discovery.Company, t *openapi2tools.Tool, op string, err error) *mcp.CallToolResult {
+	if r, ok := ap.signInNeeded(ctx, co, t, err); ok {
 		return r
 	}
 	if ext, ok := requiredExtension(err); ok {
-		ap.log.Info("API call refused", "domain", co.Domain, "operation", op, "code", "extension_required")
+		ap.log.InfoContext(ctx, "API call refused", "domain", co.Domain, "operation", op, "code", "extension_required")
 		return extensionFailure(co.Domain, ext, "operation "+op, fmt.Sprintf(insteadOfAPI, co.Domain), map[string]string{"operation": op})
 	}
 	var wait *auth.RetryAfterError
@@ -374,7 +375,7 @@ func (ap *apis) callFailure(co *discovery.Company, t *openapi2tools.Tool, op str
 		return failure(map[string]string{"error": "rate_limited", "operation": op},
 			"%v. Wait the time given, then call again.", err)
 	}
-	ap.log.Info("API call failed", "domain", co.Domain, "operation", op, "err", err)
+	ap.log.InfoContext(ctx, "API call failed", "domain", co.Domain, "operation", op, "err", err)
 	return failure(map[string]string{"error": "call_failed", "operation": op},
 		"Calling %s at %s failed: %v. Try again later.", op, co.Domain, err)
 }
@@ -382,11 +383,11 @@ func (ap *apis) callFailure(co *discovery.Company, t *openapi2tools.Tool, op str
 // apiSignInNeeded is signInNeeded for an operation: sign_in_required
 // need not name a scope (Poppy 0.1 §6), and an operation that changes the
 // account needs poppy:write (§4.4: "making changes on the account").
-func (ap *apis) signInNeeded(co *discovery.Company, t *openapi2tools.Tool, err error) (*mcp.CallToolResult, bool) {
+func (ap *apis) signInNeeded(ctx context.Context, co *discovery.Company, t *openapi2tools.Tool, err error) (*mcp.CallToolResult, bool) {
 	var aerr *auth.Error
 	readOnly := t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint
 	if errors.As(err, &aerr) && aerr.Is(auth.ErrSignInRequired) && aerr.Scope == "" && !readOnly {
-		return ap.signIn.advice(co.Domain, aerr.Code, []string{"poppy:write"}), true
+		return ap.signIn.advice(ctx, co.Domain, aerr.Code, []string{"poppy:write"}), true
 	}
-	return ap.signIn.needed(co.Domain, err)
+	return ap.signIn.needed(ctx, co.Domain, err)
 }

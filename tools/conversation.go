@@ -23,6 +23,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/conversation"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
@@ -41,7 +42,7 @@ type conversations struct {
 
 	// mu guards trackers.
 	mu       sync.Mutex
-	trackers map[conversation.Owner]*conversation.Tracker
+	trackers map[trackerKey]*conversation.Tracker
 }
 
 // Waits of the conversation tools.
@@ -202,16 +203,25 @@ func (c *messageContext) conversation() *conversation.Context {
 	return &conversation.Context{Locale: c.Locale, TimeZone: c.TimeZone, UserAvailable: c.UserAvailable, Other: other}
 }
 
-// tracker returns the Tracker of owner's conversations, sending through cl.
-func (c *conversations) tracker(cl *conversation.Client, owner conversation.Owner) (*conversation.Tracker, error) {
+// trackerKey is whose Tracker: a person (local user key) and their User
+// at a Company.
+type trackerKey struct {
+	user  string
+	owner conversation.Owner
+}
+
+// tracker returns the Tracker of owner's conversations, the person cs is
+// for, sending through cl and keeping what it tracks in the person's store.
+func (c *conversations) tracker(cl *conversation.Client, cs *companyState, owner conversation.Owner) (*conversation.Tracker, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if tr := c.trackers[owner]; tr != nil {
+	key := trackerKey{cs.user, owner}
+	if tr := c.trackers[key]; tr != nil {
 		return tr.WithClient(cl), nil
 	}
-	tr, err := conversation.NewTracker(cl, c.store, owner, nil)
+	tr, err := conversation.NewTracker(cl, cs.store, owner, nil)
 	if err == nil {
-		c.trackers[owner] = tr
+		c.trackers[key] = tr
 	}
 	return tr, err
 }
@@ -230,7 +240,7 @@ type convTarget struct {
 func (c *conversations) target(ctx context.Context, domain string) (*convTarget, *mcp.CallToolResult) {
 	cs, co, sess, err := c.sessions.session(ctx, domain, false)
 	if err != nil {
-		return nil, c.sessions.failure(domain, err)
+		return nil, c.sessions.failure(ctx, domain, err)
 	}
 	var protocols []discovery.Protocol
 	if co.Document.Agent != nil {
@@ -245,7 +255,7 @@ func (c *conversations) target(ctx context.Context, domain string) (*convTarget,
 	cl, err := conversation.New(sess.Client(), endpoint, nil)
 	var tr *conversation.Tracker
 	if err == nil {
-		tr, err = c.tracker(cl, conversation.Owner{Issuer: cs.issuer, UserID: sess.UserID(), Domain: co.Domain})
+		tr, err = c.tracker(cl, cs, conversation.Owner{Issuer: cs.issuer, UserID: sess.UserID(), Domain: co.Domain})
 	}
 	if err != nil {
 		return nil, failure(map[string]string{"error": "conversation_failed", "domain": co.Domain}, "%v.", err)
@@ -253,11 +263,11 @@ func (c *conversations) target(ctx context.Context, domain string) (*convTarget,
 	return &convTarget{c: c, cs: cs, sess: sess, tracker: tr, domain: co.Domain}, nil
 }
 
-// held lists the conversations the store holds, of the Company at domain
-// or of all. Its failure result is phrased for the model.
+// held lists the conversations the store holds for the person of ctx, of
+// the Company at domain or of all. Its failure result is phrased for the model.
 func (c *conversations) held(ctx context.Context, domain string) ([]store.Conversation, *mcp.CallToolResult) {
 	if c.store == nil {
-		return nil, c.sessions.failure(domain, errNoIdentity)
+		return nil, c.sessions.failure(ctx, domain, errNoIdentity)
 	}
 	host := ""
 	if domain != "" {
@@ -266,7 +276,7 @@ func (c *conversations) held(ctx context.Context, domain string) ([]store.Conver
 			return nil, failure(map[string]string{"error": "invalid_domain"}, "%v. Give the domain alone, like example.com.", err)
 		}
 	}
-	all, err := c.store.Conversations(ctx, host)
+	all, err := c.sessions.storeFor(mcpauth.KeyFrom(ctx)).Conversations(ctx, host)
 	if err != nil {
 		return nil, failure(map[string]string{"error": "store_failed"}, "poppy-mcp could not read its conversations: %v.", err)
 	}
@@ -298,9 +308,12 @@ func (c *conversations) byID(ctx context.Context, id, domain string) (*convTarge
 	case len(found) > 1:
 		return nil, failure(map[string]string{"error": "ambiguous_conversation"},
 			"Several Companies have a conversation %s: call again with domain.", id)
-	case domain != "":
+	case domain != "" && mcpauth.KeyFrom(ctx) == "":
 		return c.target(ctx, domain) // the Company decides whether it is the user's (§7.2)
 	}
+	// A person of a hosted poppy-mcp has every conversation of theirs in
+	// their store (shared by every replica): one they do not hold is not
+	// theirs, and is not asked about under their Session.
 	return nil, failure(map[string]string{"error": "unknown_conversation"},
 		"poppy-mcp holds no conversation %s. Call list_conversations, or pass domain if it was started elsewhere.", id)
 }

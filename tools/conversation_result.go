@@ -230,7 +230,7 @@ func (e eventOut) line() string {
 // failure phrases an error of a request on conversation id (Poppy 0.1
 // §7.13) with what to do next.
 func (t *convTarget) failure(id string, err error) *mcp.CallToolResult {
-	if r, ok := t.c.signIn.needed(t.domain, err); ok {
+	if r, ok := t.c.signIn.needed(t.cs.logContext(), t.domain, err); ok {
 		return r
 	}
 	var (
@@ -262,7 +262,7 @@ func (t *convTarget) failure(id string, err error) *mcp.CallToolResult {
 		}
 	}
 	out["error"] = code
-	t.c.log.Info("conversation request failed", "domain", t.domain, "code", code, "err", err)
+	t.c.log.InfoContext(t.cs.logContext(), "conversation request failed", "domain", t.domain, "code", code, "err", err)
 	var re *conversation.ResentError
 	if errors.As(err, &re) {
 		resent := resentNotes(re.Resent)

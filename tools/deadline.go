@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -93,6 +94,10 @@ type answer struct {
 // background (whatever it returns then is dropped).
 func (s *Server) bound(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if !s.calls.begin() {
+			return draining(), nil
+		}
+		defer s.calls.end()
 		limit := s.callLimit(req)
 		ctx, cancel := context.WithTimeoutCause(ctx, limit, errCallDeadline)
 		defer cancel()
@@ -112,7 +117,7 @@ func (s *Server) bound(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		case a := <-done:
 			return s.settle(ctx, req, limit, a)
 		case <-grace.C:
-			return s.timedOut(req, limit), nil
+			return s.timedOut(ctx, req, limit), nil
 		}
 	}
 }
@@ -122,7 +127,7 @@ func (s *Server) bound(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 // a result that says what happened. A success past the deadline stands.
 func (s *Server) settle(ctx context.Context, req mcp.CallToolRequest, limit time.Duration, a answer) (*mcp.CallToolResult, error) {
 	if context.Cause(ctx) == errCallDeadline && (a.err != nil || a.res == nil || a.res.IsError) {
-		return s.timedOut(req, limit), nil
+		return s.timedOut(ctx, req, limit), nil
 	}
 	return a.res, a.err
 }
@@ -140,10 +145,64 @@ func runTool(ctx context.Context, h server.ToolHandlerFunc, req mcp.CallToolRequ
 }
 
 // timedOut is the result of a call that ran past its deadline.
-func (s *Server) timedOut(req mcp.CallToolRequest, limit time.Duration) *mcp.CallToolResult {
+func (s *Server) timedOut(ctx context.Context, req mcp.CallToolRequest, limit time.Duration) *mcp.CallToolResult {
 	secs := int(limit / time.Second)
-	s.log.Warn("tool call ran past its deadline", "tool", req.Params.Name, "seconds", secs)
+	s.log.WarnContext(ctx, "tool call ran past its deadline", "tool", req.Params.Name, "seconds", secs)
 	next := "Try again later; if it keeps happening, the Company is too slow to answer: tell the user."
 	return failure(map[string]any{"error": "timeout", "seconds": secs, "next": next},
 		"%s did not finish within %d s: the Company (or the network to it) did not answer in time. %s", req.Params.Name, secs, next)
+}
+
+// calls counts the tool calls running, so that Drain can wait for them. It
+// is safe for concurrent use.
+type calls struct {
+	running sync.WaitGroup
+	// mu is held while a call begins and while draining is set, so no call
+	// begins once Drain has begun waiting.
+	mu       sync.Mutex
+	draining bool
+}
+
+// begin counts a call in; it reports false, counting nothing, once the
+// Server is draining.
+func (c *calls) begin() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.draining {
+		return false
+	}
+	c.running.Add(1)
+	return true
+}
+
+func (c *calls) end() { c.running.Done() }
+
+// drain refuses calls from now on and waits for those running, until ctx
+// ends.
+func (c *calls) drain(ctx context.Context) error {
+	c.mu.Lock()
+	c.draining = true
+	c.mu.Unlock()
+	idle := make(chan struct{})
+	go func() {
+		c.running.Wait()
+		close(idle)
+	}()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("tools: calls still running when the drain ended: %w", context.Cause(ctx))
+	}
+}
+
+// Drain stops taking tool calls (each new one is answered that poppy-mcp is
+// shutting down, to call again) and waits for the calls running to finish,
+// until ctx ends: the first step of a graceful shutdown. Close follows.
+func (s *Server) Drain(ctx context.Context) error { return s.calls.drain(ctx) }
+
+// draining is the result of a call made while poppy-mcp shuts down.
+func draining() *mcp.CallToolResult {
+	return failure(map[string]string{"error": "shutting_down", "next": "Call the tool again in a few seconds."},
+		"poppy-mcp is shutting down and takes no new calls. Call the tool again in a few seconds: another instance, or this one restarted, will answer.")
 }

@@ -145,3 +145,57 @@ func TestToolCallDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestDrain: Drain turns new tool calls away with a result that says to
+// call again, and returns once the call in flight (a discover_company held
+// by a Company that does not answer yet) has finished, not before. The old
+// code had no Drain: a shutdown cut the calls in flight short.
+func TestDrain(t *testing.T) {
+	for _, rev := range revisions {
+		t.Run(rev, func(t *testing.T) {
+			h := newSignInHarness(t, nil)
+			entered, release := make(chan struct{}, 1), make(chan struct{})
+			h.company.HandleFunc("slow.example.com", "GET /.well-known/poppy.json", func(w http.ResponseWriter, r *http.Request) {
+				entered <- struct{}{}
+				<-release
+				http.Error(w, "not here", http.StatusNotFound)
+			})
+			cs := h.connect(t, rev)
+			inFlight := make(chan *sdk.CallToolResult, 1)
+			go func() {
+				res, _ := call(t, cs, "discover_company", map[string]any{"domain": "slow.example.com"})
+				inFlight <- res
+			}()
+			<-entered
+			drained := make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				drained <- h.tools.Drain(ctx)
+			}()
+			refused := false
+			for range 200 {
+				if _, got := call(t, cs, "discover_company", map[string]any{"domain": domain}); got["error"] == "shutting_down" {
+					refused = true
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if !refused {
+				t.Fatal("calls made while draining were not turned away")
+			}
+			select {
+			case err := <-drained:
+				t.Fatalf("Drain returned (%v) while a call was in flight", err)
+			default:
+			}
+			close(release)
+			if res := <-inFlight; res == nil {
+				t.Fatal("the call in flight got no result")
+			}
+			if err := <-drained; err != nil {
+				t.Errorf("Drain: %v", err)
+			}
+		})
+	}
+}

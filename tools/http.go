@@ -21,13 +21,21 @@ import (
 // mcp-go refuses loopback requests whose Host is not localhost (DNS
 // rebinding protection); a deployment behind a proxy or on a public address
 // turns that off with publicHost and relies on its bearer token instead.
+//
+// Each request is served by the MCP server of its person (mcpauth.KeyFrom;
+// people.go), so one person's MCP sessions, tools and notifications never
+// reach another's.
 func (s *Server) HTTPHandler(publicHost ...bool) http.Handler {
-	return server.NewStreamableHTTPServer(s.mcp,
-		server.WithEndpointPath("/mcp"),
-		server.WithEventStore(newEventStore(maxStreamEvents, maxSessionStreams)),
-		server.WithSessionIdleTTL(30*time.Minute),
-		server.WithDisableLocalhostProtection(len(publicHost) > 0 && publicHost[0]),
-	)
+	public := len(publicHost) > 0 && publicHost[0]
+	newHandler := func(srv *server.MCPServer) *server.StreamableHTTPServer {
+		return server.NewStreamableHTTPServer(srv,
+			server.WithEndpointPath("/mcp"),
+			server.WithEventStore(newEventStore(maxStreamEvents, maxSessionStreams)),
+			server.WithSessionIdleTTL(30*time.Minute),
+			server.WithDisableLocalhostProtection(public),
+		)
+	}
+	return s.people.route(newHandler)
 }
 
 const (

@@ -6,6 +6,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/poppy-mcp/poppy-mcp/internal/requestid"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 )
 
 // mcpLogHandler sends every record logged with a tool call's context to
@@ -48,6 +50,22 @@ func (h *mcpLogHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h *mcpLogHandler) WithGroup(name string) slog.Handler {
 	return &mcpLogHandler{next: h.next.WithGroup(name), srv: h.srv, attrs: h.attrs}
+}
+
+// detach returns a context for work that outlives the request of ctx
+// (device polling): it keeps what names whose work it is, the person
+// (mcpauth) and the request ID (requestid), for the log lines, but neither
+// the request's cancellation nor its MCP session, so nothing of it is sent
+// to a client as the request's own.
+func detach(ctx context.Context) context.Context {
+	out := context.Background()
+	if u, ok := mcpauth.UserFrom(ctx); ok {
+		out = mcpauth.WithUser(out, u)
+	}
+	if id := requestid.From(ctx); id != "" {
+		out = requestid.With(out, id)
+	}
+	return out
 }
 
 func mcpLevel(l slog.Level) mcp.LoggingLevel {

@@ -37,15 +37,15 @@ const relaySyncWait = 10 * time.Second
 // relays is the relays capability: the Company MCP servers relayed, by
 // prefix and URL. It is safe for concurrent use.
 type relays struct {
-	signIn *signIn           // what to do when a relayed server asks for a sign-in
-	names  *prefixRegistry   // claims the tool-name prefixes of relayed tools
-	mcp    *server.MCPServer // where relayed tools are announced
-	bg     *background       // retries of a relay that could not list its tools yet
+	signIn *signIn                             // what to do when a relayed server asks for a sign-in
+	names  *prefixRegistry                     // claims the tool-name prefixes of relayed tools
+	mcp    func(user string) *server.MCPServer // the person's MCP server, where their relayed tools are announced
+	bg     *background                         // retries of a relay that could not list its tools yet
 	log    *slog.Logger
 
 	// mu guards byKey, closed and each entry's sess.
 	mu     sync.Mutex
-	byKey  map[string]*relayEntry // by prefix, a space and MCP url
+	byKey  map[string]*relayEntry // by local user key, prefix and MCP url, each followed by a space
 	closed bool                   // Close was called: nothing more is relayed
 }
 
@@ -84,17 +84,17 @@ func (rs *relays) connect(ctx context.Context, cs *companyState, co *discovery.C
 		}
 		n++
 		if err := relayable(co, api); err != nil {
-			rs.log.Warn("MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
+			rs.log.WarnContext(ctx, "MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
 			continue
 		}
 		prefix := relayPrefix(co, n)
 		if err := rs.names.claim(cs.issuer, prefix); err != nil {
-			rs.log.Warn("MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
+			rs.log.WarnContext(ctx, "MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
 			continue
 		}
-		e, err := rs.relayFor(co, api, prefix, sess)
+		e, err := rs.relayFor(cs.user, co, api, prefix, sess)
 		if err != nil {
-			rs.log.Warn("MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
+			rs.log.WarnContext(ctx, "MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
 			continue
 		}
 		rs.firstSync(ctx, co.Domain, e.relay)
@@ -114,17 +114,19 @@ func relayable(co *discovery.Company, api discovery.API) error {
 	return nil
 }
 
-// relayFor returns the relay of an MCP server under prefix, creating it; a
-// relay made for another Session is reconnected with sess's token. A server
-// that two domains of a Company list is relayed under each one's prefix, so
-// its names do not depend on which domain was used first.
-func (rs *relays) relayFor(co *discovery.Company, api discovery.API, prefix string, sess *auth.Session) (*relayEntry, error) {
+// relayFor returns the relay of an MCP server under prefix for the person
+// user, creating it; a relay made for another Session is reconnected with
+// sess's token. Each person has their own relay, with their own Session's
+// token, whose tools are announced on their own MCP server. A server that
+// two domains of a Company list is relayed under each one's prefix, so its
+// names do not depend on which domain was used first.
+func (rs *relays) relayFor(user string, co *discovery.Company, api discovery.API, prefix string, sess *auth.Session) (*relayEntry, error) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if rs.closed {
 		return nil, errRelaysClosed
 	}
-	key := prefix + " " + api.URL
+	key := user + " " + prefix + " " + api.URL
 	if e := rs.byKey[key]; e != nil {
 		if e.sess != sess {
 			e.sess = sess
@@ -152,14 +154,14 @@ func (rs *relays) relayFor(co *discovery.Company, api discovery.API, prefix stri
 		return nil, err
 	}
 	domain := co.Domain
-	e.relay = mcpproxy.NewRelay(rs.mcp, up, &mcpproxy.RelayOptions{
+	e.relay = mcpproxy.NewRelay(rs.mcp(user), up, &mcpproxy.RelayOptions{
 		Describe: func(t mcpproxy.Tool) string { return relayDescription(domain, t) },
 		// Results are the Company's content: marked for the client (_meta)
 		// and the model (a first text block), the upstream's blocks kept.
 		Meta: map[string]any{relayMetaKey: map[string]any{"domain": domain}},
 		Note: fmt.Sprintf(relayNote, domain),
-		Failure: func(_ context.Context, t mcpproxy.Tool, err error) *mcp.CallToolResult {
-			return rs.failure(domain, t, err)
+		Failure: func(ctx context.Context, t mcpproxy.Tool, err error) *mcp.CallToolResult {
+			return rs.failure(ctx, domain, t, err)
 		},
 		Logger: rs.log,
 	})
@@ -174,10 +176,10 @@ func (rs *relays) firstSync(ctx context.Context, domain string, r *mcpproxy.Rela
 	err := r.Sync(ctx)
 	cancel()
 	if err == nil {
-		rs.log.Info("MCP server relayed", "domain", domain, "url", r.Upstream().URL(), "tools", len(r.Tools()))
+		rs.log.InfoContext(ctx, "MCP server relayed", "domain", domain, "url", r.Upstream().URL(), "tools", len(r.Tools()))
 		return
 	}
-	rs.log.Info("MCP server not listed yet; retrying in the background", "domain", domain, "url", r.Upstream().URL(), "err", err)
+	rs.log.InfoContext(ctx, "MCP server not listed yet; retrying in the background", "domain", domain, "url", r.Upstream().URL(), "err", err)
 	rs.bg.Go(func(ctx context.Context) {
 		b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(time.Second),
 			backoff.WithMaxInterval(time.Minute), backoff.WithMaxElapsedTime(30*time.Minute))
@@ -219,12 +221,12 @@ func companyDescription(domain, what, desc string) string {
 }
 
 // relayFailure phrases an error of a relayed call for the model.
-func (rs *relays) failure(domain string, t mcpproxy.Tool, err error) *mcp.CallToolResult {
-	if res, ok := rs.signIn.needed(domain, err); ok {
+func (rs *relays) failure(ctx context.Context, domain string, t mcpproxy.Tool, err error) *mcp.CallToolResult {
+	if res, ok := rs.signIn.needed(ctx, domain, err); ok {
 		return res
 	}
 	if ext, ok := requiredExtension(err); ok {
-		rs.log.Info("relayed MCP call refused", "domain", domain, "tool", t.Name, "code", "extension_required")
+		rs.log.InfoContext(ctx, "relayed MCP call refused", "domain", domain, "tool", t.Name, "code", "extension_required")
 		return extensionFailure(domain, ext, "its MCP tool "+t.Name, fmt.Sprintf(insteadOfAPI, domain), map[string]string{"tool": t.Name})
 	}
 	var (
@@ -234,7 +236,7 @@ func (rs *relays) failure(domain string, t mcpproxy.Tool, err error) *mcp.CallTo
 	// What failed may quote what the server sent (an error page): Company
 	// text, cleaned and cut before it reaches a log or a result.
 	why := untrusted.Text(err.Error(), 300)
-	rs.log.Info("relayed MCP call failed", "domain", domain, "tool", t.Name, "err", why)
+	rs.log.InfoContext(ctx, "relayed MCP call failed", "domain", domain, "tool", t.Name, "err", why)
 	switch {
 	case errors.As(err, &wait):
 		return failure(map[string]string{"error": "rate_limited", "tool": t.Name}, "%s. Wait the time given, then call again.", why)

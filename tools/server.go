@@ -9,6 +9,10 @@
 // input schema is derived, and a handler that reads it (tool.go). The tools
 // are described in docs/tools.md, and how the package fits with the others in
 // docs/architecture.md.
+//
+// A hosted poppy-mcp serves several people: everything kept for a Company is
+// kept per person (the request's local user, mcpauth.KeyFrom), and each
+// person has an MCP server of their own (people.go).
 package tools
 
 import (
@@ -40,8 +44,10 @@ type Options struct {
 	// the user should run; the tools that need a Session say it. Empty: a
 	// general note on poppy-mcp init.
 	NoIdentity string
-	// Store keeps User IDs, Sessions, Account Tokens, cursors and catalogs.
-	// Required when Agent is set; nil otherwise means nothing is kept.
+	// Store keeps User IDs, Sessions, Account Tokens, cursors and catalogs:
+	// each person's in their own view of it (Store.ForUser with the
+	// request's local user), the catalogs shared. Required when Agent is
+	// set; nil otherwise means nothing is kept.
 	Store *store.Store
 	// Pages serves one-time local pages (joining the website, mediated
 	// sign-in). Nil: tools that need one say so.
@@ -85,6 +91,7 @@ type Server struct {
 	log         *slog.Logger  // to the Options' Logger and to the MCP client of the call (logging.go)
 	bg          *background   // device polling and relay retries; Close stops them
 	callTimeout time.Duration // Options.CallTimeout (deadline.go)
+	calls       calls         // the tool calls running, for Drain (deadline.go)
 
 	companies *companies      // discovery: each domain's documents (discover.go)
 	sessions  *sessions       // each Company's state and Session, by issuer (sessions.go)
@@ -94,6 +101,8 @@ type Server struct {
 	relays    *relays         // the Company MCP servers relayed (relay.go)
 	web       *website        // joining a browser to the Session (web.go)
 	names     *prefixRegistry // which Company owns each tool-name prefix (names.go)
+	builtins  []tool          // the built-in tools, which every person's MCP server has
+	people    *people         // the MCP server of each person (people.go)
 }
 
 // New builds the MCP server with every tool registered. disc fetches and
@@ -112,20 +121,37 @@ func New(disc *discovery.Client, opts *Options) *Server {
 		base = o.Logger.Handler()
 	}
 	s.log = slog.New(&mcpLogHandler{next: base, srv: func() *server.MCPServer { return s.mcp }})
-	s.mcp = server.NewMCPServer("poppy-mcp", Version,
+	s.mcp = s.newMCP()
+	s.names = &prefixRegistry{owners: map[string]string{}} // the built-in tools' names are added below
+	s.build(disc, &o)
+	s.builtins = s.tools(o.Browser != nil)
+	for _, t := range s.builtins {
+		s.mcp.AddTool(t.tool, t.handler)
+		s.names.builtins = append(s.names.builtins, t.tool.Name)
+	}
+	s.people = &people{def: s.mcp, fresh: s.personMCP, servers: map[string]*server.MCPServer{}, handlers: map[string]*server.StreamableHTTPServer{}}
+	return s
+}
+
+// newMCP returns an MCP server with poppy-mcp's options and no tools.
+func (s *Server) newMCP() *server.MCPServer {
+	return server.NewMCPServer("poppy-mcp", Version,
 		server.WithToolCapabilities(true),
 		server.WithLogging(),
 		server.WithRecovery(),
 		server.WithToolHandlerMiddleware(s.bound), // every call gets a deadline (deadline.go)
 		server.WithInstructions(instructions),
 	)
-	s.names = &prefixRegistry{owners: map[string]string{}} // the built-in tools' names are added below
-	s.build(disc, &o)
-	for _, t := range s.tools(o.Browser != nil) {
-		s.mcp.AddTool(t.tool, t.handler)
-		s.names.builtins = append(s.names.builtins, t.tool.Name)
+}
+
+// personMCP returns a new MCP server for a person with every built-in tool
+// (people.go): the Companies' tools are added as the person starts Sessions.
+func (s *Server) personMCP() *server.MCPServer {
+	srv := s.newMCP()
+	for _, t := range s.builtins {
+		srv.AddTool(t.tool, t.handler)
 	}
-	return s
+	return srv
 }
 
 // build makes every capability, each given what it uses.
@@ -133,15 +159,15 @@ func (s *Server) build(disc *discovery.Client, o *Options) {
 	choice := signInChoice{publicURL: o.PublicURL, agent: o.Agent}
 	s.companies = &companies{disc: disc, log: s.log, byHost: map[string]*discovery.Company{}}
 	s.sessions = &sessions{companies: s.companies, agent: o.Agent, store: o.Store, choice: choice, log: s.log, noIdentity: o.NoIdentity,
-		ready: s.sessionReady, byIssuer: map[string]*companyState{}}
+		ready: s.sessionReady, byCompany: map[personCompany]*companyState{}, agents: map[string]*auth.Agent{}}
 	s.signIn = &signIn{companies: s.companies, sessions: s.sessions, choice: choice, pages: o.Pages, bg: s.bg, mcp: s.mcp,
-		log: s.log, now: o.Now, flows: map[string]*signInFlow{}}
+		log: s.log, now: o.Now, flows: map[personCompany]*signInFlow{}}
 	s.convs = &conversations{sessions: s.sessions, signIn: s.signIn, companies: s.companies, store: o.Store, mcp: s.mcp,
-		log: s.log, now: o.Now, trackers: map[conversation.Owner]*conversation.Tracker{}}
-	s.apis = &apis{companies: s.companies, sessions: s.sessions, signIn: s.signIn, names: s.names, store: o.Store, mcp: s.mcp,
-		log: s.log, maxTools: o.MaxAPITools, catalogs: map[string]*loadedCatalog{}, exposed: map[string]map[string]string{}}
+		log: s.log, now: o.Now, trackers: map[trackerKey]*conversation.Tracker{}}
+	s.apis = &apis{companies: s.companies, sessions: s.sessions, signIn: s.signIn, names: s.names, store: o.Store, mcp: s.mcpFor,
+		log: s.log, maxTools: o.MaxAPITools, catalogs: map[string]*loadedCatalog{}, exposed: map[personPrefix]map[string]string{}}
 	s.companies.operations = s.apis.countOperations // discover_company counts each OpenAPI API's operations
-	s.relays = &relays{signIn: s.signIn, names: s.names, mcp: s.mcp, bg: s.bg, log: s.log, byKey: map[string]*relayEntry{}}
+	s.relays = &relays{signIn: s.signIn, names: s.names, mcp: s.mcpFor, bg: s.bg, log: s.log, byKey: map[string]*relayEntry{}}
 	s.web = &website{companies: s.companies, sessions: s.sessions, pages: o.Pages, browser: o.Browser, publicURL: o.PublicURL,
 		log: s.log, now: o.Now}
 }
@@ -180,7 +206,7 @@ func (s *Server) tools(browse bool) []tool {
 // announced as tools, and its MCP servers connected and their tools
 // relayed. It must not block long.
 func (s *Server) sessionReady(ctx context.Context, cs *companyState, co *discovery.Company) {
-	s.apis.announce(ctx, co)
+	s.apis.announce(ctx, cs, co)
 	s.relays.connect(ctx, cs, co)
 }
 
@@ -190,14 +216,20 @@ const instructions = "poppy-mcp is the user's Personal Agent for Companies that 
 
 // Close stops background work and waits for it, so state is saved before the
 // process exits (graceful shutdown on SIGINT/SIGTERM), then closes the
-// connections to the Companies' MCP servers.
+// connections to the Companies' MCP servers. Drain comes first in a
+// graceful shutdown.
 func (s *Server) Close() {
 	s.bg.close()
 	s.relays.close()
 }
 
-// MCP returns the underlying mcp-go server, for a transport to serve.
+// MCP returns the underlying mcp-go server of the default user (one
+// person's deployment), for a transport to serve.
 func (s *Server) MCP() *server.MCPServer { return s.mcp }
+
+// mcpFor returns the MCP server of the local user (people.go); it is set
+// once New has built every capability.
+func (s *Server) mcpFor(user string) *server.MCPServer { return s.people.server(user) }
 
 // background runs a Server's background work: device sign-in polling and the
 // retries of a relay that could not list its tools yet. Each piece of work

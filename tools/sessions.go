@@ -18,15 +18,22 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
-// sessions is the state of every Company the tools have used, by issuer. It
-// is safe for concurrent use.
+// sessions is the state of every Company the tools have used, by person
+// and issuer. Everything a person has at a Company is theirs alone: a
+// hosted poppy-mcp serves several people, each a local
+// user (mcpauth.KeyFrom of the request; "" for the one person of stdio and
+// loopback HTTP), with their own User ID at each Company (Poppy 0.1 §4.2),
+// Sessions, Account Tokens and DPoP keys, kept in their own view of the
+// store (store.Store.ForUser) by their own view of the Agent
+// (auth.Agent.WithStore). It is safe for concurrent use.
 type sessions struct {
 	companies *companies
-	agent     *auth.Agent  // nil: no identity, so no Session
-	store     *store.Store // required with agent
+	agent     *auth.Agent  // the default user's; nil: no identity, so no Session
+	store     *store.Store // the default user's view; required with agent
 	choice    signInChoice // which sign-in tool start_session advises
 	// noIdentity says exactly what is missing when agent is nil (Options.NoIdentity).
 	noIdentity string
@@ -35,12 +42,41 @@ type sessions struct {
 	// (Server.sessionReady); set by New.
 	ready func(ctx context.Context, cs *companyState, co *discovery.Company)
 
-	// mu guards byIssuer.
-	mu       sync.Mutex
-	byIssuer map[string]*companyState
+	// mu guards byCompany and agents.
+	mu        sync.Mutex
+	byCompany map[personCompany]*companyState
+	agents    map[string]*auth.Agent // by local user key: views of agent on the person's store
 }
 
-// companyState is what the tools keep for one Company, identified by its issuer.
+// personCompany is one person at one Company: a local user key and an issuer.
+type personCompany struct{ user, issuer string }
+
+// agentFor returns the Agent of the local user: the Agent itself for the
+// default user, a view of it on the person's store for anyone else.
+func (ss *sessions) agentFor(user string) *auth.Agent {
+	if user == "" || ss.agent == nil {
+		return ss.agent
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	a := ss.agents[user]
+	if a == nil {
+		a = ss.agent.WithStore(ss.store.ForUser(user))
+		ss.agents[user] = a
+	}
+	return a
+}
+
+// storeFor is the local user's view of the store; nil without a store.
+func (ss *sessions) storeFor(user string) *store.Store {
+	if ss.store == nil || user == "" {
+		return ss.store
+	}
+	return ss.store.ForUser(user)
+}
+
+// companyState is what the tools keep for one person at one Company,
+// identified by its issuer.
 // Poppy 0.1 §3.2: several domains naming one issuer "are then one Company:
 // the same User IDs (4.2), Sessions, and Account Tokens apply to all of
 // them". So a companyState has one Session, and the documents of each of the
@@ -48,7 +84,10 @@ type sessions struct {
 // APIs, MCP servers, website and mediated endpoint. It is safe for
 // concurrent use.
 type companyState struct {
+	person mcpauth.User // whose it is; the zero User in one person's deployment
+	user   string       // person.Key(), the local user key; "" in one person's deployment
 	issuer string
+	store  *store.Store // the person's view of the store; nil without one
 
 	// mu guards everything below; it is held while a Session starts, so
 	// concurrent tools share one Session.
@@ -58,6 +97,20 @@ type companyState struct {
 	session *auth.Session
 	domain  string // the domain the Session was started through, as saved
 	userID  string
+}
+
+// logContext is a context for what is logged of cs's work outside a
+// request of the person (background work, pages): it names the person, as
+// the request's would (pseudonymously, mcpauth.LogHandler).
+func (cs *companyState) logContext() context.Context { return cs.withPerson(context.Background()) }
+
+// withPerson returns ctx (a page's request) naming cs's person, as
+// logContext does.
+func (cs *companyState) withPerson(ctx context.Context) context.Context {
+	if cs.person.IsZero() {
+		return ctx
+	}
+	return mcpauth.WithUser(ctx, cs.person)
 }
 
 // siteKey identifies a domain of a Company: its organization.domain as
@@ -151,12 +204,14 @@ func (ss *sessions) stateFor(ctx context.Context, domain string) (*companyState,
 	if err != nil {
 		return nil, nil, err
 	}
-	issuer := co.Document.Auth.Issuer
+	person, _ := mcpauth.UserFrom(ctx)
+	key := personCompany{person.Key(), co.Document.Auth.Issuer}
 	ss.mu.Lock()
-	cs := ss.byIssuer[issuer]
+	cs := ss.byCompany[key]
 	if cs == nil {
-		cs = &companyState{issuer: issuer, sites: map[string]*discovery.Company{}, hooked: map[string]*auth.Session{}}
-		ss.byIssuer[issuer] = cs
+		cs = &companyState{person: person, user: key.user, issuer: key.issuer, store: ss.storeFor(key.user),
+			sites: map[string]*discovery.Company{}, hooked: map[string]*auth.Session{}}
+		ss.byCompany[key] = cs
 	}
 	ss.mu.Unlock()
 	cs.mu.Lock()
@@ -165,15 +220,16 @@ func (ss *sessions) stateFor(ctx context.Context, domain string) (*companyState,
 	return cs, co, nil
 }
 
-// known returns the state of a Company already discovered and used, or nil.
-func (ss *sessions) known(domain string) *companyState {
+// known returns the state of a Company already discovered and used by the
+// local user, or nil.
+func (ss *sessions) known(user, domain string) *companyState {
 	a := ss.companies.knownAuth(domain)
 	if a == nil {
 		return nil
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.byIssuer[a.Issuer]
+	return ss.byCompany[personCompany{user, a.Issuer}]
 }
 
 // session returns the Company's Session, starting one when there is none or
@@ -182,7 +238,7 @@ func (ss *sessions) known(domain string) *companyState {
 // a Session lasts; auth starts a new one when it has ended). The Session
 // hooks (ready) run for each of the Company's domains once a Session exists:
 // for every domain known when a Session starts, and for a domain first used
-// later.
+// later. The Session is the person's whose request ctx is (mcpauth.UserFrom).
 func (ss *sessions) session(ctx context.Context, domain string, fresh bool) (*companyState, *discovery.Company, *auth.Session, error) {
 	if ss.agent == nil {
 		return nil, nil, nil, errNoIdentity
@@ -216,7 +272,7 @@ func (ss *sessions) ensureSession(ctx context.Context, cs *companyState, co *dis
 	if cs.session != nil && !fresh && !cs.session.Gone(ctx) { // Gone: `poppy-mcp forget` ran: a new User ID
 		return nil
 	}
-	userID, err := ss.store.UserID(ctx, cs.issuer)
+	userID, err := cs.store.UserID(ctx, cs.issuer) // Poppy 0.1 §4.2: a User ID per person per Company
 	if err != nil {
 		return err
 	}
@@ -225,12 +281,12 @@ func (ss *sessions) ensureSession(ctx context.Context, cs *companyState, co *dis
 	if !fresh {
 		saved = ss.savedSession(ctx, cs)
 	}
-	sess, err := ss.agent.Open(ctx, authCompany(co), userID, saved)
+	sess, err := ss.agentFor(cs.user).Open(ctx, authCompany(co), userID, saved)
 	if err != nil {
 		return err
 	}
 	if saved != "" && sess.Info().ID != saved {
-		ss.log.Info("the saved Session could not be continued; a new one started", "issuer", cs.issuer)
+		ss.log.InfoContext(ctx, "the saved Session could not be continued; a new one started", "issuer", cs.issuer)
 	}
 	cs.session, cs.domain = sess, co.Domain
 	return ss.save(ctx, cs)
@@ -239,7 +295,7 @@ func (ss *sessions) ensureSession(ctx context.Context, cs *companyState, co *dis
 // savedSession returns the ID of the newest Session an earlier run saved
 // for cs's User, or "".
 func (ss *sessions) savedSession(ctx context.Context, cs *companyState) string {
-	saved, err := ss.store.Sessions(ctx, cs.issuer)
+	saved, err := cs.store.Sessions(ctx, cs.issuer)
 	if err != nil || len(saved) == 0 || saved[0].UserID != cs.userID {
 		return ""
 	}
@@ -250,7 +306,7 @@ func (ss *sessions) savedSession(ctx context.Context, cs *companyState) string {
 // cs.mu is held.
 func (ss *sessions) save(ctx context.Context, cs *companyState) error {
 	info := cs.session.Info()
-	return ss.store.PutSession(ctx, store.Session{
+	return cs.store.PutSession(ctx, store.Session{
 		Issuer: cs.issuer, UserID: cs.userID, ID: info.ID, Domain: cs.domain,
 		SignedIn: info.SignedIn, Scopes: slices.Clone(info.Scopes), ExpiresAt: info.ExpiresAt,
 	})
@@ -265,7 +321,7 @@ func (ss *sessions) saveSignedIn(ctx context.Context, cs *companyState, sess *au
 		return
 	}
 	if err := ss.save(ctx, cs); err != nil {
-		ss.log.Warn("could not save the Session", "issuer", cs.issuer, "err", err)
+		ss.log.WarnContext(ctx, "could not save the Session", "issuer", cs.issuer, "err", err)
 	}
 }
 
@@ -307,7 +363,7 @@ func (ss *sessions) start(ctx context.Context, _ mcp.CallToolRequest, args start
 	cs, co, sess, err := ss.session(ctx, domain, args.New)
 	if err != nil {
 		ss.log.WarnContext(ctx, "no Session", "domain", domain, "err", err.Error())
-		return ss.failure(domain, err)
+		return ss.failure(ctx, domain, err)
 	}
 	if args.Scopes != nil {
 		if fail := ss.narrow(ctx, cs, co, sess, args.Scopes.sorted()); fail != nil {
@@ -331,7 +387,7 @@ func (ss *sessions) start(ctx context.Context, _ mcp.CallToolRequest, args start
 
 // failure phrases an error from getting a Session for the model, with what
 // to do next. Errors from auth and discovery never carry secrets.
-func (ss *sessions) failure(domain string, err error) *mcp.CallToolResult {
+func (ss *sessions) failure(ctx context.Context, domain string, err error) *mcp.CallToolResult {
 	var (
 		refused *discovery.RefusedError
 		inErr   *discovery.InputError
@@ -339,7 +395,7 @@ func (ss *sessions) failure(domain string, err error) *mcp.CallToolResult {
 		aerr    *auth.Error
 	)
 	if ext, ok := requiredExtension(err); ok {
-		ss.log.Info("no session", "domain", domain, "code", "extension_required")
+		ss.log.InfoContext(ctx, "no session", "domain", domain, "code", "extension_required")
 		return extensionFailure(domain, ext, "a Session", fmt.Sprintf(insteadOfSession, domain), nil)
 	}
 	code, next := "session_failed", "Try again later."
@@ -358,7 +414,7 @@ func (ss *sessions) failure(domain string, err error) *mcp.CallToolResult {
 	case errors.As(err, &aerr):
 		code = aerr.Code
 	}
-	ss.log.Info("no session", "domain", domain, "code", code, "err", err.Error())
+	ss.log.InfoContext(ctx, "no session", "domain", domain, "code", code, "err", err.Error())
 	return failure(map[string]string{"error": code, "next": next}, "%v. %s", err, next)
 }
 
@@ -384,7 +440,7 @@ func (ss *sessions) narrow(ctx context.Context, cs *companyState, co *discovery.
 			"The sign-in for %s granted %s, not all of %s: a Session cannot get more. Call %s with domain %s and those scopes to sign in for more.",
 			domain, strings.Join(granted, " "), strings.Join(scopes, " "), ss.choice.tool(co.Document.Auth, scopes), domain)
 	case err != nil:
-		return ss.failure(domain, err)
+		return ss.failure(ctx, domain, err)
 	}
 	ss.saveSignedIn(ctx, cs, sess) // under cs.mu, and only if sess is still cs's Session
 	return nil

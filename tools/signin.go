@@ -62,9 +62,10 @@ type signIn struct {
 
 	// mu guards flows. It is never held during I/O.
 	mu sync.Mutex
-	// flows holds each Company's latest sign-in, under way or finished, by
-	// issuer; a Company without one has none.
-	flows map[string]*signInFlow
+	// flows holds each person's latest sign-in at each Company, under way or
+	// finished; a Company without one has none. One person's sign-in never
+	// replaces, or answers for, another's.
+	flows map[personCompany]*signInFlow
 }
 
 // signInFlow is one sign-in. Fields above mu are set before it is shared.
@@ -121,15 +122,16 @@ func (f *signInFlow) end(status string, granted, missing []string, detail string
 func (si *signIn) current(cs *companyState) *signInFlow {
 	si.mu.Lock()
 	defer si.mu.Unlock()
-	return si.flows[cs.issuer]
+	return si.flows[personCompany{cs.user, cs.issuer}]
 }
 
 // replace makes f the sign-in of the Company cs is; one still pending is
 // stopped first.
 func (si *signIn) replace(cs *companyState, f *signInFlow) {
 	si.mu.Lock()
-	old := si.flows[cs.issuer]
-	si.flows[cs.issuer] = f
+	key := personCompany{cs.user, cs.issuer}
+	old := si.flows[key]
+	si.flows[key] = f
 	si.mu.Unlock()
 	if old != nil && old.end(statusFailed, nil, nil, "replaced by a newer sign-in") {
 		old.close()
@@ -145,7 +147,7 @@ func (si *signIn) finish(ctx context.Context, cs *companyState, sess *auth.Sessi
 	if err != nil {
 		status, detail := flowFailure(err)
 		if f.end(status, nil, nil, detail) {
-			si.log.Info("sign-in ended", "type", f.kind, "issuer", cs.issuer, "status", status, "err", err)
+			si.log.InfoContext(ctx, "sign-in ended", "type", f.kind, "issuer", cs.issuer, "status", status, "err", err)
 		}
 		return
 	}
@@ -153,19 +155,19 @@ func (si *signIn) finish(ctx context.Context, cs *companyState, sess *auth.Sessi
 	var held *auth.HoldError
 	if errors.As(sess.Hold(ctx, in), &held) {
 		if held.Keep != nil {
-			si.log.Error("could not keep the Account Token", "issuer", cs.issuer, "err", held.Keep)
+			si.log.ErrorContext(ctx, "could not keep the Account Token", "issuer", cs.issuer, "err", held.Keep)
 			detail = "poppy-mcp could not store the Account Token, so later Sessions will start signed out."
 		}
 		if held.Revoke != nil {
-			si.log.Warn("could not revoke the replaced Account Token", "issuer", cs.issuer, "err", held.Revoke)
+			si.log.WarnContext(ctx, "could not revoke the replaced Account Token", "issuer", cs.issuer, "err", held.Revoke)
 		}
 	}
 	si.sessions.saveSignedIn(ctx, cs, sess)
 	f.end(statusComplete, in.Scopes, in.Missing, detail)
-	si.log.Info("signed in", "type", f.kind, "issuer", cs.issuer, "scopes", strings.Join(in.Scopes, " "))
+	si.log.InfoContext(ctx, "signed in", "type", f.kind, "issuer", cs.issuer, "scopes", strings.Join(in.Scopes, " "))
 	if extra := notRequested(in.Scopes, f.scopes); len(extra) > 0 {
 		// Poppy 0.1 §4.4: "The Company MUST NOT grant scopes beyond those requested and allowed for the type used."
-		si.log.Warn("the Company granted scopes that were not requested", "issuer", cs.issuer,
+		si.log.WarnContext(ctx, "the Company granted scopes that were not requested", "issuer", cs.issuer,
 			"requested", strings.Join(f.scopes, " "), "not_requested", strings.Join(extra, " "))
 	}
 }
@@ -248,10 +250,10 @@ func (si *signIn) alreadyCovered(ctx context.Context, cs *companyState, sess *au
 	case errors.Is(err, auth.ErrNoAccountToken):
 		return nil // a new sign-in follows
 	case errors.Is(err, auth.ErrAccountTokenRefused):
-		si.log.Info("the held Account Token was refused", "issuer", cs.issuer)
+		si.log.InfoContext(ctx, "the held Account Token was refused", "issuer", cs.issuer)
 		return nil
 	case err != nil:
-		return si.sessions.failure(domain, err)
+		return si.sessions.failure(ctx, domain, err)
 	}
 	si.sessions.saveSignedIn(ctx, cs, sess)
 	info := sess.Info()
@@ -284,7 +286,7 @@ func (si *signIn) begin(ctx context.Context, req mcp.CallToolRequest, args signI
 	domain := args.Domain
 	cs, co, sess, err := si.sessions.session(ctx, domain, false)
 	if err != nil {
-		return nil, si.sessions.failure(domain, err)
+		return nil, si.sessions.failure(ctx, domain, err)
 	}
 	if f, action := si.elicited(req, cs); f != nil {
 		// The local page's URL went only to the client: declined, it is closed.

@@ -35,14 +35,14 @@ func (si *signIn) device(ctx context.Context, req mcp.CallToolRequest, args sign
 	}
 	d, err := sess.StartDevice(ctx, scopes)
 	if err != nil {
-		if r, ok := si.needed(domain, err); ok {
+		if r, ok := si.needed(ctx, domain, err); ok {
 			return r
 		}
-		return si.sessions.failure(domain, err)
+		return si.sessions.failure(ctx, domain, err)
 	}
 	f := newFlow("device", domain, scopes)
 	f.device, f.expires = d, d.ExpiresAt
-	pollCtx, cancel := context.WithCancel(context.Background())
+	pollCtx, cancel := context.WithCancel(detach(ctx)) // its log lines name the person and the request
 	f.close = cancel
 	si.replace(cs, f)
 	started := si.bg.Go(func(bg context.Context) {
@@ -56,7 +56,7 @@ func (si *signIn) device(ctx context.Context, req mcp.CallToolRequest, args sign
 		cancel()
 		f.end(statusFailed, nil, nil, "poppy-mcp is shutting down.")
 	}
-	si.log.Info("device sign-in started", "issuer", cs.issuer, "scopes", strings.Join(scopes, " "))
+	si.log.InfoContext(ctx, "device sign-in started", "issuer", cs.issuer, "scopes", strings.Join(scopes, " "))
 	return si.offerDevice(ctx, cs, f)
 }
 

@@ -73,14 +73,14 @@ func (si *signIn) direct(ctx context.Context, req mcp.CallToolRequest, args sign
 	}
 	d, err := sess.StartDirect(redirect, scopes)
 	if err != nil {
-		return si.sessions.failure(domain, err)
+		return si.sessions.failure(ctx, domain, err)
 	}
 	f := newFlow("direct", domain, scopes)
 	ds := &directSignIn{si: si, cs: cs, sess: sess, f: f, d: d, binding: randomToken()}
 	f.direct, f.expires, f.callback = d, d.Started.Add(directTTL), ds.callback
 	f.page, f.close = si.pages.OpenForUser(mcpauth.KeyFrom(ctx), ds.start, directTTL)
 	si.replace(cs, f)
-	si.log.Info("direct sign-in started", "issuer", cs.issuer, "scopes", strings.Join(scopes, " "))
+	si.log.InfoContext(ctx, "direct sign-in started", "issuer", cs.issuer, "scopes", strings.Join(scopes, " "))
 	if elicitsURL(ctx) {
 		return elicitURL(f, f.page, "Sign in to "+whereTo(start.co, "")+" on its own page, to let your assistant use your account.")
 	}
@@ -158,11 +158,11 @@ func (ds *directSignIn) callback(w http.ResponseWriter, r *http.Request) {
 		pages.Message(w, http.StatusGone, "Sign-in finished", "This sign-in has finished. Return to your assistant.")
 		return
 	}
-	ctx := context.WithoutCancel(r.Context()) // a browser that leaves does not stop the exchange
+	ctx := ds.cs.withPerson(context.WithoutCancel(r.Context())) // a browser that leaves does not stop the exchange
 	in, err := ds.sess.FinishDirect(ctx, ds.d, r.URL.Query())
 	if err != nil && !errors.Is(err, auth.ErrAccessDenied) && !errors.Is(err, auth.ErrAccountMismatch) {
 		ds.failed++
-		ds.si.log.Info("direct sign-in: a callback could not be used", "issuer", ds.cs.issuer, "err", err)
+		ds.si.log.InfoContext(ctx, "direct sign-in: a callback could not be used", "issuer", ds.cs.issuer, "err", err)
 		if ds.failed < maxDirectCallbacks {
 			ds.f.note("A return from the Company's page could not be used (" + callbackTrouble(err) + "); still waiting for the user.")
 			pages.Message(w, http.StatusBadRequest, "Sign-in not finished",

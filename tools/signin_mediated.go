@@ -58,7 +58,7 @@ func (si *signIn) mediated(ctx context.Context, req mcp.CallToolRequest, args si
 	// Poppy 0.1 §3.2: the Session is the Company's; the endpoint is this domain's.
 	at, err := sessionAt(start.sess, co)
 	if err != nil {
-		return si.sessions.failure(domain, err)
+		return si.sessions.failure(ctx, domain, err)
 	}
 	f := newFlow("mediated", domain, scopes)
 	m := co.Document.Auth.Mediated
@@ -70,7 +70,7 @@ func (si *signIn) mediated(ctx context.Context, req mcp.CallToolRequest, args si
 	// user must see where, not only the name the Company gives itself.
 	f.note("The page asks for what " + whereTo(co, m.Endpoint) + " wants and sends it only to " + mp.endpoint + ", never to you.")
 	si.replace(cs, f)
-	si.log.Info("mediated sign-in page opened", "issuer", cs.issuer)
+	si.log.InfoContext(ctx, "mediated sign-in page opened", "issuer", cs.issuer)
 	if elicitsURL(ctx) {
 		return elicitURL(f, url, "Sign in to "+whereTo(co, m.Endpoint)+" on this page of poppy-mcp's own: what you type goes only to "+
 			mp.endpoint+", never to your assistant.")
@@ -154,7 +154,7 @@ func (p *mediatedPage) serve(w http.ResponseWriter, r *http.Request, done func()
 	// A browser that leaves (a closed tab, a second click) does not cancel
 	// the Company's request: the credentials or code it took may already
 	// have signed the user in. auth bounds each request (30 s).
-	ctx := context.WithoutCancel(r.Context())
+	ctx := p.cs.withPerson(context.WithoutCancel(r.Context()))
 	var st *auth.MediatedStep
 	var err error
 	if p.step == nil {
@@ -179,7 +179,7 @@ func (p *mediatedPage) credentials(r *http.Request) map[string]auth.Secret {
 
 // outcome shows the Company's answer and ends the flow when it is final.
 func (p *mediatedPage) outcome(w http.ResponseWriter, r *http.Request, st *auth.MediatedStep, err error, done func()) {
-	ctx := context.WithoutCancel(r.Context())
+	ctx := p.cs.withPerson(context.WithoutCancel(r.Context()))
 	var wait *auth.RetryAfterError
 	switch {
 	case errors.As(err, &wait):

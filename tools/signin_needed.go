@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 )
 
 // signInNeededResult is the structured content of a result that asks for a
@@ -33,10 +35,10 @@ type signInNeededResult struct {
 // reports false for any other error. Tools call it before phrasing an error
 // themselves:
 //
-//	if r, ok := si.needed(domain, err); ok {
+//	if r, ok := si.needed(ctx, domain, err); ok {
 //		return r
 //	}
-func (si *signIn) needed(domain string, err error) (*mcp.CallToolResult, bool) {
+func (si *signIn) needed(ctx context.Context, domain string, err error) (*mcp.CallToolResult, bool) {
 	var ae *auth.Error
 	if !errors.As(err, &ae) || !ae.Is(auth.ErrSignInRequired) && !ae.Is(auth.ErrInsufficientScope) {
 		return nil, false
@@ -46,11 +48,11 @@ func (si *signIn) needed(domain string, err error) (*mcp.CallToolResult, bool) {
 		// sign_in_required need not name a scope; reading the account is the least a task needs.
 		scopes = []string{"poppy:read"}
 	}
-	return si.advice(domain, ae.Code, scopes), true
+	return si.advice(ctx, domain, ae.Code, scopes), true
 }
 
 // signInAdvice is the result that tells the model how to get scopes.
-func (si *signIn) advice(domain, code string, scopes []string) *mcp.CallToolResult {
+func (si *signIn) advice(ctx context.Context, domain, code string, scopes []string) *mcp.CallToolResult {
 	res := signInNeededResult{Error: code, Domain: domain, Scopes: scopes}
 	a := si.companies.knownAuth(domain)
 	res.Tool = si.choice.tool(a, scopes)
@@ -64,10 +66,10 @@ func (si *signIn) advice(domain, code string, scopes []string) *mcp.CallToolResu
 	default:
 		res.Next = fmt.Sprintf("Call %s with domain %s and scopes %s, then call this tool again.", res.Tool, domain, list)
 	}
-	if cs := si.sessions.known(domain); cs != nil {
+	if cs := si.sessions.known(mcpauth.KeyFrom(ctx), domain); cs != nil {
 		res.Notice = cs.takeNotice() // why a Session that was signed in is not any more
 	}
-	si.log.Info("sign-in needed", "domain", domain, "code", code, "scopes", list)
+	si.log.InfoContext(ctx, "sign-in needed", "domain", domain, "code", code, "scopes", list)
 	if res.Notice != "" {
 		return failure(res, "%s: %s %s", code, res.Notice, res.Next)
 	}

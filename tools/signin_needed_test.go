@@ -32,7 +32,7 @@ func TestSignInNeeded(t *testing.T) {
 		{&auth.Error{Code: "insufficient_scope", Scope: "addresses"}, "", `["addresses"]`},
 		{&auth.Error{Code: "insufficient_scope", Scope: "unknown"}, "", `["unknown"]`},
 	} {
-		r, ok := s.signIn.needed("example.com", tc.err)
+		r, ok := s.signIn.needed(context.Background(), "example.com", tc.err)
 		if !ok || !r.IsError {
 			t.Fatalf("%v: not a sign-in result", tc.err)
 		}
@@ -45,11 +45,11 @@ func TestSignInNeeded(t *testing.T) {
 		}
 	}
 	for _, err := range []error{errors.New("x"), &auth.Error{Code: "invalid_token"}, nil} {
-		if _, ok := s.signIn.needed("example.com", err); ok {
+		if _, ok := s.signIn.needed(context.Background(), "example.com", err); ok {
 			t.Errorf("%v taken for a sign-in error", err)
 		}
 	}
-	if r, _ := s.signIn.needed("unknown.example", auth.ErrSignInRequired); r == nil {
+	if r, _ := s.signIn.needed(context.Background(), "unknown.example", auth.ErrSignInRequired); r == nil {
 		t.Error("an undiscovered Company gave no advice")
 	}
 }
@@ -71,7 +71,7 @@ func TestSignInNeededDirect(t *testing.T) {
 		if _, err := s.companies.get(ctx, "example.com", false); err != nil {
 			t.Fatal(err)
 		}
-		r, _ := s.signIn.needed("example.com", &auth.Error{Code: "insufficient_scope", Scope: "addresses"})
+		r, _ := s.signIn.needed(context.Background(), "example.com", &auth.Error{Code: "insufficient_scope", Scope: "addresses"})
 		var got signInNeededResult
 		raw, _ := json.Marshal(r.StructuredContent)
 		_ = json.Unmarshal(raw, &got)

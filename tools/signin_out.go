@@ -32,7 +32,7 @@ func (si *signIn) signOut(ctx context.Context, _ mcp.CallToolRequest, args compa
 	domain := args.Domain
 	cs, _, sess, err := si.sessions.session(ctx, domain, false)
 	if err != nil {
-		return si.sessions.failure(domain, err)
+		return si.sessions.failure(ctx, domain, err)
 	}
 	if f := si.current(cs); f != nil && f.end(statusFailed, nil, nil, "The user signed out.") {
 		f.close()
@@ -63,7 +63,7 @@ func (si *signIn) signOut(ctx context.Context, _ mcp.CallToolRequest, args compa
 // signOutFailure phrases a failed sign-out: whether the Account Token is
 // still kept, or only renewing the Session signed out failed after it.
 func (si *signIn) signOutFailure(cs *companyState, domain string, revoked, kept bool, err error) *mcp.CallToolResult {
-	si.log.Warn("sign-out failed", "issuer", cs.issuer, "revoked", revoked && !kept, "err", err)
+	si.log.WarnContext(cs.logContext(), "sign-out failed", "issuer", cs.issuer, "revoked", revoked && !kept, "err", err)
 	if kept {
 		return failure(map[string]string{"error": "sign_out_failed", "next": "Try sign_out again later."},
 			"Could not sign out of %s: %v. The Account Token is kept; try sign_out again later.", domain, err)

@@ -70,7 +70,7 @@ func (si *signIn) status(ctx context.Context, req mcp.CallToolRequest, args sign
 	domain := args.Domain
 	cs, _, err := si.sessions.stateFor(ctx, domain)
 	if err != nil {
-		return si.sessions.failure(domain, err)
+		return si.sessions.failure(ctx, domain, err)
 	}
 	f := si.current(cs)
 	if f == nil {

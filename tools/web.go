@@ -29,6 +29,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/browser"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 )
 
@@ -131,7 +132,7 @@ func (web *website) loopbackJoinNext() string {
 func (web *website) target(ctx context.Context, domain, rawURL string) (*discovery.Company, string, *mcp.CallToolResult) {
 	co, err := web.companies.checked(ctx, domain)
 	if err != nil {
-		return nil, "", web.sessions.failure(domain, err)
+		return nil, "", web.sessions.failure(ctx, domain, err)
 	}
 	target, err := pageURL(co, rawURL)
 	if err != nil {
@@ -166,11 +167,12 @@ func (web *website) openJoin(ctx context.Context, co *discovery.Company, domain,
 	}
 	_, _, sess, err := web.sessions.session(ctx, domain, false)
 	if err != nil {
-		return nil, web.sessions.failure(domain, err)
+		return nil, web.sessions.failure(ctx, domain, err)
 	}
 	j := &join{expires: web.now().Add(joinTTL), info: sess.Info()}
-	j.url, j.close = web.pages.Open(web.joinPage(domain, target, j.expires), joinTTL)
-	web.log.Info("join page opened", "domain", co.Domain, "session", j.info.ID)
+	person, _ := mcpauth.UserFrom(ctx)
+	j.url, j.close = web.pages.Open(web.joinPage(person, domain, target, j.expires), joinTTL)
+	web.log.InfoContext(ctx, "join page opened", "domain", co.Domain, "session", j.info.ID)
 	return j, nil
 }
 
@@ -193,8 +195,9 @@ func orgHost(co *discovery.Company) string {
 	return host
 }
 
-// joinPage is the one-time page that joins the browser that opens it.
-func (web *website) joinPage(domain, target string, expires time.Time) pages.Handler {
+// joinPage is the one-time page that joins the browser that opens it to
+// the Session of person (who asked for it) at the Company.
+func (web *website) joinPage(person mcpauth.User, domain, target string, expires time.Time) pages.Handler {
 	return func(w http.ResponseWriter, r *http.Request, done func()) {
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
@@ -206,9 +209,10 @@ func (web *website) joinPage(domain, target string, expires time.Time) pages.Han
 			pages.Message(w, http.StatusGone, "Link expired", "This link has expired. Ask for a new one with open_website.")
 			return
 		}
-		_, co, sess, err := web.sessions.session(r.Context(), domain, false)
+		ctx := mcpauth.WithUser(r.Context(), person) // the page's request is the browser's: the Session is the person's
+		_, co, sess, err := web.sessions.session(ctx, domain, false)
 		if err != nil {
-			web.log.Info("join page: no Session", "domain", domain, "err", err)
+			web.log.InfoContext(ctx, "join page: no Session", "domain", domain, "err", err)
 			pages.Message(w, http.StatusBadGateway, "Could not join", "poppy-mcp has no Session with this Company now. Ask for a new link.")
 			return
 		}
@@ -220,7 +224,7 @@ func (web *website) joinPage(domain, target string, expires time.Time) pages.Han
 			err = at.WriteJoinPage(w, target)
 		}
 		if err != nil {
-			web.log.Info("join page: cannot sign", "domain", domain, "err", err)
+			web.log.InfoContext(ctx, "join page: cannot sign", "domain", domain, "err", err)
 			pages.Message(w, http.StatusInternalServerError, "Could not join", "poppy-mcp could not sign the browser assertion.")
 		}
 	}
@@ -276,7 +280,7 @@ func (web *website) browse(ctx context.Context, _ mcp.CallToolRequest, args brow
 		open = j.url
 		res.JoinedSession, res.SessionID, res.SignedIn = true, j.info.ID, j.info.SignedIn
 	}
-	page, err := web.browser.Open(ctx, open, args.Screenshot)
+	page, err := web.browser.OpenFor(ctx, mcpauth.KeyFrom(ctx), open, args.Screenshot) // each person browses in a browser context of their own
 	if err != nil {
 		msg := strings.ReplaceAll(err.Error(), open, target) // the join page's URL is not for the model
 		return failure(map[string]string{"error": "browser_failed"}, "poppy-mcp's browser could not open %s: %s. Try again later.", target, msg)

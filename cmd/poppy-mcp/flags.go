@@ -20,6 +20,7 @@ type common struct {
 	store     string // --store: a PostgreSQL URL; "" keeps the state in SQLite in stateDir
 	clientID  string
 	logLevel  string
+	logFormat string // --log-format
 	resolve   resolveFlag
 	pagesAddr string
 	publicURL string // serve --public-url
@@ -31,6 +32,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.store, "store", os.Getenv("POPPY_STORE"), "keep the state in PostgreSQL at `URL`, postgres://USER@HOST/DATABASE (or POPPY_STORE; needs POPPY_STATE_KEY; default: SQLite in the state directory)")
 	fs.StringVar(&c.clientID, "client-id", os.Getenv("POPPY_CLIENT_ID"), "the agent's client_id `URL` (or POPPY_CLIENT_ID; default: the one init stored)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log at `LEVEL`: debug, info, warn or error (default info)")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log lines as `FORMAT`: text (key=value) or json (one object a line) (default text)")
 	fs.Var(&c.resolve, "resolve", "reach a name at a local address, past the network guard: `HOST:PORT:ADDR`, like curl's --resolve "+
 		"(repeatable). ADDR may carry its own port (127.0.0.1:8443). HOST may be a wildcard, *.example.com, for every name "+
 		"under example.com but not example.com itself (as in a TLS certificate): give both")
@@ -65,14 +67,21 @@ func (c *common) stateDirectory() (string, error) {
 	return store.DefaultDir()
 }
 
-// logger returns a text logger on stderr at the chosen level. stdout is never
-// written by logs: in stdio mode it carries MCP.
+// logger returns a logger on stderr at the chosen level, in the chosen
+// format. stdout is never written by logs: in stdio mode it carries MCP.
 func (c *common) logger(stderr io.Writer) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
-	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})), nil
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch c.logFormat {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", c.logFormat)
 }
 
 // guardOptions are the network guard's: no Company URL reaches an address

@@ -34,14 +34,28 @@ type hostedDeployment struct {
 
 func startHosted(t *testing.T, extra ...string) *hostedDeployment {
 	t.Helper()
+	return startHostedWith(t, nil, extra...)
+}
+
+// startHostedWith is startHosted with more Companies poppy-mcp can reach
+// (their names mapped, their CAs trusted, the agent's documents served to
+// them on their agent host).
+func startHostedWith(t *testing.T, others []*poppytest.Server, extra ...string) *hostedDeployment {
+	t.Helper()
 	srv := poppytest.NewServer(t, nil)
 	idp := oidctest.New(t, nil)
 	public := "https://" + srv.AgentHost()
 	idp.AddClient(oidctest.Client{ID: "claude", RedirectURIs: []string{"https://client.test/cb"}, Audience: []string{public + "/mcp"}})
 	idp.AddClient(oidctest.Client{ID: "poppy-pages", Secret: "pages-secret-0123456789", RedirectURIs: []string{public + "/auth/callback"}})
 	_, resolve := companyArgs(t, srv)
-	ca := filepath.Join(t.TempDir(), "cas.pem") // both CAs, as an operator's bundle would have them
-	if err := os.WriteFile(ca, append(srv.CAPEM(), idp.CAPEM()...), 0o600); err != nil {
+	cas := append(srv.CAPEM(), idp.CAPEM()...) // every CA, as an operator's bundle would have them
+	for _, o := range others {
+		_, more := companyArgs(t, o)
+		resolve = append(resolve, more...)
+		cas = append(cas, o.CAPEM()...)
+	}
+	ca := filepath.Join(t.TempDir(), "cas.pem")
+	if err := os.WriteFile(ca, cas, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	env := []string{"SSL_CERT_FILE=" + ca, "POPPY_STATE_KEY=" + newKey(), "POPPY_AUTH_CLIENT_SECRET=pages-secret-0123456789"}
@@ -57,7 +71,29 @@ func startHosted(t *testing.T, extra ...string) *hostedDeployment {
 		r.SetURL(target)
 		r.Out.Host = r.In.Host
 	}})
-	return &hostedDeployment{srv: srv, idp: idp, public: public, mcpURL: u, state: state, logged: logged}
+	h := &hostedDeployment{srv: srv, idp: idp, public: public, mcpURL: u, state: state, logged: logged}
+	if len(others) > 0 {
+		agentJSON, jwks := h.published(t, "/agent.json"), h.published(t, "/jwks.json")
+		for _, o := range others {
+			o.SetAgentDocuments(agentJSON, jwks)
+		}
+	}
+	return h
+}
+
+// published is the document serve publishes at path under the public URL.
+func (h *hostedDeployment) published(t *testing.T, path string) []byte {
+	t.Helper()
+	resp, err := h.srv.Client().Get(h.public + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %v", path, resp.StatusCode, err)
+	}
+	return b
 }
 
 // browser is a person's browser: signed in at the issuer as person,

@@ -27,6 +27,8 @@ type httpOptions struct {
 	allowOrigins listFlag // --allow-origin, each scheme://host[:port]
 	auth         hostedOptions
 
+	drainTimeout time.Duration // --drain-timeout
+
 	tokenFile string // where the token came from, when resolveToken read or made it
 	url       string // the MCP endpoint's URL, once listening
 }
@@ -96,10 +98,17 @@ func parseOrigin(raw string) (string, error) {
 }
 
 // serveHTTP serves MCP over streamable HTTP at /mcp on ln until ctx ends,
-// then shuts down gracefully.
+// then drains (ops.go): new MCP requests get 503, the tool calls in flight
+// have --drain-timeout to finish, then every request still open is ended.
 func serveHTTP(ctx context.Context, a *app, ln net.Listener, o httpOptions, logger *slog.Logger) error {
-	srv := &http.Server{Handler: a.httpMux(o, ln.Addr(), logger), ReadHeaderTimeout: 10 * time.Second}
-	logger.Info("serving MCP over streamable HTTP", "url", o.url, "token", tokenSource(o))
+	// Requests run under base, not under ctx: a signal must not cut the
+	// calls in flight short, only the drain's bound does.
+	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	g := &gate{}
+	srv := &http.Server{Handler: a.httpMux(o, ln.Addr(), g, logger), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return base }}
+	logger.Info("serving MCP over streamable HTTP", "url", o.url, "token", tokenSource(o), "health", healthPath)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
@@ -107,12 +116,14 @@ func serveHTTP(ctx context.Context, a *app, ln net.Listener, o httpOptions, logg
 		return err
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down")
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	bound := o.drainTimeout
+	if bound <= 0 {
+		bound = defaultDrainTimeout
+	}
+	if err := drainHTTP(srv, g, a.tools, cancelBase, bound, logger); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	logger.Info("drained: stopping background work, then closing the store")
 	return nil
 }
 
@@ -130,22 +141,24 @@ func tokenSource(o httpOptions) string {
 	return "--http-token or POPPY_HTTP_TOKEN"
 }
 
-// httpMux routes /mcp (behind the Origin check, and the bearer token or,
-// in hosted mode, the authorization server's access tokens) and, with
-// --public-url, the agent's own documents and local pages.
-func (a *app) httpMux(o httpOptions, bound net.Addr, logger *slog.Logger) http.Handler {
+// httpMux routes /mcp (behind the drain's gate, the Origin check, and the
+// bearer token or, in hosted mode, the authorization server's access
+// tokens), the health endpoint and, with --public-url, the agent's own
+// documents and local pages. Every request gets an ID (ops.go).
+func (a *app) httpMux(o httpOptions, bound net.Addr, g *gate, logger *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	public := o.publicURL != "" || !pages.IsLoopback(o.addr)
 	mcp, origins := a.tools.HTTPHandler(public), allowedOrigins(o, bound)
 	if a.hosted != nil {
-		a.hosted.mount(mux, checkOrigin(origins, a.hosted.resource.Require(mcp)), publicPrefix(o.publicURL), a.pages)
+		a.hosted.mount(mux, g.guard(checkOrigin(origins, a.hosted.resource.Require(mcp))), publicPrefix(o.publicURL), a.pages)
 	} else {
-		mux.Handle("/mcp", checkOrigin(origins, requireToken(o.token, mcp)))
+		mux.Handle("/mcp", g.guard(checkOrigin(origins, requireToken(o.token, mcp))))
 	}
+	mux.Handle("GET "+healthPath, healthHandler(a.store, g, logger))
 	if o.publicURL != "" {
 		a.mountPublic(mux, o.publicURL, logger)
 	}
-	return mux
+	return withRequestID(mux)
 }
 
 // allowedOrigins are the origins whose pages may call /mcp: the server's

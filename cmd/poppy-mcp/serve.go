@@ -16,6 +16,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
+	"github.com/poppy-mcp/poppy-mcp/internal/requestid"
 	"github.com/poppy-mcp/poppy-mcp/internal/retryafter"
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/pages"
@@ -50,6 +51,7 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.StringVar(&cfg.http.auth.issuer, "auth-issuer", "", "HTTP mode with --public-url: accept the access tokens of the OAuth authorization server whose issuer is `URL` instead of a bearer token, one local user per person")
 	fs.Var(&cfg.http.auth.scopes, "auth-scope", "with --auth-issuer: a `SCOPE` every access token must carry (repeatable)")
 	fs.StringVar(&cfg.http.auth.clientID, "auth-client-id", "", "with --auth-issuer: poppy-mcp's client `ID` there, to sign people's browsers in for their pages (secret in "+authClientSecretEnv+")")
+	fs.DurationVar(&cfg.http.drainTimeout, "drain-timeout", defaultDrainTimeout, "HTTP mode: on SIGTERM or SIGINT, how long the tool calls in flight have to finish (new MCP requests get 503 meanwhile)")
 	cfg.http.auth.clientSecret = os.Getenv(authClientSecretEnv)
 	return cfg
 }
@@ -117,6 +119,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 	}
 	logger, _ := cfg.logger(stderr)
+	if cfg.http.addr != "" { // records logged with a request's context carry its ID
+		logger = slog.New(requestid.Handler(logger.Handler()))
+	}
 	if cfg.http.auth.issuer != "" { // records logged with a request's context name its person, pseudonymously
 		logger = slog.New(mcpauth.LogHandler(logger.Handler()))
 	}
