@@ -52,6 +52,11 @@ const (
 // errCallDeadline is the cause of a call's context ending at its deadline.
 var errCallDeadline = errors.New("tools: the tool call's deadline passed")
 
+// errDraining is the cause of a waiting call's context ending because
+// poppy-mcp is shutting down (Drain): it stops waiting and answers with
+// what it has.
+var errDraining = errors.New("tools: poppy-mcp is shutting down")
+
 // ServeStdio serves MCP over in and out, newline-delimited JSON-RPC as MCP's
 // stdio transport says, until ctx ends or in is closed, with the worker pool
 // sized for the waits poppy-mcp allows. errLog receives the transport's own
@@ -65,9 +70,10 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, er
 }
 
 // callLimit is how long req may run: the call timeout, or the wait it asks
-// for (at most longestWait) plus waitMargin when that is longer.
-func (s *Server) callLimit(req mcp.CallToolRequest) time.Duration {
-	limit := s.callTimeout
+// for (at most longestWait) plus waitMargin when that is longer. waits
+// reports whether req asks to wait.
+func (s *Server) callLimit(req mcp.CallToolRequest) (limit time.Duration, waits bool) {
+	limit = s.callTimeout
 	if limit <= 0 {
 		limit = defaultCallTimeout
 	}
@@ -76,10 +82,10 @@ func (s *Server) callLimit(req mcp.CallToolRequest) time.Duration {
 	}
 	if req.BindArguments(&args) == nil {
 		if wait := args.WaitSeconds.duration(0, longestWait); wait > 0 {
-			limit = max(limit, wait+waitMargin)
+			return max(limit, wait+waitMargin), true
 		}
 	}
-	return limit
+	return limit, false
 }
 
 // answer is what a tool handler returned.
@@ -98,9 +104,14 @@ func (s *Server) bound(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 			return draining(), nil
 		}
 		defer s.calls.end()
-		limit := s.callLimit(req)
+		limit, waits := s.callLimit(req)
 		ctx, cancel := context.WithTimeoutCause(ctx, limit, errCallDeadline)
 		defer cancel()
+		if waits { // a shutdown ends the wait, not the call (Drain)
+			var stop context.CancelCauseFunc
+			ctx, stop = context.WithCancelCause(ctx)
+			defer s.calls.waiting(stop)()
+		}
 		done := make(chan answer, 1)
 		go func() { done <- runTool(ctx, next, req) }()
 		select {
@@ -108,7 +119,7 @@ func (s *Server) bound(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 			return s.settle(ctx, req, limit, a)
 		case <-ctx.Done():
 		}
-		if context.Cause(ctx) != errCallDeadline {
+		if cause := context.Cause(ctx); cause != errCallDeadline && cause != errDraining {
 			return nil, ctx.Err() // the client cancelled the call
 		}
 		grace := time.NewTimer(deadlineGrace)
@@ -117,7 +128,7 @@ func (s *Server) bound(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		case a := <-done:
 			return s.settle(ctx, req, limit, a)
 		case <-grace.C:
-			return s.timedOut(ctx, req, limit), nil
+			return s.cutShort(ctx, req, limit), nil
 		}
 	}
 }
@@ -126,10 +137,20 @@ func (s *Server) bound(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 // deadline has passed (most likely its cause: a request cut short) becomes
 // a result that says what happened. A success past the deadline stands.
 func (s *Server) settle(ctx context.Context, req mcp.CallToolRequest, limit time.Duration, a answer) (*mcp.CallToolResult, error) {
-	if context.Cause(ctx) == errCallDeadline && (a.err != nil || a.res == nil || a.res.IsError) {
-		return s.timedOut(ctx, req, limit), nil
+	cause := context.Cause(ctx)
+	if (cause == errCallDeadline || cause == errDraining) && (a.err != nil || a.res == nil || a.res.IsError) {
+		return s.cutShort(ctx, req, limit), nil
 	}
 	return a.res, a.err
+}
+
+// cutShort is the result of a call whose context ended before it could
+// answer: at its deadline, or when a shutdown ended its wait.
+func (s *Server) cutShort(ctx context.Context, req mcp.CallToolRequest, limit time.Duration) *mcp.CallToolResult {
+	if context.Cause(ctx) == errDraining {
+		return stoppedWaiting()
+	}
+	return s.timedOut(ctx, req, limit)
 }
 
 // runTool runs a handler, turning a panic into an error: it runs on a
@@ -158,9 +179,35 @@ func (s *Server) timedOut(ctx context.Context, req mcp.CallToolRequest, limit ti
 type calls struct {
 	running sync.WaitGroup
 	// mu is held while a call begins and while draining is set, so no call
-	// begins once Drain has begun waiting.
+	// begins once Drain has begun waiting. It guards waits too.
 	mu       sync.Mutex
 	draining bool
+	// waits ends the waits of the calls that wait, by call; stopped says
+	// a drain has ended them.
+	waits   map[*context.CancelCauseFunc]struct{}
+	stopped bool
+}
+
+// waiting registers stop, which ends a waiting call's wait, until the
+// returned function is called; once a drain has ended the waits, it calls
+// stop at once.
+func (c *calls) waiting(stop context.CancelCauseFunc) (done func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		stop(errDraining)
+		return func() {}
+	}
+	if c.waits == nil {
+		c.waits = map[*context.CancelCauseFunc]struct{}{}
+	}
+	key := &stop
+	c.waits[key] = struct{}{}
+	return func() {
+		c.mu.Lock()
+		delete(c.waits, key)
+		c.mu.Unlock()
+	}
 }
 
 // begin counts a call in; it reports false, counting nothing, once the
@@ -178,7 +225,9 @@ func (c *calls) begin() bool {
 func (c *calls) end() { c.running.Done() }
 
 // drain refuses calls from now on and waits for those running, until ctx
-// ends.
+// ends. Calls that wait (wait_seconds) may wait on until shortly before
+// ctx's deadline, leaving them stopWaitsMargin to answer with what they
+// have instead of being cut off.
 func (c *calls) drain(ctx context.Context) error {
 	c.mu.Lock()
 	c.draining = true
@@ -188,18 +237,54 @@ func (c *calls) drain(ctx context.Context) error {
 		c.running.Wait()
 		close(idle)
 	}()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("tools: calls still running when the drain ended: %w", context.Cause(ctx))
+	var stopWaits <-chan time.Time
+	if dl, ok := ctx.Deadline(); ok {
+		t := time.NewTimer(time.Until(dl) - stopWaitsMargin)
+		defer t.Stop()
+		stopWaits = t.C
+	}
+	for {
+		select {
+		case <-idle:
+			return nil
+		case <-stopWaits:
+			c.stopWaits()
+			stopWaits = nil
+		case <-ctx.Done():
+			return fmt.Errorf("tools: calls still running when the drain ended: %w", context.Cause(ctx))
+		}
+	}
+}
+
+// stopWaitsMargin is how long before a drain's end the waits are ended:
+// a call's grace to answer, and time to send the answer.
+const stopWaitsMargin = deadlineGrace + 3*time.Second
+
+// stopWaits ends the wait of every call that waits: each answers now with
+// what it has.
+func (c *calls) stopWaits() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = true
+	for stop := range c.waits {
+		(*stop)(errDraining)
 	}
 }
 
 // Drain stops taking tool calls (each new one is answered that poppy-mcp is
 // shutting down, to call again) and waits for the calls running to finish,
-// until ctx ends: the first step of a graceful shutdown. Close follows.
+// until ctx ends: the first step of a graceful shutdown. A call that waits
+// (wait_seconds) is told to stop waiting shortly before ctx's deadline, so
+// that it answers with what it has rather than being cut off. Close follows.
 func (s *Server) Drain(ctx context.Context) error { return s.calls.drain(ctx) }
+
+// stoppedWaiting is the result of a call whose wait a shutdown ended
+// before it had anything to say.
+func stoppedWaiting() *mcp.CallToolResult {
+	return failure(map[string]string{"error": "shutting_down", "next": "Call the tool again in a few seconds."},
+		"poppy-mcp is shutting down, so it stopped waiting. Nothing was lost: events are read from where the last read ended, "+
+			"and a message the Company did not confirm is sent again with its ID. Call the tool again in a few seconds.")
+}
 
 // draining is the result of a call made while poppy-mcp shuts down.
 func draining() *mcp.CallToolResult {

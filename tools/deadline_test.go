@@ -199,3 +199,51 @@ func TestDrain(t *testing.T) {
 		})
 	}
 }
+
+// TestDrainEndsWaits: a read_events waiting for events (wait_seconds 50)
+// when a drain bounded at 9 s begins stops waiting before that bound and
+// answers with a result, so Drain returns nil. The old code let the wait
+// run on until the drain's bound cut the call off: no answer for the client.
+func TestDrainEndsWaits(t *testing.T) {
+	for _, rev := range revisions {
+		t.Run(rev, func(t *testing.T) {
+			h := newSignInHarness(t, nil)
+			cs := h.connect(t, rev)
+			first := send(t, cs, map[string]any{"text": "Hello"})
+			id := first["conversation_id"].(string)
+			waiting := make(chan *sdk.CallToolResult, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
+				defer cancel()
+				res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "read_events",
+					Arguments: map[string]any{"conversation_id": id, "wait_seconds": 50}})
+				if err != nil {
+					t.Errorf("read_events: %v", err)
+				}
+				waiting <- res
+			}()
+			waitUntil(t, "the read to wait at the Company", func() bool {
+				for _, r := range h.company.Requests() {
+					if r.Method == http.MethodGet && strings.Contains(r.RawQuery, "wait=") {
+						return true
+					}
+				}
+				return false
+			})
+			// The drain's bound is far below the 50 s wait: the wait must end for Drain to return nil.
+			ctx, cancel := context.WithTimeout(context.Background(), 9*time.Second)
+			defer cancel()
+			if err := h.tools.Drain(ctx); err != nil {
+				t.Fatalf("Drain: %v", err)
+			}
+			res := <-waiting
+			if res == nil {
+				t.Fatal("the waiting call got no result")
+			}
+			text := res.Content[0].(*sdk.TextContent).Text
+			if res.IsError && !strings.Contains(text, "stopped waiting") {
+				t.Errorf("result = %q", text)
+			}
+		})
+	}
+}
