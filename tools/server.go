@@ -121,6 +121,9 @@ func New(disc *discovery.Client, opts *Options) *Server {
 	)
 	s.names = &prefixRegistry{owners: map[string]string{}} // the built-in tools' names are added below
 	s.build(disc, &o)
+	if o.Store != nil && o.Agent != nil {
+		s.bg.Go(s.signIn.takeOver) // device sign-ins another replica or run left unpolled
+	}
 	for _, t := range s.tools(o.Browser != nil) {
 		s.mcp.AddTool(t.tool, t.handler)
 		s.names.builtins = append(s.names.builtins, t.tool.Name)

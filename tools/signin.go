@@ -131,7 +131,7 @@ func (si *signIn) replace(cs *companyState, f *signInFlow) {
 	old := si.flows[cs.issuer]
 	si.flows[cs.issuer] = f
 	si.mu.Unlock()
-	if old != nil && old.end(statusFailed, nil, nil, "replaced by a newer sign-in") {
+	if old != nil && old != f && old.end(statusFailed, nil, nil, "replaced by a newer sign-in") {
 		old.close()
 	}
 }

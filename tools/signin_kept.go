@@ -1,0 +1,196 @@
+package tools
+
+// This file keeps device sign-ins in the store, so that several replicas
+// sharing it act as one (auth/deviceflow.go has the mechanism): a sign-in
+// started through one replica is read and finished through any other, one
+// replica polls it at a time, and another takes over within seconds when
+// that one dies. The tools here only call auth and phrase what it keeps.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/store"
+)
+
+// takeOverEvery is how often a replica looks for kept device sign-ins that
+// nobody polls: with auth.DeviceLeaseTTL, a dead poller is replaced within
+// about 12 seconds.
+const takeOverEvery = 2 * time.Second
+
+// flowStore is the person's view of the store the sign-ins are kept in,
+// or nil without one (a sign-in then lives in this process only).
+func (si *signIn) flowStore() auth.FlowStore {
+	if si.sessions.store == nil {
+		return nil
+	}
+	return si.sessions.store
+}
+
+// keep saves a sign-in as it is now; without it, the sign-in still works
+// through this replica alone.
+func (si *signIn) keep(ctx context.Context, kept *auth.DeviceFlow) {
+	st := si.flowStore()
+	if st == nil {
+		return
+	}
+	if err := auth.SaveDeviceFlow(ctx, st, kept); err != nil {
+		si.log.Warn("could not keep the device sign-in in the store: only this replica can finish it", "issuer", kept.Issuer, "err", err)
+	}
+}
+
+// keepOutcome saves how f ended, unless a newer sign-in replaced it.
+func (si *signIn) keepOutcome(ctx context.Context, f *signInFlow, kept *auth.DeviceFlow) {
+	st := si.flowStore()
+	if st == nil {
+		return
+	}
+	if now, err := auth.LoadDeviceFlow(ctx, st, kept.Issuer); err == nil && now.ID != kept.ID {
+		return
+	}
+	kept.Status, kept.Granted, kept.Missing, kept.Detail = f.state()
+	si.keep(ctx, kept)
+}
+
+// fromKept is the local picture of a sign-in another replica started or
+// polls; closing it stops nothing here.
+func fromKept(kept *auth.DeviceFlow) *signInFlow {
+	f := newFlow("device", kept.Domain, kept.Device.Scopes)
+	f.id, f.device, f.expires = kept.ID, kept.Device, kept.Device.ExpiresAt
+	if kept.Status != statusPending {
+		f.end(kept.Status, kept.Granted, kept.Missing, kept.Detail)
+	}
+	return f
+}
+
+// latest returns the Company's latest sign-in, brought in step with the
+// kept one: started through another replica, or finished there. A sign-in
+// that completed elsewhere signs this replica's Session in with the
+// Account Token the store now holds.
+func (si *signIn) latest(ctx context.Context, cs *companyState) *signInFlow {
+	f := si.current(cs)
+	st := si.flowStore()
+	if st == nil || f != nil && f.kind != "device" {
+		return f // direct and mediated sign-ins live on the replica whose page they use
+	}
+	kept, err := auth.LoadDeviceFlow(ctx, st, cs.issuer)
+	if err != nil {
+		return f
+	}
+	if f == nil || f.id != kept.ID {
+		f = fromKept(kept)
+		si.replace(cs, f)
+	} else if kept.Status != statusPending && f.end(kept.Status, kept.Granted, kept.Missing, kept.Detail) {
+		f.close()
+	} else {
+		return f
+	}
+	if kept.Status == statusComplete {
+		si.adopt(ctx, cs, f)
+	}
+	return f
+}
+
+// adopt signs this replica's Session in with the Account Token a sign-in
+// finished on another replica left in the store (auth.Session.SignInHeld).
+func (si *signIn) adopt(ctx context.Context, cs *companyState, f *signInFlow) {
+	_, _, sess, err := si.sessions.session(ctx, f.domain, false)
+	if err == nil {
+		err = sess.SignInHeld(ctx, f.scopes)
+	}
+	if err != nil {
+		si.log.Warn("could not sign in with the Account Token another replica obtained", "issuer", cs.issuer, "err", err)
+		return
+	}
+	si.sessions.saveSignedIn(ctx, cs, sess)
+}
+
+// takeOver polls, until ctx ends, the kept device sign-ins that no replica
+// polls: started through a replica that died or shut down, or through an
+// earlier run of poppy-mcp. It runs on the Server's background.
+func (si *signIn) takeOver(ctx context.Context) {
+	t := time.NewTicker(takeOverEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		st := si.flowStore()
+		flows, err := auth.DeviceFlows(ctx, st)
+		if err != nil {
+			si.log.Debug("could not list the kept device sign-ins", "err", err)
+			continue
+		}
+		for _, kept := range flows {
+			if kept.Status == statusPending && si.now().Before(kept.Device.ExpiresAt) {
+				si.takeOne(ctx, kept)
+			}
+		}
+	}
+}
+
+// takeOne polls kept here when its lease is free: the lease is tried
+// first, so a sign-in polled elsewhere (or here) costs one statement.
+func (si *signIn) takeOne(ctx context.Context, kept *auth.DeviceFlow) {
+	l, err := si.lease(kept)
+	if err != nil {
+		if !errors.Is(err, store.ErrLeaseHeld) {
+			si.log.Debug("could not take the device sign-in over", "issuer", kept.Issuer, "err", err)
+		}
+		return
+	}
+	cs, _, sess, err := si.sessions.session(ctx, kept.Domain, false)
+	if err != nil {
+		l.cancel()
+		l.release()
+		si.log.Warn("could not take the device sign-in over: no Session", "issuer", kept.Issuer, "err", err)
+		return
+	}
+	f := si.knownFlow(kept) // the one sign_in_status may be waiting on
+	if f == nil || !isPending(f) {
+		f = fromKept(kept)
+	}
+	si.log.Info("taking over a device sign-in no replica polls", "issuer", kept.Issuer)
+	si.poll(cs, sess, f, kept, l)
+}
+
+// listen returns a channel that receives when a kept sign-in of the
+// Company cs is changes (auth.SignInChannel), until ctx ends; nil (never
+// ready) without a store or when the store cannot listen.
+func (si *signIn) listen(ctx context.Context, cs *companyState) <-chan struct{} {
+	st := si.sessions.store
+	if st == nil {
+		return nil
+	}
+	notes, err := st.Listen(ctx, auth.SignInChannel)
+	if err != nil {
+		return nil
+	}
+	key := auth.FlowKey(st, cs.issuer)
+	changed := make(chan struct{}, 1)
+	go func() {
+		for p := range notes {
+			if p == key {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	return changed
+}
+
+// knownFlow returns this replica's local picture of kept, or nil.
+func (si *signIn) knownFlow(kept *auth.DeviceFlow) *signInFlow {
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	if f := si.flows[kept.Issuer]; f != nil && f.id == kept.ID {
+		return f
+	}
+	return nil
+}
