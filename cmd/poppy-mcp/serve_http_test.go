@@ -37,6 +37,14 @@ func (b *lockedBuffer) String() string {
 // MCP URL it serves and everything it writes to stderr.
 func startLogged(t *testing.T, env []string, args ...string) (string, *lockedBuffer) {
 	t.Helper()
+	_, u, logged := startProcess(t, env, args...)
+	return u, logged
+}
+
+// startProcess is startLogged that also returns the process, for a test
+// that kills it.
+func startProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, string, *lockedBuffer) {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.StderrPipe()
@@ -59,10 +67,10 @@ func startLogged(t *testing.T, env []string, args ...string) (string, *lockedBuf
 	}()
 	select {
 	case u := <-found:
-		return u, logged
+		return cmd, u, logged
 	case <-time.After(30 * time.Second):
 		t.Fatalf("poppy-mcp did not start serving HTTP: %s", logged.String())
-		return "", nil
+		return nil, "", nil
 	}
 }
 
