@@ -15,13 +15,13 @@ package conversation
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"crypto/rand"
-	"encoding/base64"
 	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/store"
