@@ -123,6 +123,7 @@ func New(disc *discovery.Client, opts *Options) *Server {
 	s.build(disc, &o)
 	if o.Store != nil && o.Agent != nil {
 		s.bg.Go(s.signIn.takeOver) // device sign-ins another replica or run left unpolled
+		s.bg.Go(s.signIn.follow)   // device sign-ins other replicas finish
 	}
 	for _, t := range s.tools(o.Browser != nil) {
 		s.mcp.AddTool(t.tool, t.handler)

@@ -164,6 +164,13 @@ func (ss *sessions) stateFor(ctx context.Context, domain string) (*companyState,
 	return cs, co, nil
 }
 
+// all returns the state of every Company used so far.
+func (ss *sessions) all() []*companyState {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return slices.Collect(maps.Values(ss.byIssuer))
+}
+
 // known returns the state of a Company already discovered and used, or nil.
 func (ss *sessions) known(domain string) *companyState {
 	a := ss.companies.knownAuth(domain)

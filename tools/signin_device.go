@@ -45,11 +45,13 @@ func (si *signIn) device(ctx context.Context, req mcp.CallToolRequest, args sign
 	f := newFlow("device", domain, scopes)
 	f.device, f.expires = d, d.ExpiresAt
 	kept := &auth.DeviceFlow{ID: f.id, Issuer: cs.issuer, Domain: domain, Device: d, Interval: d.Interval, Status: statusPending}
-	si.keep(ctx, kept)
 	l, err := si.lease(kept)
 	if err != nil {
 		return si.sessions.failure(domain, err)
 	}
+	f.close = l.cancel
+	si.replace(cs, f) // before it is announced, so this replica knows it as its own
+	si.keep(ctx, kept)
 	si.poll(cs, sess, f, kept, l)
 	si.log.Info("device sign-in started", "issuer", cs.issuer, "scopes", strings.Join(scopes, " "))
 	return si.offerDevice(ctx, cs, f)
@@ -96,14 +98,13 @@ func (si *signIn) lease(kept *auth.DeviceFlow) (*leasedPoll, error) {
 	return &leasedPoll{ctx: leased, cancel: cancel, release: release}, nil
 }
 
-// poll makes f the Company's sign-in and polls it under l in the
-// background, in a goroutine the Server owns. When a kept sign-in's
-// polling stops here unfinished (the lease lost, or poppy-mcp shutting
-// down), it stays pending in the store and another replica takes it over
-// (takeOver).
+// poll makes f (whose close is l.cancel) the Company's sign-in and polls it
+// under l in the background, in a goroutine the Server owns. When a kept
+// sign-in's polling stops here unfinished (the lease lost, or poppy-mcp
+// shutting down), it stays pending in the store and another replica takes
+// it over (takeOver).
 func (si *signIn) poll(cs *companyState, sess *auth.Session, f *signInFlow, kept *auth.DeviceFlow, l *leasedPoll) {
-	f.close = l.cancel
-	si.replace(cs, f)
+	si.replace(cs, f) // nothing when f is the Company's sign-in already
 	st := si.flowStore()
 	started := si.bg.Go(func(bg context.Context) {
 		defer l.release()

@@ -150,10 +150,8 @@ func (si *signIn) takeOne(ctx context.Context, kept *auth.DeviceFlow) {
 		si.log.Warn("could not take the device sign-in over: no Session", "issuer", kept.Issuer, "err", err)
 		return
 	}
-	f := si.knownFlow(kept) // the one sign_in_status may be waiting on
-	if f == nil || !isPending(f) {
-		f = fromKept(kept)
-	}
+	f := fromKept(kept) // in place of this replica's picture of it, if any: the same sign-in
+	f.close = l.cancel
 	si.log.Info("taking over a device sign-in no replica polls", "issuer", kept.Issuer)
 	si.poll(cs, sess, f, kept, l)
 }
@@ -185,12 +183,24 @@ func (si *signIn) listen(ctx context.Context, cs *companyState) <-chan struct{} 
 	return changed
 }
 
-// knownFlow returns this replica's local picture of kept, or nil.
-func (si *signIn) knownFlow(kept *auth.DeviceFlow) *signInFlow {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	if f := si.flows[kept.Issuer]; f != nil && f.id == kept.ID {
-		return f
+// follow brings this replica's Sessions in step with the sign-ins other
+// replicas finish, as soon as they announce them (auth.SignInChannel),
+// until ctx ends: a Session of this replica is signed in with the Account
+// Token the other replica stored, so the person's next call here uses the
+// account without a sign_in_status first. It runs on the Server's
+// background.
+func (si *signIn) follow(ctx context.Context) {
+	st := si.sessions.store
+	notes, err := st.Listen(ctx, auth.SignInChannel)
+	if err != nil {
+		si.log.Warn("cannot hear of sign-ins other replicas finish; sign_in_status still reads them", "err", err)
+		return
 	}
-	return nil
+	for key := range notes {
+		for _, cs := range si.sessions.all() {
+			if auth.FlowKey(st, cs.issuer) == key && cs.current() != nil {
+				si.latest(ctx, cs)
+			}
+		}
+	}
 }

@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"testing"
+	"time"
 )
 
 // The tests of this file run two tools Servers over one store, as two
@@ -81,5 +82,37 @@ func TestDeviceSignInTakeoverKeepsSlowDown(t *testing.T) {
 	}
 	if _, st := status(t, b, 30); st["status"] != "complete" {
 		t.Fatalf("after the takeover: %v", st)
+	}
+}
+
+// TestDeviceSignInFollowedElsewhere: a replica whose Session with the
+// Company is signed out hears that another replica finished a sign-in
+// (the store's notification) and signs its Session in with the Account
+// Token stored, before anyone asks it for sign_in_status. Without the
+// follower its Session stayed signed out.
+func TestDeviceSignInFollowedElsewhere(t *testing.T) {
+	h := newSignInHarness(t, signInOpts(nil))
+	a := h.connect(t, revisions[1])
+	_, b := h.another(t, revisions[1])
+	if _, got := call(t, b, "start_session", map[string]any{"domain": domain}); got["signed_in"] != false {
+		t.Fatalf("start_session through B = %v", got)
+	}
+	_, got := startDevice(t, a, "poppy:read")
+	if err := h.company.ApproveDevice(got["user_code"].(string), "acct_dana"); err != nil {
+		t.Fatal(err)
+	}
+	if _, st := status(t, a, 20); st["status"] != "complete" {
+		t.Fatalf("through A: %v", st)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, got := call(t, b, "start_session", map[string]any{"domain": domain})
+		if got["signed_in"] == true {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B's Session is still signed out: %v", got)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
