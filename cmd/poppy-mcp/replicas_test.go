@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"os/exec"
@@ -171,4 +172,64 @@ func recorded(srv *poppytest.Server, text string) int {
 		}
 	}
 	return n
+}
+
+// TestReplicasSignInWaitElsewhere: sign_in_status through replica B waits
+// for a sign-in replica A polls, with progress notifications to B's client
+// while it waits, and answers complete once A finishes it (A announces it
+// with PostgreSQL NOTIFY; B reads the store); B's Session is then signed
+// in too. On the old code B knew of no sign-in.
+func TestReplicasSignInWaitElsewhere(t *testing.T) {
+	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(rev, func(t *testing.T) {
+			rs := startReplicas(t)
+			var progress atomic.Int32
+			a := connectAt(t, rs.urls[0], rs.token, rev)
+			b := connectWith(t, rs.urls[1], rs.token, rev, &sdk.ClientOptions{
+				ProgressNotificationHandler: func(context.Context, *sdk.ProgressNotificationClientRequest) { progress.Add(1) },
+			})
+			got := callTool(t, a, "sign_in_device", map[string]any{"domain": "example.com", "scopes": []string{"poppy:read"}})
+			code, _ := got["user_code"].(string)
+			waitFor(t, 20*time.Second, "poll by A", func() bool { return devicePolls(rs.srv) > 0 })
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			params := &sdk.CallToolParams{Name: "sign_in_status", Arguments: map[string]any{"domain": "example.com", "wait_seconds": 45}}
+			params.SetProgressToken("wait-b")
+			done := make(chan *sdk.CallToolResult, 1)
+			go func() {
+				res, err := b.CallTool(ctx, params)
+				if err != nil {
+					t.Error(err)
+				}
+				done <- res
+			}()
+			waitFor(t, 20*time.Second, "progress through B", func() bool { return progress.Load() > 0 })
+			if err := rs.srv.ApproveDevice(code, "acct_dana"); err != nil {
+				t.Fatal(err)
+			}
+			res := <-done
+			st, _ := res.StructuredContent.(map[string]any)
+			if st["status"] != "complete" || st["signed_in"] != true {
+				t.Fatalf("sign_in_status through B = %v\n%s", st, rs.logged())
+			}
+			if got := callTool(t, b, "start_session", map[string]any{"domain": "example.com"}); got["signed_in"] != true {
+				t.Errorf("B's Session after the sign-in: %v", got)
+			}
+		})
+	}
+}
+
+// connectWith is connectAt with client options.
+func connectWith(t *testing.T, u, token, rev string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-test", Version: "1"}, opts)
+	hc := &http.Client{Transport: headerTransport{bearer(token)}}
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: u, HTTPClient: hc, MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: rev})
+	if err != nil {
+		t.Fatalf("connect at %s: %v", rev, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
 }
