@@ -178,7 +178,8 @@ func recorded(srv *poppytest.Server, text string) int {
 // for a sign-in replica A polls, with progress notifications to B's client
 // while it waits, and answers complete once A finishes it (A announces it
 // with PostgreSQL NOTIFY; B reads the store); B's Session is then signed
-// in too. On the old code B knew of no sign-in.
+// in too. On the old code B knew of no sign-in. At 2025-11-25, B answers
+// a request of A's MCP session too.
 func TestReplicasSignInWaitElsewhere(t *testing.T) {
 	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(rev, func(t *testing.T) {
@@ -214,6 +215,16 @@ func TestReplicasSignInWaitElsewhere(t *testing.T) {
 			}
 			if got := callTool(t, b, "start_session", map[string]any{"domain": "example.com"}); got["signed_in"] != true {
 				t.Errorf("B's Session after the sign-in: %v", got)
+			}
+			if rev == "2025-11-25" {
+				// Every replica accepts a 2025-11-25 session's ID (mcp-go's
+				// IDs are not tracked), so a client moved to another replica
+				// goes on; what the session held in memory (its capabilities,
+				// its GET stream, a pending server request) does not follow.
+				hdr := map[string]string{"Authorization": "Bearer " + rs.token, "Mcp-Session-Id": a.ID(), "MCP-Protocol-Version": rev}
+				if code := postBody(t, rs.urls[1], `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`, hdr); code != http.StatusOK {
+					t.Errorf("A's MCP session at B: %d, want 200", code)
+				}
 			}
 		})
 	}
