@@ -32,8 +32,10 @@ func (si *signIn) device(ctx context.Context, req mcp.CallToolRequest, args sign
 		return done
 	}
 	cs, sess, scopes := start.cs, start.sess, start.scopes
-	if f := si.current(cs); f != nil && f.device != nil && sameScopes(f.scopes, scopes) && isPending(f) && f.domain == domain {
-		return si.offerDevice(ctx, cs, f) // the user may already be on the page: no second code
+	if f := si.latest(ctx, cs); f != nil && f.device != nil && sameScopes(f.scopes, scopes) && isPending(f) && f.domain == domain {
+		// The user may already be on the page (the sign-in may have been
+		// started through another replica): no second code.
+		return si.offerDevice(ctx, cs, f)
 	}
 	d, err := sess.StartDevice(ctx, scopes)
 	if err != nil {

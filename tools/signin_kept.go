@@ -79,26 +79,30 @@ func (si *signIn) latest(ctx context.Context, cs *companyState) *signInFlow {
 	if err != nil {
 		return f
 	}
+	if (f == nil || f.id != kept.ID) && kept.Status != statusPending && !si.now().Before(kept.Device.ExpiresAt) {
+		return f // a sign-in that ended before its code expired is history, not news
+	}
+	if f != nil && f.id == kept.ID && (kept.Status == statusPending || !isPending(f)) {
+		return f // nothing new
+	}
+	if kept.Status == statusComplete {
+		si.adopt(ctx, cs, kept) // before anyone here reads it complete
+	}
 	if f == nil || f.id != kept.ID {
 		f = fromKept(kept)
 		si.replace(cs, f)
-	} else if kept.Status != statusPending && f.end(kept.Status, kept.Granted, kept.Missing, kept.Detail) {
+	} else if f.end(kept.Status, kept.Granted, kept.Missing, kept.Detail) {
 		f.close()
-	} else {
-		return f
-	}
-	if kept.Status == statusComplete {
-		si.adopt(ctx, cs, f)
 	}
 	return f
 }
 
 // adopt signs this replica's Session in with the Account Token a sign-in
 // finished on another replica left in the store (auth.Session.SignInHeld).
-func (si *signIn) adopt(ctx context.Context, cs *companyState, f *signInFlow) {
-	_, _, sess, err := si.sessions.session(ctx, f.domain, false)
+func (si *signIn) adopt(ctx context.Context, cs *companyState, kept *auth.DeviceFlow) {
+	_, _, sess, err := si.sessions.session(ctx, kept.Domain, false)
 	if err == nil {
-		err = sess.SignInHeld(ctx, f.scopes)
+		err = sess.SignInHeld(ctx, kept.Device.Scopes)
 	}
 	if err != nil {
 		si.log.Warn("could not sign in with the Account Token another replica obtained", "issuer", cs.issuer, "err", err)

@@ -12,8 +12,9 @@ import (
 // TestDeviceSignInReadElsewhere: a device sign-in started through one
 // replica is read through another while the first polls it, and once the
 // user approves, the other replica reports it complete and its Session is
-// signed in. On the old code the second replica knew of no sign-in
-// ("no_sign_in").
+// signed in; sign_in_device through the other replica offers the same
+// code rather than a second sign-in. On the old code the second replica
+// knew of no sign-in ("no_sign_in").
 func TestDeviceSignInReadElsewhere(t *testing.T) {
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
@@ -24,6 +25,9 @@ func TestDeviceSignInReadElsewhere(t *testing.T) {
 			res, st := status(t, b, 0)
 			if res.IsError || st["status"] != "pending" || st["user_code"] != got["user_code"] {
 				t.Fatalf("through the other replica while pending: %v", st)
+			}
+			if _, again := startDevice(t, b, "poppy:read"); again["user_code"] != got["user_code"] {
+				t.Errorf("sign_in_device through the other replica started a second sign-in: %v", again)
 			}
 			if err := h.company.ApproveDevice(got["user_code"].(string), "acct_dana"); err != nil {
 				t.Fatal(err)
