@@ -44,14 +44,11 @@ const (
 // FlowStore is what kept sign-ins need of the store: a person's view of it
 // (*store.Store, from Store.ForUser).
 type FlowStore interface {
+	LeaseStore
 	User() string
 	PutSecret(ctx context.Context, name string, value []byte) error
 	Secret(ctx context.Context, name string) ([]byte, error)
 	SecretNames(ctx context.Context, prefix string) ([]string, error)
-	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error)
-	RenewLease(ctx context.Context, l store.Lease, ttl time.Duration) (store.Lease, error)
-	ReleaseLease(ctx context.Context, l store.Lease) error
-	KeepLease(ctx context.Context, l store.Lease, ttl time.Duration) (context.Context, func())
 	Notify(ctx context.Context, channel, payload string) error
 }
 

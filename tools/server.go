@@ -194,10 +194,12 @@ const instructions = "poppy-mcp is the user's Personal Agent for Companies that 
 
 // Close stops background work and waits for it, so state is saved before the
 // process exits (graceful shutdown on SIGINT/SIGTERM), then closes the
-// connections to the Companies' MCP servers.
+// connections to the Companies' MCP servers and gives back the claims on
+// its Sessions, so another replica may continue them at once.
 func (s *Server) Close() {
 	s.bg.close()
 	s.relays.close()
+	s.sessions.close()
 }
 
 // MCP returns the underlying mcp-go server, for a transport to serve.

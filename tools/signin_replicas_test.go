@@ -120,3 +120,23 @@ func TestDeviceSignInFollowedElsewhere(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestSessionsNotShared: two replicas running at once each use a Session
+// of their own (auth.ClaimSession), since two processes renewing one
+// Session's token would have the Company refuse each one's token in turn;
+// once one replica stops, a replica that starts continues its Session.
+// On the old code both continued the same Session.
+func TestSessionsNotShared(t *testing.T) {
+	h := newSignInHarness(t, signInOpts(nil))
+	_, a := call(t, h.connect(t, revisions[1]), "start_session", map[string]any{"domain": domain})
+	other, b := h.another(t, revisions[1])
+	_, got := call(t, b, "start_session", map[string]any{"domain": domain})
+	if got["session_id"] == a["session_id"] || got["session_id"] == nil {
+		t.Fatalf("both replicas use Session %v", got["session_id"])
+	}
+	other.Close()
+	_, c := h.another(t, revisions[1])
+	if _, again := call(t, c, "start_session", map[string]any{"domain": domain}); again["session_id"] != got["session_id"] {
+		t.Errorf("after B stopped, a new replica started Session %v, want B's %v continued", again["session_id"], got["session_id"])
+	}
+}
