@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 }
 
 // runBinary runs poppy-mcp and returns stdout, stderr and the exit code.
-func runBinary(t *testing.T, env []string, args ...string) (string, string, int) {
+func runBinary(t testing.TB, env []string, args ...string) (string, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -59,7 +59,7 @@ func runBinary(t *testing.T, env []string, args ...string) (string, string, int)
 
 // companyArgs are the environment and --resolve flags that reach a poppytest
 // Company from another process under its real names.
-func companyArgs(t *testing.T, srv *poppytest.Server) ([]string, []string) {
+func companyArgs(t testing.TB, srv *poppytest.Server) ([]string, []string) {
 	t.Helper()
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(ca, srv.CAPEM(), 0o600); err != nil {

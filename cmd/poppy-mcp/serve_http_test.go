@@ -43,7 +43,7 @@ func startLogged(t *testing.T, env []string, args ...string) (string, *lockedBuf
 
 // startProcess is startLogged that also returns the process, for a test
 // that kills it.
-func startProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, string, *lockedBuffer) {
+func startProcess(t testing.TB, env []string, args ...string) (*exec.Cmd, string, *lockedBuffer) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), env...)
