@@ -153,9 +153,18 @@ func checkScopes(scopes []string) error {
 // A Session the Company ended, or one signed in to another account, is
 // replaced by a new Session, which the approval then signs in.
 func (s *Session) PollDevice(ctx context.Context, d *DeviceAuthorization) (*SignIn, error) {
-	interval := d.Interval
+	return s.pollDevice(ctx, d, d.Interval, nil)
+}
+
+// pollDevice is PollDevice from interval, calling slowed (when not nil)
+// with each new interval, so a poller that takes over can start from it.
+func (s *Session) pollDevice(ctx context.Context, d *DeviceAuthorization, interval time.Duration, slowed func(time.Duration)) (*SignIn, error) {
 	var wait *RetryAfterError
-	for {
+	for saved := interval; ; {
+		if slowed != nil && interval != saved {
+			slowed(interval)
+			saved = interval
+		}
 		// RFC 8628 §3.5: "Before each new request, the client MUST wait at
 		// least the number of seconds specified by the "interval" parameter
 		// of the device authorization response (see Section 3.2), or 5

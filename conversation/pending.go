@@ -5,13 +5,19 @@
 // before its first attempt, and removed once the Company has answered it.
 // The next call of a Tracker of the same Company and User sends it again
 // with its ID while it is young, and otherwise reports it not sent and
-// forgets it: a "yes, pay" must not arrive days late.
+// forgets it: a "yes, pay" must not arrive days late. Each send, the first
+// and every resend, holds a lease on the message in the store, so that
+// replicas sharing it send one message one at a time: a replica's call
+// skips a message another replica is sending, and takes it over once that
+// one's lease expires (it crashed) or is given back unanswered.
 
 package conversation
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -20,6 +26,47 @@ import (
 
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
+
+// pendingLeaseTTL is how long the lease of sending a pending message lasts
+// unless renewed (it is, every third, while the send lasts): a replica
+// that crashed while sending leaves its messages to the next call of
+// another replica this long after.
+const pendingLeaseTTL = 10 * time.Second
+
+// sending is a pending message being sent: its name in the store, and the
+// lease held on it while it is sent (none when another holder had it: that
+// holder sends the same ID, which the Company records once).
+type sending struct {
+	name  string
+	lease *store.Lease
+	stop  func() // ends the lease's renewals
+}
+
+// leaseSend takes the lease of sending the pending message name, at once
+// or not at all, and keeps it renewed until release.
+func (t *Tracker) leaseSend(ctx context.Context, name string) (*sending, error) {
+	b := make([]byte, 12)
+	rand.Read(b)
+	l, err := t.st.AcquireLease(ctx, "conversation-pending "+name, base64.RawURLEncoding.EncodeToString(b), pendingLeaseTTL)
+	if errors.Is(err, store.ErrLeaseHeld) {
+		return &sending{name: name, stop: func() {}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, stop := t.st.KeepLease(context.WithoutCancel(ctx), l, pendingLeaseTTL)
+	return &sending{name: name, lease: &l, stop: stop}, nil
+}
+
+// release gives the lease of a send back, so another replica need not
+// wait for its expiry to send the message again.
+func (t *Tracker) release(ctx context.Context, snd *sending) {
+	snd.stop()
+	if snd.lease != nil {
+		_ = t.st.ReleaseLease(context.WithoutCancel(ctx), *snd.lease) // a lease not given back expires
+		snd.lease = nil
+	}
+}
 
 // pendingRecord is a stored pending message.
 type pendingRecord struct {
@@ -92,14 +139,21 @@ func (t *Tracker) young(rec *pendingRecord) bool {
 
 // claimID gives m its ID: the ID of the pending message with the same
 // content for the same target when there is one, else a new one; and
-// stores m as pending before it is sent. resendPending has run first, so a
-// pending message found here is young.
-func (t *Tracker) claimID(ctx context.Context, conversationID, parentID string, m *Message) (string, error) {
+// stores m as pending before it is sent, holding the lease of sending it
+// when no other replica does (one that does sends the same ID, which the
+// Company records once). resendPending has run first, so a pending message
+// found here is young.
+func (t *Tracker) claimID(ctx context.Context, conversationID, parentID string, m *Message) (*sending, error) {
 	name := t.pendingName(conversationID, parentID, *m)
+	snd, err := t.leaseSend(ctx, name)
+	if err != nil {
+		return nil, err
+	}
 	rec, err := t.pending(ctx, name)
 	switch {
 	case err != nil && !errors.Is(err, store.ErrNotFound):
-		return "", err
+		t.release(ctx, snd)
+		return nil, err
 	case err == nil && m.ID == "" && t.young(rec):
 		m.ID = rec.ID
 	default:
@@ -110,13 +164,14 @@ func (t *Tracker) claimID(ctx context.Context, conversationID, parentID string, 
 	}
 	rec.ID, rec.ConversationID, rec.ParentID, rec.Message = m.ID, conversationID, parentID, toWire(*m)
 	raw, err := json.Marshal(rec)
+	if err == nil {
+		err = t.st.PutSecret(ctx, name, raw)
+	}
 	if err != nil {
-		return "", err
+		t.release(ctx, snd)
+		return nil, err
 	}
-	if err := t.st.PutSecret(ctx, name, raw); err != nil {
-		return "", err
-	}
-	return name, nil
+	return snd, nil
 }
 
 // pending reads the pending message stored under name.
@@ -135,13 +190,15 @@ func (t *Tracker) pending(ctx context.Context, name string) (*pendingRecord, err
 // settle removes a pending message once the Company has answered it: with
 // success, or with an error that sending it again cannot change. After a
 // network failure, a 5xx, a cancelled wait or a malformed answer it stays,
-// for the message may have been recorded.
-func (t *Tracker) settle(ctx context.Context, name string, err error) {
+// for the message may have been recorded. Either way the lease of sending
+// it is given back.
+func (t *Tracker) settle(ctx context.Context, snd *sending, err error) {
 	if final(err) {
 		// Best effort: a pending message left behind is sent again while
 		// young, with its ID, which the Company recognizes.
-		_ = t.st.DeleteSecret(context.WithoutCancel(ctx), name)
+		_ = t.st.DeleteSecret(context.WithoutCancel(ctx), snd.name)
 	}
+	t.release(ctx, snd)
 }
 
 // final reports whether the answer to a message is one that sending it
@@ -180,6 +237,14 @@ func (t *Tracker) resendPending(ctx context.Context, skip string) ([]Resent, err
 // there was one to deal with.
 func (t *Tracker) resendOne(ctx context.Context, name, skip string) (Resent, bool, error) {
 	defer t.locks.lock("pending\x00" + name)()
+	snd, err := t.leaseSend(ctx, name)
+	if err != nil {
+		return Resent{}, false, err
+	}
+	defer t.release(ctx, snd) // settle gives it back sooner
+	if snd.lease == nil {
+		return Resent{}, false, nil // another replica is sending it now
+	}
 	rec, err := t.pending(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		_ = t.st.DeleteSecret(context.WithoutCancel(ctx), name) // another call sent it, or it is unreadable
@@ -199,7 +264,7 @@ func (t *Tracker) resendOne(ctx context.Context, name, skip string) (Resent, boo
 		return r, true, t.st.DeleteSecret(context.WithoutCancel(ctx), name)
 	}
 	r.ConversationID, err = t.resend(ctx, rec, m)
-	t.settle(ctx, name, err)
+	t.settle(ctx, snd, err)
 	switch {
 	case err == nil:
 		r.Outcome = ResentDelivered

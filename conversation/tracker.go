@@ -210,12 +210,12 @@ func (t *Tracker) Start(ctx context.Context, m Message, parentID string, o *Read
 
 func (t *Tracker) start(ctx context.Context, m Message, parentID string, o *ReadOptions) (*Update, error) {
 	deadline := t.now().Add(o.Wait)
-	name, err := t.claimID(ctx, "", parentID, &m)
+	snd, err := t.claimID(ctx, "", parentID, &m)
 	if err != nil {
 		return nil, err
 	}
 	p, err := t.c.Start(ctx, m, parentID, &SendOptions{Wait: o.Wait})
-	t.settle(ctx, name, err)
+	t.settle(ctx, snd, err)
 	if err != nil {
 		return nil, t.failed(ctx, parentID, false, m.ID, err)
 	}
@@ -248,11 +248,12 @@ func (t *Tracker) send(ctx context.Context, conversationID string, m Message, o 
 	if err != nil {
 		return nil, err
 	}
-	name, err := t.claimID(ctx, conversationID, "", &m)
+	snd, err := t.claimID(ctx, conversationID, "", &m)
 	if err != nil {
 		return nil, err
 	}
 	if err := t.markSent(ctx, conversationID, m.ID); err != nil {
+		t.release(ctx, snd)
 		return nil, err
 	}
 	cursor, expired := rec.Cursor, false
@@ -263,7 +264,7 @@ func (t *Tracker) send(ctx context.Context, conversationID string, m Message, o 
 		cursor, expired = "", true
 		p, err = t.c.Send(ctx, conversationID, m, nil)
 	}
-	t.settle(ctx, name, err)
+	t.settle(ctx, snd, err)
 	if err != nil {
 		return nil, t.failed(ctx, conversationID, adopted, m.ID, err)
 	}

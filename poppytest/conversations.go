@@ -95,6 +95,7 @@ type convState struct {
 	sent        map[string]*sentMessage // client_id, User ID and message ID -> first acceptance
 	failPosts   int                     // FailNextPost
 	dropPosts   int                     // DropConnectionAfterAccept
+	holdPost    *postHold               // HoldNextPost; nil: none
 	dropStream  int                     // DropStreamAfter; -1: none
 	floodDeltas int                     // FloodDeltas
 	stopped     bool                    // the Server is closed: Company Agent turns still due do nothing
@@ -357,6 +358,14 @@ func (s *Server) answerPost(w http.ResponseWriter, r *http.Request, c *Caller, r
 	}
 	if !res.duplicate && s.takeFault(&s.conv.dropPosts) {
 		panic(http.ErrAbortHandler) // closes the connection (HTTP/1.1) or resets the stream (HTTP/2) without a response
+	}
+	if h := s.takeHold(res.duplicate); h != nil {
+		close(h.held)
+		select {
+		case <-h.release:
+		case <-r.Context().Done(): // the agent gave up, or died
+			return
+		}
 	}
 	if !q.hasWait && !q.hasCursor {
 		st := s.conv

@@ -3,13 +3,14 @@ package poppytest
 // This file holds the test's side of conversations: what the Company holds
 // (Conversations, Messages, Events), the Company's own actions (a Person
 // who joins, closing, asking for the User) and the fault knobs
-// (FailNextPost, DropConnectionAfterAccept, ExpireCursors, DropStreamAfter,
-// FloodDeltas).
+// (FailNextPost, DropConnectionAfterAccept, HoldNextPost, ExpireCursors,
+// DropStreamAfter, FloodDeltas).
 
 import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 )
 
 // Conversations returns a copy of every conversation, in order of creation.
@@ -243,6 +244,39 @@ func (s *Server) DropConnectionAfterAccept(n int) {
 	s.conv.mu.Lock()
 	defer s.conv.mu.Unlock()
 	s.conv.dropPosts = n
+}
+
+// postHold is a message POST's answer held back (HoldNextPost).
+type postHold struct {
+	held    chan struct{} // closed once a POST accepted its message and waits
+	release chan struct{} // closed by the test to let the answer go
+	once    sync.Once
+}
+
+// HoldNextPost makes the next message POST (starting or continuing a
+// conversation) accept the message and then hold its answer until release
+// is called or the request ends (the agent gave up, or died), so that a
+// test can stop the agent while its message is in flight. held is closed
+// once such a POST has accepted its message. Retries of an accepted
+// message are not held.
+func (s *Server) HoldNextPost() (held <-chan struct{}, release func()) {
+	h := &postHold{held: make(chan struct{}), release: make(chan struct{})}
+	s.conv.mu.Lock()
+	s.conv.holdPost = h
+	s.conv.mu.Unlock()
+	return h.held, func() { h.once.Do(func() { close(h.release) }) }
+}
+
+// takeHold returns the hold a new message's POST must wait on, once.
+func (s *Server) takeHold(duplicate bool) *postHold {
+	s.conv.mu.Lock()
+	defer s.conv.mu.Unlock()
+	h := s.conv.holdPost
+	if duplicate || h == nil {
+		return nil
+	}
+	s.conv.holdPost = nil
+	return h
 }
 
 // ExpireCursors makes the Company forget every event of every conversation

@@ -436,6 +436,35 @@ func TestDropConnectionAfterAccept(t *testing.T) {
 	wantNoViolation(t, s, rt)
 }
 
+// TestHoldNextPost: the held POST's message is accepted before its answer
+// is held; the answer goes once released, and a retry of the same message
+// is not held.
+func TestHoldNextPost(t *testing.T) {
+	s, rt, a := newConvCompany(t, nil)
+	id := a.mustStart("hello")
+	held, release := s.HoldNextPost()
+	m := msg("more")
+	answered := make(chan int, 1)
+	go func() { answered <- a.send(id, m, "").status }()
+	<-held
+	if len(s.Messages(id)) != 2 {
+		t.Fatal("the held message was not accepted")
+	}
+	select {
+	case st := <-answered:
+		t.Fatalf("answered %d while held", st)
+	default:
+	}
+	if r := a.send(id, m, ""); r.status != 202 || len(s.Messages(id)) != 2 {
+		t.Errorf("retry while held: %d, %d messages", r.status, len(s.Messages(id)))
+	}
+	release()
+	if st := <-answered; st != 202 {
+		t.Errorf("after release: %d", st)
+	}
+	wantNoViolation(t, s, rt)
+}
+
 func TestConversationRateLimit(t *testing.T) {
 	s, rt, a := newConvCompany(t, nil)
 	s.RateLimit("api.example.com", "/poppy/conversations", 1, 2*time.Second)

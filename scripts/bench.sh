@@ -26,3 +26,4 @@ echo "# peak memory of translating GitHub's document (max resident set size, KB)
 go test -c -o /tmp/openapi2tools.test ./openapi2tools
 ( cd openapi2tools && /usr/bin/time -f '%M KB max RSS' /tmp/openapi2tools.test -test.run='^$' -test.bench=TranslateGitHub -test.benchtime=1x >/dev/null )
 bash scripts/bench-openapi-memory.sh "$count"
+bash scripts/bench-hosted.sh

@@ -92,7 +92,8 @@ type Forgotten struct {
 	Conversations int
 	// SeenEvents are the events marked seen and the IDs of the messages sent.
 	SeenEvents int
-	// Secrets are the DPoP keys and the messages not yet known delivered.
+	// Secrets are the DPoP keys, the messages not yet known delivered and
+	// the device sign-in kept.
 	Secrets int
 	// Generation is the local user's generation at the Company afterwards.
 	Generation Generation
@@ -146,8 +147,11 @@ func (s *Store) forgetRows(ctx context.Context, c conn, issuer string, f *Forgot
 		{&f.AccountTokens, `DELETE FROM account_tokens WHERE local_user = ? AND issuer = ?`, []any{s.user, issuer}},
 		{&f.SeenEvents, `DELETE FROM seen_events WHERE local_user = ? AND issuer = ?`, []any{s.user, issuer}},
 		{&f.Conversations, `DELETE FROM conversations WHERE local_user = ? AND issuer = ?`, []any{s.user, issuer}},
+		// The device sign-in kept for the Company (auth/deviceflow.go), so
+		// no replica polls it on for the forgotten User.
 		{&f.Secrets, `DELETE FROM secrets WHERE local_user = ? AND
-			(substr(name, 1, length(?)) = ? OR substr(name, 1, length(?)) = ?)`, []any{s.user, dpop, dpop, pending, pending}},
+			(substr(name, 1, length(?)) = ? OR substr(name, 1, length(?)) = ? OR name = ?)`,
+			[]any{s.user, dpop, dpop, pending, pending, "signin/device/" + issuer}},
 		// A lease still held is someone's work under way; one left over expires unseen.
 		{nil, s.d.now(`DELETE FROM leases WHERE local_user = ? AND substr(name, 1, length(?)) = ? AND expires_at <= NOW_NS`),
 			[]any{s.user, lease, lease}},

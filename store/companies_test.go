@@ -67,7 +67,7 @@ func testForget(t *testing.T, b *backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Forgotten{UserID: before[" "+iss], Sessions: 1, AccountTokens: 1, Conversations: 2, SeenEvents: 2, Secrets: 2,
+	want := Forgotten{UserID: before[" "+iss], Sessions: 1, AccountTokens: 1, Conversations: 2, SeenEvents: 2, Secrets: 3,
 		Generation: Generation{Forgets: 1}}
 	if f != want {
 		t.Errorf("Forget = %+v, want %+v", f, want)
@@ -89,7 +89,7 @@ func testForget(t *testing.T, b *backend) {
 			if s == root && i == iss {
 				continue
 			}
-			if n := countCompany(t, s, i); n != 7 {
+			if n := countCompany(t, s, i); n != 8 {
 				t.Errorf("%q at %s: %d records left, want 7", s.User(), i, n)
 			}
 			if id, _ := s.FindUserID(ctx, i); id != before[s.User()+" "+i] {
@@ -122,12 +122,14 @@ func fillCompany(t *testing.T, s *Store, issuer string) string {
 	check(s.MarkSeen(ctx, issuer, "cnv_1", "evt_1", "msg_1"))
 	check(s.PutSecret(ctx, "dpop/"+issuer+"/"+id, []byte("key")))
 	check(s.PutSecret(ctx, "conversation/pending/"+issuer+"/"+id+"/m1", []byte("message")))
+	check(s.PutSecret(ctx, "signin/device/"+issuer, []byte("device sign-in")))
 	check(s.PutBlob(ctx, "catalog "+issuer, "v", []byte("tools")))
 	return id
 }
 
 // countCompany counts s's person's records at issuer that fillCompany makes:
-// the User ID, a Session, an Account Token, two conversations and two secrets.
+// the User ID, a Session, an Account Token, two conversations and three
+// secrets.
 func countCompany(t *testing.T, s *Store, issuer string) int {
 	t.Helper()
 	ctx := context.Background()
@@ -150,6 +152,9 @@ func countCompany(t *testing.T, s *Store, issuer string) int {
 	for _, p := range []string{"dpop/" + issuer + "/", "conversation/pending/" + issuer + "/"} {
 		names, _ := s.SecretNames(ctx, p)
 		n += len(names)
+	}
+	if _, err := s.Secret(ctx, "signin/device/"+issuer); err == nil {
+		n++
 	}
 	return n
 }

@@ -202,3 +202,39 @@ func (s *Store) lease(ctx context.Context, name string) (Lease, time.Duration, e
 	l.ExpiresAt = fromUnixNano(expires)
 	return l, time.Duration(left), nil
 }
+
+// KeepLease renews l every third of ttl until stop is called or ctx ends,
+// for work that lasts longer than one ttl; the context it returns ends
+// then, or as soon as the lease is found lost (another holder took it
+// after it expired), so the work stops before another holder's begins.
+// A renewal that fails otherwise (the database briefly away) is tried
+// again at the next one, while the lease may still be held. stop waits for
+// the renewals to end; it does not release the lease.
+func (s *Store) KeepLease(ctx context.Context, l Lease, ttl time.Duration) (held context.Context, stop func()) {
+	held, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer cancel()
+		t := time.NewTicker(ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-held.Done():
+				return
+			case <-t.C:
+			}
+			next, err := s.RenewLease(held, l, ttl)
+			switch {
+			case err == nil:
+				l = next
+			case errors.Is(err, ErrLeaseLost):
+				return
+			}
+		}
+	}()
+	return held, func() {
+		cancel()
+		<-done
+	}
+}

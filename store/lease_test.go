@@ -166,3 +166,54 @@ func leaseTurn(ctx context.Context, s *Store, name, holder string) error {
 	}
 	return s.ReleaseLease(ctx, l)
 }
+
+func TestKeepLease(t *testing.T) { forEachBackend(t, testKeepLease) }
+
+// testKeepLease: a kept lease outlives many of its ttls; its context ends
+// once another holder took it after an expiry (the renewal finds it lost),
+// and stop ends it too.
+func testKeepLease(t *testing.T, b *backend) {
+	ctx := context.Background()
+	where := b.fresh(t)
+	s := b.openAt(t, where, nil)
+	const name, ttl = "device-signin https://auth.example.com d1", 300 * time.Millisecond
+	l, err := s.AcquireLease(ctx, name, "poller-a", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, stop := s.KeepLease(ctx, l, ttl)
+	defer stop()
+	// Several ttls later (waiting on the database's clock, which renewals
+	// move), the lease is still poller-a's.
+	var lease Lease
+	deadline := time.Now().Add(20 * time.Second)
+	for start := time.Now(); time.Since(start) < 4*ttl; time.Sleep(ttl / 4) {
+		if _, err := s.AcquireLease(ctx, name, "poller-b", ttl); !errors.Is(err, ErrLeaseHeld) {
+			t.Fatalf("the kept lease was taken: %v", err)
+		}
+	}
+	if held.Err() != nil {
+		t.Fatal("the kept lease's context ended while it was held")
+	}
+	expireLease(t, b, where, "", name)
+	if lease, err = s.AcquireLease(ctx, name, "poller-b", time.Minute); err != nil {
+		t.Fatalf("taking the expired lease: %v", err)
+	}
+	select {
+	case <-held.Done():
+	case <-time.After(time.Until(deadline)):
+		t.Fatal("the context of a lost lease did not end")
+	}
+	if cur, _, err := s.lease(ctx, name); err != nil || cur.Holder != lease.Holder {
+		t.Errorf("after the loss the lease is %+v, %v; want poller-b's", cur, err)
+	}
+	l2, err := s.AcquireLease(ctx, "other", "poller-a", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held2, stop2 := s.KeepLease(ctx, l2, ttl)
+	stop2()
+	if held2.Err() == nil {
+		t.Error("stop left the context going")
+	}
+}

@@ -41,6 +41,7 @@ func newAPIHarness(t *testing.T, opts *poppytest.Options, maxTools int) *harness
 // and Company, as a second start of poppy-mcp would be: nothing in memory.
 func (h *harness) restart(t *testing.T, maxTools int) {
 	t.Helper()
+	h.tools.Close() // the first start has ended: its Sessions are given back
 	cached := &http.Client{Transport: cache.New(h.base, nil)}
 	h.tools = tools.New(discovery.New(cached, &discovery.Options{Holds: h.holds}), &tools.Options{
 		MaxAPITools: maxTools, Agent: h.agent, Store: h.store, Pages: h.pages,

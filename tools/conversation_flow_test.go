@@ -39,13 +39,14 @@ func TestConversationSignIn(t *testing.T) {
 }
 
 // TestConversationHeldAccountToken: another poppy-mcp process signed in
-// meanwhile; this one answers the authorization event with the Account
-// Token it now holds and continues the conversation by itself.
+// meanwhile, unheard (SQLite's notifications stay in their process); this
+// one answers the authorization event with the Account Token it now holds
+// and continues the conversation by itself.
 func TestConversationHeldAccountToken(t *testing.T) {
 	h := newSignInHarness(t, signInOpts(nil))
 	cs := h.connect(t, revisions[0])
 	id := send(t, cs, map[string]any{"text": "Hello"})["conversation_id"].(string)
-	_, other := h.another(t, revisions[1])
+	_, other := h.anotherProcess(t, revisions[1])
 	signIn(t, h, other, "poppy:read")
 	got := send(t, cs, map[string]any{"conversation_id": id, "text": "What is the status of order 1042?"})
 	ev := eventOf(got, "authorization")

@@ -130,6 +130,10 @@ func New(disc *discovery.Client, opts *Options) *Server {
 		s.names.builtins = append(s.names.builtins, t.tool.Name)
 	}
 	s.people = &people{def: s.mcp, fresh: s.personMCP, servers: map[string]*server.MCPServer{}, handlers: map[string]*server.StreamableHTTPServer{}}
+	if o.Store != nil && o.Agent != nil {
+		s.bg.Go(s.signIn.takeOver) // device sign-ins another replica or run left unpolled, of every person
+		s.bg.Go(s.signIn.follow)   // device sign-ins other replicas finish
+	}
 	return s
 }
 
@@ -216,11 +220,13 @@ const instructions = "poppy-mcp is the user's Personal Agent for Companies that 
 
 // Close stops background work and waits for it, so state is saved before the
 // process exits (graceful shutdown on SIGINT/SIGTERM), then closes the
-// connections to the Companies' MCP servers. Drain comes first in a
-// graceful shutdown.
+// connections to the Companies' MCP servers and gives back the claims on
+// its Sessions, so another replica may continue them at once. Drain comes
+// first in a graceful shutdown.
 func (s *Server) Close() {
 	s.bg.close()
 	s.relays.close()
+	s.sessions.close()
 }
 
 // MCP returns the underlying mcp-go server of the default user (one

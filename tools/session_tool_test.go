@@ -48,6 +48,7 @@ func TestStartSession(t *testing.T) {
 func TestStartSessionResumes(t *testing.T) {
 	h := newHarness(t, nil)
 	_, first := call(t, h.connect(t, revisions[0]), "start_session", map[string]any{"domain": "example.com"})
+	h.tools.Close() // as the stopped process's end gives its Sessions back
 	restarted := tools.New(discovery.New(&http.Client{Transport: cache.New(h.company.Transport(), nil)}, nil), &tools.Options{
 		Agent: h.agent, Store: h.store, Pages: h.pages,
 	})

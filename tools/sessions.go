@@ -97,6 +97,8 @@ type companyState struct {
 	session *auth.Session
 	domain  string // the domain the Session was started through, as saved
 	userID  string
+	// release gives back this process's claim on session (auth.ClaimSession).
+	release func()
 }
 
 // logContext is a context for what is logged of cs's work outside a
@@ -220,6 +222,13 @@ func (ss *sessions) stateFor(ctx context.Context, domain string) (*companyState,
 	return cs, co, nil
 }
 
+// all returns the state of every person at every Company used so far.
+func (ss *sessions) all() []*companyState {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return slices.Collect(maps.Values(ss.byCompany))
+}
+
 // known returns the state of a Company already discovered and used by the
 // local user, or nil.
 func (ss *sessions) known(user, domain string) *companyState {
@@ -277,29 +286,79 @@ func (ss *sessions) ensureSession(ctx context.Context, cs *companyState, co *dis
 		return err
 	}
 	cs.userID = userID
-	saved := ""
+	saved, release := "", func() {}
 	if !fresh {
-		saved = ss.savedSession(ctx, cs)
+		saved, release = ss.savedSession(ctx, cs)
 	}
 	sess, err := ss.agentFor(cs.user).Open(ctx, authCompany(co), userID, saved)
 	if err != nil {
+		release()
 		return err
 	}
-	if saved != "" && sess.Info().ID != saved {
-		ss.log.InfoContext(ctx, "the saved Session could not be continued; a new one started", "issuer", cs.issuer)
+	if id := sess.Info().ID; id != saved {
+		if saved != "" {
+			ss.log.InfoContext(ctx, "the saved Session could not be continued; a new one started", "issuer", cs.issuer)
+		}
+		release()
+		release = ss.claim(ctx, cs, id)
 	}
-	cs.session, cs.domain = sess, co.Domain
+	if cs.release != nil {
+		cs.release() // the Session it replaces
+	}
+	cs.session, cs.domain, cs.release = sess, co.Domain, release
 	return ss.save(ctx, cs)
 }
 
+// maxResumeTries bounds the saved Sessions looked at on a start.
+const maxResumeTries = 3
+
 // savedSession returns the ID of the newest Session an earlier run saved
-// for cs's User, or "".
-func (ss *sessions) savedSession(ctx context.Context, cs *companyState) string {
+// for cs's User that no other process or replica is using now, claimed for
+// this one, or "" (auth.ClaimSession: two processes must not continue one
+// Session).
+func (ss *sessions) savedSession(ctx context.Context, cs *companyState) (string, func()) {
 	saved, err := cs.store.Sessions(ctx, cs.issuer)
-	if err != nil || len(saved) == 0 || saved[0].UserID != cs.userID {
-		return ""
+	if err != nil {
+		return "", func() {}
 	}
-	return saved[0].ID
+	for i, rec := range saved {
+		if i == maxResumeTries || rec.UserID != cs.userID {
+			break
+		}
+		release, ok, err := auth.ClaimSession(ctx, cs.store, cs.issuer, rec.ID)
+		if err != nil {
+			break
+		}
+		if ok {
+			return rec.ID, release
+		}
+	}
+	return "", func() {}
+}
+
+// claim claims the new Session id for this process; a new Session's claim
+// is free, so a failure (the database briefly away) only leaves it
+// unclaimed.
+func (ss *sessions) claim(ctx context.Context, cs *companyState, id string) func() {
+	release, ok, err := auth.ClaimSession(ctx, cs.store, cs.issuer, id)
+	if err != nil || !ok {
+		ss.log.WarnContext(ctx, "could not claim the new Session", "issuer", cs.issuer, "err", err)
+		return func() {}
+	}
+	return release
+}
+
+// close gives back this process's claims on its Sessions, so another
+// process or replica can continue them at once.
+func (ss *sessions) close() {
+	for _, cs := range ss.all() {
+		cs.mu.Lock()
+		if cs.release != nil {
+			cs.release()
+			cs.release = nil
+		}
+		cs.mu.Unlock()
+	}
 }
 
 // save records cs's Session (never its token) so a restart resumes it;

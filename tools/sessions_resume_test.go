@@ -16,6 +16,7 @@ func TestRestartResumesSignedInSession(t *testing.T) {
 			t.Parallel()
 			h := newSignInHarness(t, signInOpts(func(o *poppytest.Options) { o.RotateRefreshTokens = true }))
 			before := signIn(t, h, h.connect(t, rev), "poppy:read")
+			h.tools.Close() // the first process ends, giving its Session back
 			_, cs2 := h.another(t, rev)
 			_, got := call(t, cs2, "start_session", map[string]any{"domain": domain})
 			if got["session_id"] != before["session_id"] || got["signed_in"] != true {

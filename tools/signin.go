@@ -133,7 +133,9 @@ func (si *signIn) replace(cs *companyState, f *signInFlow) {
 	old := si.flows[key]
 	si.flows[key] = f
 	si.mu.Unlock()
-	if old != nil && old.end(statusFailed, nil, nil, "replaced by a newer sign-in") {
+	// The same sign-in pictured anew (taken over from another replica) is
+	// not a newer one: its waiters read the new picture.
+	if old != nil && old.id != f.id && old.end(statusFailed, nil, nil, "replaced by a newer sign-in") {
 		old.close()
 	}
 }

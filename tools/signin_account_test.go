@@ -93,21 +93,23 @@ func TestStartSessionWithAccountToken(t *testing.T) {
 	}
 }
 
-// TestHeldTokenInsteadOfSignIn: another poppy-mcp process (or task) whose
-// Session is still signed out uses the Account Token already held instead
-// of a new sign-in (Poppy 0.1 §4.4).
+// TestHeldTokenInsteadOfSignIn: another poppy-mcp process running at the
+// same time, unheard (its own store, as on SQLite), has a Session of its
+// own (two processes do not continue one Session), still signed out; it
+// uses the Account Token already held instead of a new sign-in (Poppy 0.1
+// §4.4).
 func TestHeldTokenInsteadOfSignIn(t *testing.T) {
 	h := newSignInHarness(t, signInOpts(nil))
 	cs := h.connect(t, revisions[0])
 	_, first := call(t, cs, "start_session", map[string]any{"domain": domain})
-	_, cs2 := h.another(t, revisions[1])
+	_, cs2 := h.anotherProcess(t, revisions[1])
 	_, second := call(t, cs2, "start_session", map[string]any{"domain": domain})
-	if second["session_id"] != first["session_id"] || second["signed_in"] != false {
-		t.Fatalf("the second process: %v, want Session %v signed out", second, first["session_id"])
+	if second["session_id"] == first["session_id"] || second["signed_in"] != false {
+		t.Fatalf("the second process: %v, want a Session of its own, signed out (the first is %v)", second, first["session_id"])
 	}
 	signIn(t, h, cs, "poppy:read")
 	res, got := call(t, cs2, "sign_in_device", map[string]any{"domain": domain, "scopes": []string{"poppy:read"}})
-	if res.IsError || got["status"] != "complete" || got["signed_in"] != true || got["session_id"] != first["session_id"] {
+	if res.IsError || got["status"] != "complete" || got["signed_in"] != true || got["session_id"] != second["session_id"] {
 		t.Fatalf("sign_in_device with a held token = %v", got)
 	}
 	if n := h.company.Served("device_code"); n != 1 {

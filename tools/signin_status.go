@@ -72,12 +72,12 @@ func (si *signIn) status(ctx context.Context, req mcp.CallToolRequest, args sign
 	if err != nil {
 		return si.sessions.failure(ctx, domain, err)
 	}
-	f := si.current(cs)
+	f := si.latest(ctx, cs)
 	if f == nil {
 		return si.noSignIn(ctx, cs, domain)
 	}
 	if wait := args.WaitSeconds.duration(0, maxWait); wait > 0 {
-		si.waitFlow(ctx, req, f, wait)
+		f = si.waitFlow(ctx, req, cs, f, wait)
 	}
 	return si.flowResult(cs, f, "")
 }
@@ -98,12 +98,16 @@ func (si *signIn) noSignIn(ctx context.Context, cs *companyState, domain string)
 
 // waitFlow waits until f leaves pending, wait passes or the call is
 // canceled, sending a progress notification each second when the client
-// asked for them with a progressToken.
-func (si *signIn) waitFlow(ctx context.Context, req mcp.CallToolRequest, f *signInFlow, wait time.Duration) {
+// asked for them with a progressToken. A sign-in another replica polls is
+// read again from the store when that replica announces a change, and each
+// second in case an announcement was lost. It returns the sign-in as it is
+// then (a newer one, if one replaced f elsewhere).
+func (si *signIn) waitFlow(ctx context.Context, req mcp.CallToolRequest, cs *companyState, f *signInFlow, wait time.Duration) *signInFlow {
 	var token mcp.ProgressToken
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
 	}
+	changed := si.listen(ctx, cs)
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	tick := time.NewTicker(time.Second)
@@ -112,11 +116,13 @@ func (si *signIn) waitFlow(ctx context.Context, req mcp.CallToolRequest, f *sign
 	for n := 1; ; n++ {
 		select {
 		case <-f.done:
-			return
+			return f
 		case <-deadline.C:
-			return
+			return f
 		case <-ctx.Done():
-			return
+			return f
+		case <-changed:
+			n--
 		case <-tick.C:
 			if token != nil {
 				_ = si.mcp.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
@@ -124,6 +130,9 @@ func (si *signIn) waitFlow(ctx context.Context, req mcp.CallToolRequest, f *sign
 					"message": "Waiting for the user to finish signing in",
 				})
 			}
+		}
+		if f.kind == "device" {
+			f = si.latest(ctx, cs)
 		}
 	}
 }

@@ -181,13 +181,13 @@ func TestHostedPeopleAtOneCompany(t *testing.T) {
 		}
 	}
 	for _, p := range []*hostedPerson{dana, sam} { // example.com's tools were announced to each, at each revision
-		waitFor(t, p.name+"'s notifications/tools/list_changed", func() bool { return p.listChanged.Load() > 0 })
+		waitFor(t, 30*time.Second, p.name+"'s notifications/tools/list_changed", func() bool { return p.listChanged.Load() > 0 })
 	}
 	danaChanges, samChanges := dana.listChanged.Load(), sam.listChanged.Load()
 	if got, isErr := sam.call(t, "start_session", map[string]any{"domain": "outdoor.example"}); isErr {
 		t.Fatalf("sam: start_session at outdoor.example = %v", got)
 	}
-	waitFor(t, "sam's list_changed for outdoor.example", func() bool { return sam.listChanged.Load() > samChanges })
+	waitFor(t, 30*time.Second, "sam's list_changed for outdoor.example", func() bool { return sam.listChanged.Load() > samChanges })
 	dana.call(t, "sign_in_status", map[string]any{"domain": "example.com"}) // a round trip, for a stray notification to arrive
 	if got := dana.listChanged.Load(); got != danaChanges {
 		t.Errorf("dana got %d notifications/tools/list_changed when sam's tools changed", got-danaChanges)

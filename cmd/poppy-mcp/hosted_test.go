@@ -191,16 +191,7 @@ func TestHostedPeopleKeptApart(t *testing.T) {
 // MCP revision rev.
 func connectAt(t *testing.T, u, token, rev string) *sdk.ClientSession {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-test", Version: "1"}, nil)
-	hc := &http.Client{Transport: headerTransport{bearer(token)}}
-	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: u, HTTPClient: hc, MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: rev})
-	if err != nil {
-		t.Fatalf("connect at %s: %v", rev, err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return connectWith(t, u, token, rev, nil)
 }
 
 // openPage GETs u in browser b, following redirects (through the issuer's

@@ -36,13 +36,13 @@ func TestMain(m *testing.M) {
 }
 
 // runBinary runs poppy-mcp and returns stdout, stderr and the exit code.
-func runBinary(t *testing.T, env []string, args ...string) (string, string, int) {
+func runBinary(t testing.TB, env []string, args ...string) (string, string, int) {
 	t.Helper()
 	return runBinaryIn(t, env, "", args...)
 }
 
 // runBinaryIn is runBinary with stdin.
-func runBinaryIn(t *testing.T, env []string, stdin string, args ...string) (string, string, int) {
+func runBinaryIn(t testing.TB, env []string, stdin string, args ...string) (string, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -66,7 +66,7 @@ func runBinaryIn(t *testing.T, env []string, stdin string, args ...string) (stri
 
 // companyArgs are the environment and --resolve flags that reach a poppytest
 // Company from another process under its real names.
-func companyArgs(t *testing.T, srv *poppytest.Server) ([]string, []string) {
+func companyArgs(t testing.TB, srv *poppytest.Server) ([]string, []string) {
 	t.Helper()
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(ca, srv.CAPEM(), 0o600); err != nil {

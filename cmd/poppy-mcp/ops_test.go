@@ -114,12 +114,12 @@ func TestDrainOnSIGTERM(t *testing.T) {
 		res, text := call(t, cs, "send_message", map[string]any{"domain": "example.com", "text": "Where is order 1042?", "wait_seconds": 30})
 		done <- outcome{res, text}
 	}()
-	waitFor(t, "the message at the Company", func() bool { return len(p.srv.Conversations()) == 1 })
+	waitFor(t, 30*time.Second, "the message at the Company", func() bool { return len(p.srv.Conversations()) == 1 })
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	health := strings.TrimSuffix(u, "/mcp") + "/healthz"
-	waitFor(t, "healthz to answer 503", func() bool { resp, _ := getWith(t, health, nil); return resp.StatusCode == 503 })
+	waitFor(t, 30*time.Second, "healthz to answer 503", func() bool { resp, _ := getWith(t, health, nil); return resp.StatusCode == 503 })
 	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(initialize))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -143,17 +143,6 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	if !strings.Contains(logged.String(), "drained") {
 		t.Errorf("the drain was not logged:\n%s", logged.String())
 	}
-}
-
-// waitFor polls cond until it holds, failing the test after 30 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }
 
 // testLogger logs text lines into w.

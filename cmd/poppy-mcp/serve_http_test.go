@@ -41,8 +41,9 @@ func startLogged(t *testing.T, env []string, args ...string) (string, *lockedBuf
 	return u, logged
 }
 
-// startProcess is startLogged that also returns the process, to signal it.
-func startProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, string, *lockedBuffer) {
+// startProcess is startLogged that also returns the process, for a test
+// that kills it.
+func startProcess(t testing.TB, env []string, args ...string) (*exec.Cmd, string, *lockedBuffer) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), env...)

@@ -23,7 +23,7 @@ import (
 // postgresURL returns a postgres:// URL of a new schema in the database
 // POPPY_TEST_POSTGRES names, dropped when the test ends, or skips the test
 // (fails it with POPPY_REQUIRE_POSTGRES=1) without one.
-func postgresURL(t *testing.T) string {
+func postgresURL(t testing.TB) string {
 	t.Helper()
 	dsn := os.Getenv("POPPY_TEST_POSTGRES")
 	if dsn == "" {
@@ -58,7 +58,7 @@ func postgresURL(t *testing.T) string {
 	return u.String()
 }
 
-func mustExecSQL(t *testing.T, db *sql.DB, q string) {
+func mustExecSQL(t testing.TB, db *sql.DB, q string) {
 	t.Helper()
 	if _, err := db.Exec(q); err != nil {
 		t.Fatal(err)
