@@ -165,13 +165,14 @@ func (si *signIn) finish(ctx context.Context, cs *companyState, sess *auth.Sessi
 		}
 	}
 	si.sessions.saveSignedIn(ctx, cs, sess)
-	f.end(statusComplete, in.Scopes, in.Missing, detail)
+	// Logged before the flow ends, so whoever reads it complete finds the lines.
 	si.log.InfoContext(ctx, "signed in", "type", f.kind, "issuer", cs.issuer, "scopes", strings.Join(in.Scopes, " "))
 	if extra := notRequested(in.Scopes, f.scopes); len(extra) > 0 {
 		// Poppy 0.1 §4.4: "The Company MUST NOT grant scopes beyond those requested and allowed for the type used."
 		si.log.WarnContext(ctx, "the Company granted scopes that were not requested", "issuer", cs.issuer,
 			"requested", strings.Join(f.scopes, " "), "not_requested", strings.Join(extra, " "))
 	}
+	f.end(statusComplete, in.Scopes, in.Missing, detail)
 }
 
 // flowFailure maps a sign-in error to a status and a sentence for the model.
