@@ -160,6 +160,19 @@ func parseDeviceFlow(raw []byte) (*DeviceFlow, error) {
 		Status: w.Status, Granted: w.Granted, Missing: w.Missing, Detail: w.Detail, Owner: w.Owner}, nil
 }
 
+// DeviceFlowHolders returns the local users that keep a Device Sign-In in
+// st, the whole state, with one query: the people whose kept sign-ins a
+// replica looks at when it takes over those no replica polls.
+func DeviceFlowHolders(ctx context.Context, st interface {
+	SecretHolders(ctx context.Context, prefix string) ([]string, error)
+}) ([]string, error) {
+	users, err := st.SecretHolders(ctx, deviceFlowPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("auth: list device sign-ins: %w", err)
+	}
+	return users, nil
+}
+
 // DeviceFlows returns the kept Device Sign-Ins of the person st is the
 // view of, skipping any that cannot be read.
 func DeviceFlows(ctx context.Context, st FlowStore) ([]*DeviceFlow, error) {

@@ -156,6 +156,19 @@ func (s *Store) SecretNames(ctx context.Context, prefix string) ([]string, error
 	}, "secret names")
 }
 
+// SecretHolders returns, in order, the local users (of every view: the
+// whole state) that keep a secret whose name begins with prefix, so that
+// work kept per person under one prefix (device sign-ins in progress, say)
+// is found with one query, not one per person.
+func (s *Store) SecretHolders(ctx context.Context, prefix string) ([]string, error) {
+	rows, err := s.conn().query(ctx, `SELECT DISTINCT local_user FROM secrets
+		WHERE substr(name, 1, length(?)) = ? ORDER BY local_user`, prefix, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("store: secret holders: %w", err)
+	}
+	return collect(rows, scanString, "secret holders")
+}
+
 // DeleteSecret removes the local user's secret stored under name. Deleting
 // a missing secret is not an error.
 func (s *Store) DeleteSecret(ctx context.Context, name string) error {

@@ -94,6 +94,25 @@ func testSecretNames(t *testing.T, b *backend) {
 	}
 }
 
+// TestSecretHolders: the people who keep a secret under a prefix, found
+// across every person's view with one query; none of another prefix.
+func TestSecretHolders(t *testing.T) { forEachBackend(t, testSecretHolders) }
+
+func testSecretHolders(t *testing.T, b *backend) {
+	ctx := context.Background()
+	s := b.openNew(t, nil)
+	for user, name := range map[string]string{"": "flow/x", "dana": "flow/y", "sam": "other/z"} {
+		if err := s.ForUser(user).PutSecret(ctx, name, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, view := range []*Store{s, s.ForUser("sam")} { // whichever view asks: the whole state
+		if got, err := view.SecretHolders(ctx, "flow/"); err != nil || !slices.Equal(got, []string{"", "dana"}) {
+			t.Errorf("SecretHolders = %q, %v", got, err)
+		}
+	}
+}
+
 func TestUserID(t *testing.T) { forEachBackend(t, testUserID) }
 
 func testUserID(t *testing.T, b *backend) {

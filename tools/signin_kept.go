@@ -142,9 +142,9 @@ func (si *signIn) takeOver(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		users, err := si.sessions.store.LocalUsers(ctx)
+		users, err := auth.DeviceFlowHolders(ctx, si.sessions.store) // one query, however many people
 		if err != nil {
-			si.log.Debug("could not list the people with kept state", "err", err)
+			si.log.Debug("could not list the people with kept device sign-ins", "err", err)
 			continue
 		}
 		for _, key := range users {
