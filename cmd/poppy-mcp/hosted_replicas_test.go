@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -41,12 +42,19 @@ func TestHostedPeopleThroughReplicas(t *testing.T) {
 	danaB := h.connectPerson(t, 1, "dana", "acct_dana", "2026-07-28")
 	samA := h.connectPerson(t, 0, "sam", "acct_sam", "2025-11-25")
 	checkFollows(t, danaB, dana, "Stormline jacket, size M", false)
+	waitFor(t, 30*time.Second, "dana's list_changed through B", func() bool { return danaB.listChanged.Load() > 0 })
+	danaChanges, samChanges := danaB.listChanged.Load(), samA.listChanged.Load()
 	// A replica announces a Company's tools to a person once they use it
 	// there: sam's Session at outdoor.example through B is not one of A's.
 	if got, isErr := samA.call(t, "start_session", map[string]any{"domain": "outdoor.example"}); isErr {
 		t.Fatalf("sam: start_session at outdoor.example through A = %v", got)
 	}
+	waitFor(t, 30*time.Second, "sam's list_changed through A", func() bool { return samA.listChanged.Load() > samChanges })
 	checkFollows(t, samA, sam, "Rain hat", true)
+	danaB.call(t, "sign_in_status", map[string]any{"domain": "example.com"}) // a round trip, for a stray notification to arrive
+	if got := danaB.listChanged.Load(); got != danaChanges {
+		t.Errorf("dana's client on B got %d notifications/tools/list_changed when sam's tools changed on A", got-danaChanges)
+	}
 	for _, c := range []struct {
 		who, other *hostedPerson
 		theirs     []string
@@ -275,8 +283,9 @@ func checkCompanyUserIDs(t *testing.T, srv *poppytest.Server, users map[*hostedP
 
 // checkReplicaLogs: each replica logged the device sign-in of the person
 // whose client is on it, with their pseudonymous ID, and a line of the
-// second client of the other person; no line carrying one person's ID
-// names the other's conversation, account or User ID.
+// second client of the other person; the lines of the relay to
+// outdoor.example's MCP server, which only sam uses, carry sam's ID; no
+// line carrying one person's ID names the other's conversation or User ID.
 func checkReplicaLogs(t *testing.T, h *hostedDeployment, users map[*hostedPerson]storedUser, dana, sam *hostedPerson) {
 	t.Helper()
 	id := func(p *hostedPerson) string {
@@ -293,11 +302,14 @@ func checkReplicaLogs(t *testing.T, h *hostedDeployment, users map[*hostedPerson
 			t.Errorf("replica %c logged no line with %s's ID, whose second client used it", 'A'+i, c.second.name)
 		}
 		for _, l := range lines {
+			if strings.Contains(l, "url=https://mcp.outdoor.example/") && !strings.Contains(l, id(sam)) {
+				t.Errorf("replica %c logged sam's relay without sam's ID: %s", 'A'+i, l)
+			}
 			for _, pair := range [][2]*hostedPerson{{dana, sam}, {sam, dana}} {
 				if !strings.Contains(l, id(pair[0])) {
 					continue
 				}
-				for _, m := range append([]string{pair[1].conversation, pair[1].account}, mapValues(users[pair[1]].userIDs)...) {
+				for _, m := range append([]string{pair[1].conversation}, mapValues(users[pair[1]].userIDs)...) {
 					if strings.Contains(l, m) {
 						t.Errorf("replica %c logged %s's %q on a line of %s's: %s", 'A'+i, pair[1].name, m, pair[0].name, l)
 					}
