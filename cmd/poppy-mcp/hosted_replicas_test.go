@@ -25,12 +25,18 @@ import (
 // Then each person's second client connects to the OTHER replica (dana's
 // to B at 2026-07-28, sam's to A at 2025-11-25): it reads its person's
 // conversation, lists it, calls the API as their account without signing
-// in again and lists their Companies' tools, so state follows the person
-// across replicas; and it received nothing of the other person's. The
-// Company sees two User IDs, the ones the store keeps for each person;
-// every row of the database that names one person's conversation, account
-// or User ID is that person's; each replica's log lines carry the right
+// in again (their sealed Account Token, used by the other replica, gives
+// their own orders) and lists their Companies' tools, so state follows the
+// person across replicas; it received nothing of the other person's, nor a
+// list_changed for the other's tools. The Company sees two User IDs, the
+// ones the store keeps for each person; every row of the database that
+// names one person's conversation, Session or User ID is that person's
+// (the Company's account names are not kept in clear: an Account Token is
+// sealed under its label); each replica's log lines carry the right
 // pseudonymous IDs.
+//
+// On main before this test, the lines of the relay that connects to a
+// Company's MCP server for one person carried no user ID: it fails there.
 func TestHostedPeopleThroughReplicas(t *testing.T) {
 	dbURL := postgresURL(t)
 	other := poppytest.NewServer(t, &poppytest.Options{Domain: "outdoor.example"})
@@ -119,8 +125,9 @@ type storedUser struct {
 
 // checkStoredRecords reads each person's records through their own view of
 // the database, as the replicas do, and every row of every table: each
-// person's view holds their conversation and account and nothing of the
-// other's; no row names a person's conversation, account or User ID
+// person's view holds their conversation, Sessions and User IDs and
+// nothing of the other's; no row names a person's conversation, Session or
+// User ID
 // unless it is that person's; the only local users are the two people.
 func checkStoredRecords(t *testing.T, h *hostedDeployment, dana, sam *hostedPerson) map[*hostedPerson]storedUser {
 	t.Helper()
@@ -154,7 +161,8 @@ func checkStoredRecords(t *testing.T, h *hostedDeployment, dana, sam *hostedPers
 			}
 		}
 	}
-	checkRows(t, h.store, map[string][]string{users[dana].key: marks[dana], users[sam].key: marks[sam]})
+	checkRows(t, h.store, map[string][]string{users[dana].key: marks[dana], users[sam].key: marks[sam]},
+		dana.account, sam.account, dana.userCode, sam.userCode)
 	return users
 }
 
@@ -197,9 +205,9 @@ func readStoredUser(t *testing.T, v *store.Store) storedUser {
 
 // checkRows reads every row of every table of the database at dbURL as
 // text: a row that holds one of a person's marks belongs to that person
-// (its local_user is theirs), and a table without local_user holds no
-// person's mark at all.
-func checkRows(t *testing.T, dbURL string, marks map[string][]string) {
+// (its local_user is theirs), a table without local_user holds no
+// person's mark at all, and no row holds any of absent in clear.
+func checkRows(t *testing.T, dbURL string, marks map[string][]string, absent ...string) {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(dbURL)
 	if err != nil {
@@ -238,6 +246,11 @@ func checkRows(t *testing.T, dbURL string, marks map[string][]string) {
 			var user, row string
 			if err := rs.Scan(&user, &row); err != nil {
 				t.Fatal(err)
+			}
+			for _, a := range absent {
+				if strings.Contains(row, a) {
+					t.Errorf("a row of %s holds %q in clear: %s", table, a, row)
+				}
 			}
 			for person, ms := range marks {
 				for _, m := range ms {
