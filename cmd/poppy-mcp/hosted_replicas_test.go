@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"fmt"
 	"maps"
@@ -215,25 +216,8 @@ func checkRows(t *testing.T, dbURL string, marks map[string][]string, absent ...
 	}
 	db := stdlib.OpenDB(*cfg)
 	defer db.Close()
-	rows, err := db.Query(`SELECT table_name, bool_or(column_name = 'local_user') FROM information_schema.columns
-		WHERE table_schema = current_schema() GROUP BY table_name ORDER BY table_name`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	perUser := map[string]bool{}
-	for rows.Next() {
-		var table string
-		var has bool
-		if err := rows.Scan(&table, &has); err != nil {
-			t.Fatal(err)
-		}
-		perUser[table] = has
-	}
-	if rows.Close(); len(perUser) == 0 {
-		t.Fatal("the database has no tables: the scan would prove nothing")
-	}
 	found := map[string]bool{}
-	for table, has := range perUser {
+	for table, has := range tablesOf(t, db) {
 		owner := "''"
 		if has {
 			owner = "local_user"
@@ -270,6 +254,31 @@ func checkRows(t *testing.T, dbURL string, marks map[string][]string, absent ...
 			}
 		}
 	}
+}
+
+// tablesOf returns the tables of the database's current schema, each with
+// whether it has a local_user column.
+func tablesOf(t *testing.T, db *sql.DB) map[string]bool {
+	t.Helper()
+	rows, err := db.Query(`SELECT table_name, bool_or(column_name = 'local_user') FROM information_schema.columns
+		WHERE table_schema = current_schema() GROUP BY table_name ORDER BY table_name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	perUser := map[string]bool{}
+	for rows.Next() {
+		var table string
+		var has bool
+		if err := rows.Scan(&table, &has); err != nil {
+			t.Fatal(err)
+		}
+		perUser[table] = has
+	}
+	if len(perUser) == 0 {
+		t.Fatal("the database has no tables: the scan would prove nothing")
+	}
+	return perUser
 }
 
 // checkCompanyUserIDs: the Company's signed-in Users at example.com are
