@@ -47,6 +47,9 @@ func ExampleResource_Require() {
 func ExampleUser() {
 	u := mcpauth.User{Issuer: "https://login.example.org", Subject: "dana@example.org"}
 	fmt.Println(len(u.Key()), len(u.LogID()), u.String() == "user:"+u.LogID())
+	// Work that holds only the key logs the same ID.
+	fmt.Println(mcpauth.KeyLogID(u.Key()) == u.LogID(), mcpauth.KeyLogID("") == "")
 	// Output:
 	// 43 12 true
+	// true true
 }

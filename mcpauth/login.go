@@ -367,7 +367,7 @@ func (l *Login) Admit(w http.ResponseWriter, r *http.Request, owner string) bool
 		return true
 	}
 	if ok {
-		l.r.log.Info("mcpauth: a page was refused to another person", "user", u, "owner", owner[:min(12, len(owner))])
+		l.r.log.Info("mcpauth: a page was refused to another person", "user", u, "owner", KeyLogID(owner))
 		message(w, http.StatusForbidden, "Not your page",
 			"This link was opened for someone else. If you were sent it, do not use it: ask your own assistant for a link of your own.")
 		return false

@@ -51,12 +51,11 @@ func (u User) Key() string {
 // LogID is the pseudonymous ID logs carry for the user: the first twelve
 // characters of Key (72 bits), enough to tell people apart and to find the
 // user's records, and nothing of the subject itself.
-func (u User) LogID() string {
-	if u.IsZero() {
-		return ""
-	}
-	return u.Key()[:12]
-}
+func (u User) LogID() string { return KeyLogID(u.Key()) }
+
+// KeyLogID is the LogID of the user whose Key is key, for work that holds
+// the key alone: "" for the default user "".
+func KeyLogID(key string) string { return key[:min(12, len(key))] }
 
 // String is the LogID, so that a User printed by mistake shows no subject.
 func (u User) String() string { return "user:" + u.LogID() }

@@ -27,6 +27,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/mcpproxy"
 )
 
@@ -135,6 +136,12 @@ func (rs *relays) relayFor(user string, co *discovery.Company, api discovery.API
 		return e, nil
 	}
 	e := &relayEntry{sess: sess}
+	// The relay logs without a request's context: its lines name the
+	// person it is for, as a request's do.
+	logger := rs.log
+	if user != "" {
+		logger = logger.With("user", mcpauth.KeyLogID(user))
+	}
 	up, err := mcpproxy.New(api.URL, &mcpproxy.Options{
 		Prefix: prefix,
 		HTTPClient: func() (*http.Client, error) {
@@ -148,7 +155,7 @@ func (rs *relays) relayFor(user string, co *discovery.Company, api discovery.API
 			// Poppy 0.1 §4.3: a Bearer Session Token with resource = the server's url, sent there only.
 			return at.BearerClient(api.URL)
 		},
-		Logger: rs.log,
+		Logger: logger,
 	})
 	if err != nil {
 		return nil, err
@@ -163,7 +170,7 @@ func (rs *relays) relayFor(user string, co *discovery.Company, api discovery.API
 		Failure: func(ctx context.Context, t mcpproxy.Tool, err error) *mcp.CallToolResult {
 			return rs.failure(ctx, domain, t, err)
 		},
-		Logger: rs.log,
+		Logger: logger,
 	})
 	rs.byKey[key] = e
 	return e, nil

@@ -15,6 +15,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/oidctest"
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
@@ -70,8 +71,8 @@ type hostedPerson struct {
 }
 
 // connectPerson connects the go-sdk client as name (the sub of the access
-// token the issuer gives it) at revision rev, recording its wire.
-func (h *hostedDeployment) connectPerson(t *testing.T, name, account, rev string) *hostedPerson {
+// token the issuer gives it) to replica at revision rev, recording its wire.
+func (h *hostedDeployment) connectPerson(t *testing.T, replica int, name, account, rev string) *hostedPerson {
 	t.Helper()
 	p := &hostedPerson{name: name, account: account, wire: &wire{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -80,7 +81,7 @@ func (h *hostedDeployment) connectPerson(t *testing.T, name, account, rev string
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { p.listChanged.Add(1) },
 	})
 	hc := &http.Client{Transport: recording{h.idp.AccessToken(t, "claude", name), p.wire}}
-	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: h.mcpURL, HTTPClient: hc, MaxRetries: -1},
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: h.replicas[replica].mcpURL, HTTPClient: hc, MaxRetries: -1},
 		&sdk.ClientSessionOptions{ProtocolVersion: rev})
 	if err != nil {
 		t.Fatalf("%s connects at %s: %v", name, rev, err)
@@ -144,7 +145,7 @@ func (p *hostedPerson) signIn(t *testing.T, h *hostedDeployment) {
 			return
 		}
 	}
-	t.Fatalf("%s: the device sign-in did not complete\nserve's log:\n%s", p.name, h.logged.String())
+	t.Fatalf("%s: the device sign-in did not complete\nserve's log:\n%s", p.name, h.logged())
 }
 
 // TestHostedPeopleAtOneCompany: two people of one hosted poppy-mcp (dana
@@ -163,9 +164,20 @@ func (p *hostedPerson) signIn(t *testing.T, h *hostedDeployment) {
 // read dana's conversation: this test fails there.
 func TestHostedPeopleAtOneCompany(t *testing.T) {
 	other := poppytest.NewServer(t, &poppytest.Options{Domain: "outdoor.example"})
-	h := startHostedWith(t, []*poppytest.Server{other})
-	dana := h.connectPerson(t, "dana", "acct_dana", "2025-11-25")
-	sam := h.connectPerson(t, "sam", "acct_sam", "2026-07-28")
+	h := startHostedWith(t, &deploymentOptions{Others: []*poppytest.Server{other}})
+	dana := h.connectPerson(t, 0, "dana", "acct_dana", "2025-11-25")
+	sam := h.connectPerson(t, 0, "sam", "acct_sam", "2026-07-28")
+	peopleJourney(t, h, dana, sam)
+	checkLogIDs(t, h.idp, h.logged(), dana, sam)
+}
+
+// peopleJourney: dana and sam sign in to example.com with their accounts,
+// talk, call its API and open its website; sam also starts a Session at
+// outdoor.example. Then the checks: the Company sees two Users; neither
+// client received anything of the other's; sam cannot read dana's
+// conversation or see it listed. From then on only dana's wire is clean.
+func peopleJourney(t *testing.T, h *hostedDeployment, dana, sam *hostedPerson) {
+	t.Helper()
 	for _, p := range []*hostedPerson{dana, sam} {
 		p.signIn(t, h)
 		got, isErr := p.call(t, "send_message", map[string]any{"domain": "example.com", "text": "Hello from " + p.name, "wait_seconds": 0})
@@ -197,20 +209,26 @@ func TestHostedPeopleAtOneCompany(t *testing.T) {
 
 	// sam's client now names dana's conversation itself: only dana's wire
 	// is scanned from here on.
-	if got, isErr := sam.call(t, "read_events", map[string]any{"domain": "example.com", "conversation_id": dana.conversation}); !isErr ||
-		got["error"] != "unknown_conversation" {
-		t.Errorf("sam reads dana's conversation: %v (error %v), want unknown_conversation", got, isErr)
-	}
-	listed, _ := sam.call(t, "list_conversations", map[string]any{})
-	if s := fmt.Sprint(listed); strings.Contains(s, dana.conversation) || !strings.Contains(s, sam.conversation) {
-		t.Errorf("sam's list_conversations: %v", listed)
-	}
+	checkNotReadable(t, sam, dana)
 	for _, s := range []string{sam.conversation, sam.userCode, "acct_sam", "Rain hat", "outdoor_example"} {
 		if strings.Contains(dana.wire.String(), s) {
 			t.Errorf("dana's client received %q, which is sam's", s)
 		}
 	}
-	checkLogIDs(t, h, dana, sam)
+}
+
+// checkNotReadable: p cannot read the other person's conversation, and
+// lists their own but not the other's.
+func checkNotReadable(t *testing.T, p, other *hostedPerson) {
+	t.Helper()
+	if got, isErr := p.call(t, "read_events", map[string]any{"domain": "example.com", "conversation_id": other.conversation}); !isErr ||
+		got["error"] != "unknown_conversation" {
+		t.Errorf("%s reads %s's conversation: %v (error %v), want unknown_conversation", p.name, other.name, got, isErr)
+	}
+	listed, _ := p.call(t, "list_conversations", map[string]any{})
+	if s := fmt.Sprint(listed); strings.Contains(s, other.conversation) || !strings.Contains(s, p.conversation) {
+		t.Errorf("%s's list_conversations: %v", p.name, listed)
+	}
 }
 
 // checkCompanyUsers: the Company sees each person as a User of their own,
@@ -271,11 +289,11 @@ func checkNotShared(t *testing.T, dana, sam *hostedPerson) {
 // checkLogIDs: the lines serve logged of each person's work carry their
 // pseudonymous ID, those of a tool call and those of its background work
 // (the device sign-in's polling, which logs "signed in") alike.
-func checkLogIDs(t *testing.T, h *hostedDeployment, people ...*hostedPerson) {
+func checkLogIDs(t *testing.T, idp *oidctest.Provider, logged string, people ...*hostedPerson) {
 	t.Helper()
-	lines := strings.Split(h.logged.String(), "\n")
+	lines := strings.Split(logged, "\n")
 	for _, p := range people {
-		id := mcpauth.User{Issuer: h.idp.Issuer(), Subject: p.name}.LogID()
+		id := mcpauth.User{Issuer: idp.Issuer(), Subject: p.name}.LogID()
 		for _, msg := range []string{`msg="device sign-in started"`, `msg="signed in"`} {
 			if !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, msg) && strings.Contains(l, "user="+id) }) {
 				t.Errorf("no %s line carries %s's pseudonymous ID %s", msg, p.name, id)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,13 +25,39 @@ import (
 // hostedDeployment is `serve --auth-issuer` behind a TLS reverse proxy at
 // poppytest's agent host (the public URL), with a real authorization server
 // (internal/oidctest) that issues its access tokens and signs browsers in.
+// It has one replica or more: on PostgreSQL (--store) they share one
+// database and one POPPY_STATE_KEY, as every replica of a deployment must,
+// and the public URL's requests go to each replica in turn, as a load
+// balancer would send them.
 type hostedDeployment struct {
-	srv    *poppytest.Server
-	idp    *oidctest.Provider
-	public string // --public-url
-	mcpURL string // where serve listens, on loopback
-	state  string // --state-dir
-	logged *lockedBuffer
+	srv      *poppytest.Server
+	idp      *oidctest.Provider
+	public   string // --public-url
+	stateKey string // POPPY_STATE_KEY, base64
+	store    string // --store; "" for SQLite in the first replica's state directory
+	replicas []hostedReplica
+	next     atomic.Int64 // round robin of the public URL's requests
+}
+
+// hostedReplica is one `serve` process of a hosted deployment.
+type hostedReplica struct {
+	mcpURL string        // where it listens, on loopback
+	state  string        // its --state-dir
+	logged *lockedBuffer // its stderr
+}
+
+// deploymentOptions shape a hosted deployment; the zero value is one replica
+// on SQLite reaching poppytest's example.com alone.
+type deploymentOptions struct {
+	// Others are more Companies poppy-mcp can reach (their names mapped,
+	// their CAs trusted, the agent's documents served to them on their
+	// agent host).
+	Others []*poppytest.Server
+	// Replicas is how many `serve` processes run; 0 is one.
+	Replicas int
+	// Store is the --store URL every replica uses; "" is SQLite in the
+	// state directory, which the replicas then share.
+	Store string
 }
 
 func startHosted(t *testing.T, extra ...string) *hostedDeployment {
@@ -37,18 +65,57 @@ func startHosted(t *testing.T, extra ...string) *hostedDeployment {
 	return startHostedWith(t, nil, extra...)
 }
 
-// startHostedWith is startHosted with more Companies poppy-mcp can reach
-// (their names mapped, their CAs trusted, the agent's documents served to
-// them on their agent host).
-func startHostedWith(t *testing.T, others []*poppytest.Server, extra ...string) *hostedDeployment {
+// startHostedWith starts a hosted deployment shaped by opts (nil is the
+// zero deploymentOptions); extra are more flags of every replica's serve.
+func startHostedWith(t *testing.T, opts *deploymentOptions, extra ...string) *hostedDeployment {
 	t.Helper()
+	if opts == nil {
+		opts = &deploymentOptions{}
+	}
 	srv := poppytest.NewServer(t, nil)
 	idp := oidctest.New(t, nil)
-	public := "https://" + srv.AgentHost()
-	idp.AddClient(oidctest.Client{ID: "claude", RedirectURIs: []string{"https://client.test/cb"}, Audience: []string{public + "/mcp"}})
-	idp.AddClient(oidctest.Client{ID: "poppy-pages", Secret: "pages-secret-0123456789", RedirectURIs: []string{public + "/auth/callback"}})
-	_, resolve := companyArgs(t, srv)
-	cas := append(srv.CAPEM(), idp.CAPEM()...) // every CA, as an operator's bundle would have them
+	h := &hostedDeployment{srv: srv, idp: idp, public: "https://" + srv.AgentHost(), stateKey: newKey(), store: opts.Store}
+	idp.AddClient(oidctest.Client{ID: "claude", RedirectURIs: []string{"https://client.test/cb"}, Audience: []string{h.public + "/mcp"}})
+	idp.AddClient(oidctest.Client{ID: "poppy-pages", Secret: "pages-secret-0123456789", RedirectURIs: []string{h.public + "/auth/callback"}})
+	env, resolve := h.environment(t, opts.Others)
+	state := t.TempDir()
+	if _, errOut, code := runBinary(t, env, append([]string{"init", "--out", t.TempDir(), "--client-id", h.public + "/agent.json"},
+		h.storeArgs(state)...)...); code != 0 {
+		t.Fatalf("init: %s", errOut)
+	}
+	for i := range max(opts.Replicas, 1) {
+		if i > 0 && h.store != "" { // on PostgreSQL each replica has a state directory of its own
+			state = t.TempDir()
+		}
+		args := append([]string{"serve", "--log-level", "debug", "--http", "127.0.0.1:0", "--public-url", h.public,
+			"--auth-issuer", idp.Issuer(), "--auth-client-id", "poppy-pages", "--resolve", idp.Host() + ":443:" + idp.Addr()},
+			append(h.storeArgs(state), resolve...)...)
+		u, logged := startLogged(t, env, append(args, extra...)...)
+		h.replicas = append(h.replicas, hostedReplica{mcpURL: u, state: state, logged: logged})
+	}
+	srv.Handle(srv.AgentHost(), "/", &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		replica := h.replicas[int(h.next.Add(1)-1)%len(h.replicas)]
+		target, _ := url.Parse(strings.TrimSuffix(replica.mcpURL, "/mcp"))
+		r.SetURL(target)
+		r.Out.Host = r.In.Host
+	}})
+	if len(opts.Others) > 0 {
+		agentJSON, jwks := h.published(t, "/agent.json"), h.published(t, "/jwks.json")
+		for _, o := range opts.Others {
+			o.SetAgentDocuments(agentJSON, jwks)
+		}
+	}
+	return h
+}
+
+// environment is the replicas' environment (every Company's and the
+// issuer's CA trusted, as an operator's bundle would have them; the state
+// key; the pages' client secret) and the --resolve flags that reach the
+// Companies.
+func (h *hostedDeployment) environment(t *testing.T, others []*poppytest.Server) ([]string, []string) {
+	t.Helper()
+	_, resolve := companyArgs(t, h.srv)
+	cas := append(h.srv.CAPEM(), h.idp.CAPEM()...)
 	for _, o := range others {
 		_, more := companyArgs(t, o)
 		resolve = append(resolve, more...)
@@ -58,27 +125,24 @@ func startHostedWith(t *testing.T, others []*poppytest.Server, extra ...string) 
 	if err := os.WriteFile(ca, cas, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"SSL_CERT_FILE=" + ca, "POPPY_STATE_KEY=" + newKey(), "POPPY_AUTH_CLIENT_SECRET=pages-secret-0123456789"}
-	state := t.TempDir()
-	if _, errOut, code := runBinary(t, env, "init", "--state-dir", state, "--out", t.TempDir(), "--client-id", public+"/agent.json"); code != 0 {
-		t.Fatalf("init: %s", errOut)
+	return []string{"SSL_CERT_FILE=" + ca, "POPPY_STATE_KEY=" + h.stateKey, "POPPY_AUTH_CLIENT_SECRET=pages-secret-0123456789"}, resolve
+}
+
+// storeArgs are the flags that give a process the deployment's state.
+func (h *hostedDeployment) storeArgs(state string) []string {
+	if h.store == "" {
+		return []string{"--state-dir", state}
 	}
-	args := append([]string{"serve", "--state-dir", state, "--log-level", "debug", "--http", "127.0.0.1:0", "--public-url", public,
-		"--auth-issuer", idp.Issuer(), "--auth-client-id", "poppy-pages", "--resolve", idp.Host() + ":443:" + idp.Addr()}, resolve...)
-	u, logged := startLogged(t, env, append(args, extra...)...)
-	target, _ := url.Parse(strings.TrimSuffix(u, "/mcp"))
-	srv.Handle(srv.AgentHost(), "/", &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-		r.SetURL(target)
-		r.Out.Host = r.In.Host
-	}})
-	h := &hostedDeployment{srv: srv, idp: idp, public: public, mcpURL: u, state: state, logged: logged}
-	if len(others) > 0 {
-		agentJSON, jwks := h.published(t, "/agent.json"), h.published(t, "/jwks.json")
-		for _, o := range others {
-			o.SetAgentDocuments(agentJSON, jwks)
-		}
+	return []string{"--state-dir", state, "--store", h.store}
+}
+
+// logged is what every replica wrote, for a failure message.
+func (h *hostedDeployment) logged() string {
+	var b strings.Builder
+	for i, r := range h.replicas {
+		fmt.Fprintf(&b, "replica %c:\n%s\n", 'A'+i, r.logged.String())
 	}
-	return h
+	return b.String()
 }
 
 // published is the document serve publishes at path under the public URL.
@@ -139,10 +203,10 @@ func TestHostedRefusesAndPublishes(t *testing.T) {
 		t.Fatalf("metadata %+v: %v", m, err)
 	}
 	h.idp.AddClient(oidctest.Client{ID: "elsewhere", RedirectURIs: []string{"https://client.test/cb"}, Audience: []string{"https://other.test/mcp"}})
-	if code := post(t, h.mcpURL, bearer(h.idp.AccessToken(t, "elsewhere", "alice"))); code != 401 {
+	if code := post(t, h.replicas[0].mcpURL, bearer(h.idp.AccessToken(t, "elsewhere", "alice"))); code != 401 {
 		t.Errorf("a token for another resource: %d", code)
 	}
-	if _, err := os.Stat(filepath.Join(h.state, "http-token")); err == nil {
+	if _, err := os.Stat(filepath.Join(h.replicas[0].state, "http-token")); err == nil {
 		t.Error("hosted mode made a bearer token")
 	}
 }
@@ -156,11 +220,11 @@ func TestHostedRefusesAndPublishes(t *testing.T) {
 func TestHostedPeopleKeptApart(t *testing.T) {
 	h := startHosted(t)
 	aliceToken, bobToken := h.idp.AccessToken(t, "claude", "alice"), h.idp.AccessToken(t, "claude", "bob")
-	alice, bob := connectAt(t, h.mcpURL, aliceToken, "2025-11-25"), connectAt(t, h.mcpURL, bobToken, "2026-07-28")
+	alice, bob := connectAt(t, h.replicas[0].mcpURL, aliceToken, "2025-11-25"), connectAt(t, h.replicas[0].mcpURL, bobToken, "2026-07-28")
 	got := callTool(t, alice, "sign_in_mediated", map[string]any{"domain": "example.com", "scopes": []string{"poppy:read"}})
 	link, _ := got["sign_in_url"].(string)
 	if !strings.HasPrefix(link, h.public+"/pages/p/") {
-		t.Fatalf("sign_in_mediated = %v\nserve's log:\n%s", got, h.logged.String())
+		t.Fatalf("sign_in_mediated = %v\nserve's log:\n%s", got, h.logged())
 	}
 	if d := callTool(t, bob, "discover_company", map[string]any{"domain": "example.com"}); d["domain"] != "example.com" {
 		t.Fatalf("bob's discover_company = %v", d)
@@ -169,17 +233,17 @@ func TestHostedPeopleKeptApart(t *testing.T) {
 		t.Fatalf("bob opening alice's sign-in page: %d\n%s", code, body)
 	}
 	if code, body := openPage(t, h.browser("alice"), link); code != 200 || !strings.Contains(body, "<form") {
-		t.Fatalf("alice opening her sign-in page: %d\n%s\nserve's log:\n%s", code, body, h.logged.String())
+		t.Fatalf("alice opening her sign-in page: %d\n%s\nserve's log:\n%s", code, body, h.logged())
 	}
 	sid := alice.ID()
 	if sid == "" {
 		t.Fatal("alice's go-sdk session has no ID")
 	}
 	hdr := map[string]string{"Authorization": "Bearer " + bobToken, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
-	if code := postBody(t, h.mcpURL, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`, hdr); code != http.StatusNotFound {
+	if code := postBody(t, h.replicas[0].mcpURL, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`, hdr); code != http.StatusNotFound {
 		t.Errorf("bob in alice's MCP session: %d, want 404", code)
 	}
-	logged := h.logged.String()
+	logged := h.logged()
 	for _, secret := range []string{aliceToken, bobToken, aliceToken[strings.LastIndex(aliceToken, ".")+1:], "alice", "bob@people.test", "pages-secret-0123456789"} {
 		if strings.Contains(logged, secret) {
 			t.Errorf("serve logged %.24q", secret)
