@@ -16,8 +16,10 @@ package tools
 // Server's own MCP server, exactly as before people were kept apart.
 
 import (
+	"context"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -30,11 +32,56 @@ type people struct {
 	def   *server.MCPServer        // the default user's: Server.mcp
 	fresh func() *server.MCPServer // a new server with every built-in tool
 
-	// mu guards servers and handlers. Both are kept for the life of the
-	// process: a person's MCP sessions end by their idle TTL.
+	// restore brings back, for the person ctx acts for, the Companies they
+	// use (Server.restorePerson); spawn runs it on the Server's background.
+	restore func(ctx context.Context)
+	spawn   func(f func(context.Context)) bool
+
+	// mu guards servers, handlers and restored. All are kept for the life
+	// of the process: a person's MCP sessions end by their idle TTL.
 	mu       sync.Mutex
 	servers  map[string]*server.MCPServer            // by local user key, "" excluded
 	handlers map[string]*server.StreamableHTTPServer // by local user key: the streamable HTTP server of each person's MCP server
+	restored map[string]chan struct{}                // by local user key: closed once the person's Companies are back
+}
+
+// restoreWait bounds how long a person's first requests to this process
+// wait for their Companies to come back (restore): the discovery and
+// Session start of each, usually well under a second.
+const restoreWait = 15 * time.Second
+
+// ready brings back, once per person and process, the Companies the person
+// already uses, so that this replica lists and serves the tools of those
+// Companies from the person's first request, whichever replica (or earlier
+// run) they used before; their requests wait for it, up to restoreWait.
+func (p *people) ready(ctx context.Context, user string) {
+	p.mu.Lock()
+	done, begun := p.restored[user]
+	if !begun {
+		done = make(chan struct{})
+		p.restored[user] = done
+	}
+	p.mu.Unlock()
+	if !begun {
+		person := detach(ctx) // the person (and request ID) for its log lines, not the request's end
+		if !p.spawn(func(bg context.Context) {
+			defer close(done)
+			ctx, cancel := context.WithTimeout(person, restoreWait)
+			defer cancel()
+			stop := context.AfterFunc(bg, cancel) // Close stops it
+			defer stop()
+			p.restore(ctx)
+		}) {
+			close(done) // shutting down
+		}
+	}
+	wait := time.NewTimer(restoreWait)
+	defer wait.Stop()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	case <-wait.C:
+	}
 }
 
 // newHandler makes the streamable HTTP server of an MCP server.
@@ -84,6 +131,7 @@ func (p *people) route(build newHandler) http.Handler {
 			def.ServeHTTP(w, r)
 			return
 		}
+		p.ready(r.Context(), user)
 		p.handler(user, build).ServeHTTP(w, r)
 	})
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/browser"
 	"github.com/poppy-mcp/poppy-mcp/conversation"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
@@ -129,12 +130,39 @@ func New(disc *discovery.Client, opts *Options) *Server {
 		s.mcp.AddTool(t.tool, t.handler)
 		s.names.builtins = append(s.names.builtins, t.tool.Name)
 	}
-	s.people = &people{def: s.mcp, fresh: s.personMCP, servers: map[string]*server.MCPServer{}, handlers: map[string]*server.StreamableHTTPServer{}}
+	s.people = &people{def: s.mcp, fresh: s.personMCP, restore: s.restorePerson, spawn: s.bg.Go,
+		servers: map[string]*server.MCPServer{}, handlers: map[string]*server.StreamableHTTPServer{}, restored: map[string]chan struct{}{}}
 	if o.Store != nil && o.Agent != nil {
 		s.bg.Go(s.signIn.takeOver) // device sign-ins another replica or run left unpolled, of every person
 		s.bg.Go(s.signIn.follow)   // device sign-ins other replicas finish
 	}
 	return s
+}
+
+// restorePerson brings back the Companies the person ctx acts for uses:
+// for each with a saved Session, its Session in this process (continued
+// when no other process uses it, else a new one: auth.ClaimSession) and so
+// its tools (sessionReady). A replica that never saw the person before
+// then serves their Companies' tools as the replica they used did.
+func (s *Server) restorePerson(ctx context.Context) {
+	if s.sessions.agent == nil || s.sessions.store == nil {
+		return
+	}
+	st := s.sessions.storeFor(mcpauth.KeyFrom(ctx))
+	issuers, err := st.Issuers(ctx)
+	if err != nil {
+		s.log.WarnContext(ctx, "could not read the person's Companies", "err", err)
+		return
+	}
+	for _, issuer := range issuers {
+		saved, err := st.Sessions(ctx, issuer)
+		if err != nil || len(saved) == 0 || saved[0].Domain == "" {
+			continue
+		}
+		if _, _, _, err := s.sessions.session(ctx, saved[0].Domain, false); err != nil {
+			s.log.InfoContext(ctx, "could not bring back a Company the person uses", "issuer", issuer, "err", err)
+		}
+	}
 }
 
 // newMCP returns an MCP server with poppy-mcp's options and no tools.

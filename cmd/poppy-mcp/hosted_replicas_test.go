@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -48,16 +47,15 @@ func TestHostedPeopleThroughReplicas(t *testing.T) {
 
 	danaB := h.connectPerson(t, 1, "dana", "acct_dana", "2026-07-28")
 	samA := h.connectPerson(t, 0, "sam", "acct_sam", "2025-11-25")
-	checkFollows(t, danaB, dana, "Stormline jacket, size M", false)
-	waitFor(t, 30*time.Second, "dana's list_changed through B", func() bool { return danaB.listChanged.Load() > 0 })
-	danaChanges, samChanges := danaB.listChanged.Load(), samA.listChanged.Load()
-	// A replica announces a Company's tools to a person once they use it
-	// there: sam's Session at outdoor.example through B is not one of A's.
-	if got, isErr := samA.call(t, "start_session", map[string]any{"domain": "outdoor.example"}); isErr {
-		t.Fatalf("sam: start_session at outdoor.example through A = %v", got)
-	}
-	waitFor(t, 30*time.Second, "sam's list_changed through A", func() bool { return samA.listChanged.Load() > samChanges })
+	// A replica brings back a person's Companies at their first request, so
+	// sam's client on A lists outdoor.example's tools, a Company he used
+	// only through B, without using it there first.
 	checkFollows(t, samA, sam, "Rain hat", true)
+	danaChanges := danaB.listChanged.Load()
+	checkFollows(t, danaB, dana, "Stormline jacket, size M", false)
+	if _, isErr := samA.call(t, "start_session", map[string]any{"domain": "outdoor.example", "new": true}); isErr { // sam's tools change on A
+		t.Fatal("sam: a new Session at outdoor.example through A")
+	}
 	danaB.call(t, "sign_in_status", map[string]any{"domain": "example.com"}) // a round trip, for a stray notification to arrive
 	if got := danaB.listChanged.Load(); got != danaChanges {
 		t.Errorf("dana's client on B got %d notifications/tools/list_changed when sam's tools changed on A", got-danaChanges)
