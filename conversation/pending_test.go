@@ -53,6 +53,19 @@ func hurried(t *testing.T) context.Context {
 // afterHold waits for the Company's hold of a second to pass.
 func afterHold() { time.Sleep(1100 * time.Millisecond) }
 
+// leftPending starts a conversation with "Hello" and leaves text pending in
+// it: its send, by a tracker that then dies, meets a rate limit the call
+// cannot wait out. The hold has not passed yet.
+func leftPending(t *testing.T, co *company, text string) *Update {
+	t.Helper()
+	u := started(t, co.tracker(t), "Hello")
+	co.limited(t, "/poppy/conversations/"+u.ConversationID+"/messages")
+	if _, err := co.dyingTracker(t, nil).Send(hurried(t), u.ConversationID, textMsg(text), nil); err == nil {
+		t.Fatal("the limited send succeeded")
+	}
+	return u
+}
+
 // TestPendingSameContent: a message whose answer was lost (the Company
 // accepted it, the process stopped) keeps its ID when the same content is
 // sent again by another Tracker on the same store, and the Company has it
@@ -89,11 +102,7 @@ func TestPendingSameContent(t *testing.T) {
 func TestPendingResentOnNextCall(t *testing.T) {
 	co := newCompany(t, nil, nil)
 	ctx := context.Background()
-	u := started(t, co.tracker(t), "Hello")
-	co.limited(t, "/poppy/conversations/"+u.ConversationID+"/messages")
-	if _, err := co.dyingTracker(t, nil).Send(hurried(t), u.ConversationID, textMsg("Yes, the medium one"), nil); err == nil {
-		t.Fatal("the limited send succeeded")
-	}
+	u := leftPending(t, co, "Yes, the medium one")
 	if got := co.texts(u.ConversationID); !slices.Equal(got, []string{"Hello"}) {
 		t.Fatalf("the Company recorded %q before the resend", got)
 	}
@@ -209,11 +218,7 @@ func TestPendingConflict(t *testing.T) {
 func TestResentOnFailure(t *testing.T) {
 	co := newCompany(t, nil, nil)
 	ctx := context.Background()
-	u := started(t, co.tracker(t), "Hello")
-	co.limited(t, "/poppy/conversations/"+u.ConversationID+"/messages")
-	if _, err := co.dyingTracker(t, nil).Send(hurried(t), u.ConversationID, textMsg("Medium"), nil); err == nil {
-		t.Fatal("the limited send succeeded")
-	}
+	leftPending(t, co, "Medium")
 	afterHold()
 	_, err := co.tracker(t).Read(ctx, "cnv_unknown", nil)
 	var re *ResentError
