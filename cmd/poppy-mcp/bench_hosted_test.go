@@ -112,11 +112,30 @@ func benchHosted(b *testing.B, replicas int, dbURL string, people int) {
 		replicas, people, before/1024, during/1024, perPerson, liveBefore/1024, liveDuring/1024, livePerPerson, ms(pct(idle, 50)), ms(pct(idle, 99)), ms(pct(loaded, 50)), ms(pct(loaded, 99)))
 }
 
+// benchCompany is the Company's shape: poppytest's default, or without its
+// MCP server when POPPY_BENCH_NO_MCP is set, to measure what each person's
+// relay to it costs.
+func benchCompany() *poppytest.Options {
+	if os.Getenv("POPPY_BENCH_NO_MCP") == "" {
+		return nil
+	}
+	return &poppytest.Options{PoppyJSON: func(doc map[string]any) {
+		apis := doc["apis"].([]any)
+		kept := apis[:0]
+		for _, a := range apis {
+			if a.(map[string]any)["type"] != "mcp" {
+				kept = append(kept, a)
+			}
+		}
+		doc["apis"] = kept
+	}}
+}
+
 // startHostedBench starts poppytest, the authorization server and n
 // replicas of `serve --http --auth-issuer`, on PostgreSQL at dbURL or, with
 // dbURL empty, on one SQLite state directory.
 func startHostedBench(b *testing.B, n int, dbURL string) *hostedBench {
-	h := &hostedBench{srv: poppytest.NewServer(b, nil), idp: oidctest.New(b, &oidctest.Options{TokenLifetime: time.Hour})}
+	h := &hostedBench{srv: poppytest.NewServer(b, benchCompany()), idp: oidctest.New(b, &oidctest.Options{TokenLifetime: time.Hour})}
 	public := "https://" + h.srv.AgentHost()
 	h.idp.AddClient(oidctest.Client{ID: "claude", RedirectURIs: []string{"https://client.test/cb"}, Audience: []string{public + "/mcp"}})
 	_, resolve := companyArgs(b, h.srv)
