@@ -6,6 +6,7 @@
 # 1000), each with their own access token, open a read_events long-poll, and an unrelated person's
 # send_message is timed idle and under that load. It reports the replicas' RSS per waiting person
 # and the p50/p99 latencies. PostgreSQL is a throwaway cluster unless POPPY_TEST_POSTGRES names one.
+# POPPY_BENCH_NO_MCP=1 leaves out the Company's MCP server, so no person has a relay to it.
 # Usage: scripts/bench-hosted.sh [count]   (default 1 round; about 2 minutes a round on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
