@@ -7,17 +7,17 @@ package mcpauth_test
 // on a TLS listener reached as https://agent.test.
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/testlog"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -40,31 +40,13 @@ const (
 	clientRedirect = "https://client.test/callback"
 )
 
-// lockedBuffer is a log destination safe for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // deployment is one protected MCP server and its authorization servers.
 type deployment struct {
 	idp, other *oidctest.Provider
 	res        *mcpauth.Resource
 	mux        *http.ServeMux
 	srv        *httptest.Server
-	logs       *lockedBuffer
+	logs       *testlog.Buffer
 	skew       atomic.Int64 // added to the Resource's clock, in nanoseconds
 }
 
@@ -72,7 +54,7 @@ type deployment struct {
 // beyond what the deployment sets.
 func newDeployment(t *testing.T, opts *mcpauth.Options) *deployment {
 	t.Helper()
-	d := &deployment{idp: oidctest.New(t, nil), other: oidctest.New(t, &oidctest.Options{Host: "other-idp.test"}), logs: &lockedBuffer{}}
+	d := &deployment{idp: oidctest.New(t, nil), other: oidctest.New(t, &oidctest.Options{Host: "other-idp.test"}), logs: &testlog.Buffer{}}
 	for _, p := range []*oidctest.Provider{d.idp, d.other} {
 		p.AddClient(oidctest.Client{ID: mcpClient, RedirectURIs: []string{clientRedirect}, Audience: []string{resourceURL}})
 		p.AddClient(oidctest.Client{ID: plainClient, RedirectURIs: []string{clientRedirect}})

@@ -9,10 +9,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/testlog"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -37,7 +38,7 @@ type harness struct {
 	agent   *auth.Agent
 	pages   *pages.Server
 	url     string
-	logs    *syncBuffer
+	logs    *testlog.Buffer
 	base    http.RoundTripper // poppy-mcp's base transport, through the network guard
 	holds   *retryafter.Holds // shared by the agent and discovery, as serve does
 }
@@ -106,7 +107,7 @@ func newHarnessWith(t *testing.T, opts *poppytest.Options, hopts *harnessOptions
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pg.Close() })
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	// As serve builds it: one guarded base transport, poppytest's names
 	// mapped to its listener (as --resolve would), one Holds for every request.
 	guard := companyGuard(append([]*poppytest.Server{company}, hopts.Companies...)...)
@@ -179,22 +180,4 @@ func (h *harness) connectWith(t *testing.T, revision string, opts *sdk.ClientOpt
 		t.Fatalf("negotiated %s, want %s", got, revision)
 	}
 	return cs
-}
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

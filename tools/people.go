@@ -75,6 +75,11 @@ func (p *people) ready(ctx context.Context, user string) {
 			close(done) // shutting down
 		}
 	}
+	select {
+	case <-done: // every request after the first few
+		return
+	default:
+	}
 	wait := time.NewTimer(restoreWait)
 	defer wait.Stop()
 	select {

@@ -28,6 +28,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/testlog"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/poppy-mcp/poppy-mcp/internal/oidctest"
@@ -50,8 +52,8 @@ func BenchmarkHostedWaiting(b *testing.B) {
 type hostedBench struct {
 	srv    *poppytest.Server
 	idp    *oidctest.Provider
-	procs  []int           // the replicas' process IDs
-	logs   []*lockedBuffer // their stderr, with the Go runtime's GC trace
+	procs  []int             // the replicas' process IDs
+	logs   []*testlog.Buffer // their stderr, with the Go runtime's GC trace
 	urls   []string
 	next   atomic.Int64 // round robin over urls, as a load balancer would
 	target atomic.Pointer[url.URL]

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/testlog"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -20,7 +22,7 @@ import (
 type demoSession struct {
 	t      *testing.T
 	cs     *sdk.ClientSession
-	stderr *lockedBuffer
+	stderr *testlog.Buffer
 }
 
 func startDemoServe(t *testing.T) *demoSession {
@@ -28,7 +30,7 @@ func startDemoServe(t *testing.T) *demoSession {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	cmd := exec.Command(binary, "serve", "--demo", "--state-dir", t.TempDir())
-	stderr := &lockedBuffer{}
+	stderr := &testlog.Buffer{}
 	cmd.Stderr = stderr
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-test", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
 	if err != nil {

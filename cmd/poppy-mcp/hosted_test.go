@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/testlog"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
@@ -41,9 +43,9 @@ type hostedDeployment struct {
 
 // hostedReplica is one `serve` process of a hosted deployment.
 type hostedReplica struct {
-	mcpURL string        // where it listens, on loopback
-	state  string        // its --state-dir
-	logged *lockedBuffer // its stderr
+	mcpURL string          // where it listens, on loopback
+	state  string          // its --state-dir
+	logged *testlog.Buffer // its stderr
 }
 
 // deploymentOptions shape a hosted deployment; the zero value is one replica

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/testlog"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
@@ -76,7 +78,7 @@ func TestHealthWhenTheStoreFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
-	var logged lockedBuffer
+	var logged testlog.Buffer
 	rec := httptest.NewRecorder()
 	healthHandler(st, &gate{}, testLogger(&logged)).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 	if rec.Code != http.StatusServiceUnavailable || rec.Body.String() != "unavailable\n" {

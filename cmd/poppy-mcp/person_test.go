@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/testlog"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
@@ -66,13 +68,13 @@ func (p *person) run(t *testing.T, stdin string, args ...string) (string, string
 
 // serve starts `poppy-mcp serve` over stdio on the person's state and
 // connects the go-sdk client to it. Its stderr is returned.
-func (p *person) serve(t *testing.T) (*sdk.ClientSession, *lockedBuffer) {
+func (p *person) serve(t *testing.T) (*sdk.ClientSession, *testlog.Buffer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.Command(binary, append([]string{"serve"}, p.flags...)...)
 	cmd.Env = append(os.Environ(), p.env...)
-	stderr := &lockedBuffer{}
+	stderr := &testlog.Buffer{}
 	cmd.Stderr = stderr
 	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-test", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)

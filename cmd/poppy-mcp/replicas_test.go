@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/testlog"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
@@ -26,7 +28,7 @@ type replicaSet struct {
 	token  string
 	procs  [2]*exec.Cmd
 	urls   [2]string
-	logs   [2]*lockedBuffer
+	logs   [2]*testlog.Buffer
 	target atomic.Pointer[url.URL] // where the public URL leads
 }
 

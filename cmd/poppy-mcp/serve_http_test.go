@@ -10,32 +10,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/testlog"
 )
-
-// lockedBuffer is a buffer safe for a writer and a reader at once.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // startLogged runs poppy-mcp with args until the test ends and returns the
 // MCP URL it serves and everything it writes to stderr.
-func startLogged(t *testing.T, env []string, args ...string) (string, *lockedBuffer) {
+func startLogged(t *testing.T, env []string, args ...string) (string, *testlog.Buffer) {
 	t.Helper()
 	_, u, logged := startProcess(t, env, args...)
 	return u, logged
@@ -43,7 +26,7 @@ func startLogged(t *testing.T, env []string, args ...string) (string, *lockedBuf
 
 // startProcess is startLogged that also returns the process, for a test
 // that kills it.
-func startProcess(t testing.TB, env []string, args ...string) (*exec.Cmd, string, *lockedBuffer) {
+func startProcess(t testing.TB, env []string, args ...string) (*exec.Cmd, string, *testlog.Buffer) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -55,7 +38,7 @@ func startProcess(t testing.TB, env []string, args ...string) (*exec.Cmd, string
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	logged := &lockedBuffer{}
+	logged := &testlog.Buffer{}
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(io.TeeReader(out, logged))
@@ -82,18 +65,7 @@ const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pro
 // returns the status.
 func post(t *testing.T, u string, headers map[string]string) int {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(initialize))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
+	return postBody(t, u, initialize, headers)
 }
 
 // TestServeDefaultToken: MCP over HTTP on loopback needs a bearer token by

@@ -165,16 +165,29 @@ func (a *admin) devices(_ *http.Request, s *poppytest.Server) (int, any, error) 
 	return http.StatusOK, map[string]any{"devices": nonNil(s.DeviceRequests())}, nil
 }
 
-func (a *admin) approveDevice(r *http.Request, s *poppytest.Server) (int, any, error) {
-	var body struct {
-		Account string   `json:"account"`
-		Scopes  []string `json:"scopes"`
-	}
+// approval is what the User approves: the account, and the scopes when
+// fewer than asked.
+type approval struct {
+	Account string   `json:"account"`
+	Scopes  []string `json:"scopes"`
+}
+
+// readApproval reads an approval's body; the account is required.
+func readApproval(r *http.Request) (approval, error) {
+	var body approval
 	if err := readBody(r, &body, false); err != nil {
-		return 0, nil, err
+		return approval{}, err
 	}
 	if body.Account == "" {
-		return 0, nil, badRequest(`want {"account": "acct_dana"}, with "scopes" to grant fewer than asked`)
+		return approval{}, badRequest(`want {"account": "acct_dana"}, with "scopes" to grant fewer than asked`)
+	}
+	return body, nil
+}
+
+func (a *admin) approveDevice(r *http.Request, s *poppytest.Server) (int, any, error) {
+	body, err := readApproval(r)
+	if err != nil {
+		return 0, nil, err
 	}
 	if err := s.ApproveDevice(r.PathValue("user_code"), body.Account, body.Scopes...); err != nil {
 		return 0, nil, fromServer(err)
@@ -197,15 +210,9 @@ func (a *admin) authorizations(_ *http.Request, s *poppytest.Server) (int, any, 
 // the User does, and returns where the Company sends the User's browser:
 // the agent's redirect_uri with code, state and iss.
 func (a *admin) approveAuthorization(r *http.Request, s *poppytest.Server) (int, any, error) {
-	var body struct {
-		Account string   `json:"account"`
-		Scopes  []string `json:"scopes"`
-	}
-	if err := readBody(r, &body, false); err != nil {
+	body, err := readApproval(r)
+	if err != nil {
 		return 0, nil, err
-	}
-	if body.Account == "" {
-		return 0, nil, badRequest(`want {"account": "acct_dana"}, with "scopes" to grant fewer than asked`)
 	}
 	u, err := s.ApproveAuthorization(r.PathValue("state"), body.Account, body.Scopes...)
 	if err != nil {

@@ -16,10 +16,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/testlog"
 )
 
 // Binaries built once for the process tests.
@@ -44,30 +45,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// syncBuffer is a buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // served is a poppytest serve process.
 type served struct {
 	cmd    *exec.Cmd
 	in     instructions
-	stdout *syncBuffer // after the instructions line
-	stderr *syncBuffer
+	stdout *testlog.Buffer // after the instructions line
+	stderr *testlog.Buffer
 	done   chan struct{} // closed when the process has exited
 	code   int
 }
@@ -76,7 +59,7 @@ type served struct {
 // instructions; the process is killed when the test ends.
 func startServe(t *testing.T, args ...string) *served {
 	t.Helper()
-	s := &served{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	s := &served{stdout: &testlog.Buffer{}, stderr: &testlog.Buffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(poppytestBin, append([]string{"serve", "--json"}, args...)...)
 	s.cmd.Stderr = s.stderr
 	out, err := s.cmd.StdoutPipe()
