@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/poppy-mcp/poppy-mcp/internal/oidctest"
+	"github.com/poppy-mcp/poppy-mcp/internal/testlog"
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
@@ -23,22 +22,7 @@ import (
 // wire is everything one MCP client received from serve, byte for byte:
 // every response body, SSE streams (results, progress, logs, list_changed)
 // included. It is safe for concurrent use.
-type wire struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (w *wire) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(p)
-}
-
-func (w *wire) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
-}
+type wire = testlog.Buffer
 
 // recording sends the person's token on every request and records every
 // response body into w as the client reads it.
