@@ -3,8 +3,9 @@ package mcpauth
 // This file is the local user: the person an access token speaks for, the
 // pair (issuer, sub), as the rest of poppy-mcp sees it, and the MCP
 // sessions bound to it. Stores key their
-// records by User.Key, an opaque hash; logs show User.LogID, a shorter one.
-// Neither shows the sub, which may be personal data (an e-mail address).
+// records by User.Key, an opaque hash; logs show a keyed pseudonymous ID
+// (LogIDs, in logid.go). Neither shows the sub, which may be personal data
+// (an e-mail address).
 
 import (
 	"context"
@@ -48,20 +49,14 @@ func (u User) Key() string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
 
-// LogID is the pseudonymous ID logs carry for the user: the first twelve
-// characters of Key (72 bits), enough to tell people apart and to find the
-// user's records, and nothing of the subject itself.
-func (u User) LogID() string { return KeyLogID(u.Key()) }
+// String shows no more of u than that it is a user: neither the subject
+// nor a hash of it, which a list of people would reverse. Log a user
+// through LogHandler or LogIDs.
+func (u User) String() string { return "user" }
 
-// KeyLogID is the LogID of the user whose Key is key, for work that holds
-// the key alone: "" for the default user "".
-func KeyLogID(key string) string { return key[:min(12, len(key))] }
-
-// String is the LogID, so that a User printed by mistake shows no subject.
-func (u User) String() string { return "user:" + u.LogID() }
-
-// LogValue makes slog log the LogID, never the subject.
-func (u User) LogValue() slog.Value { return slog.StringValue(u.LogID()) }
+// LogValue makes slog log what String shows, never the subject: a user
+// logged by mistake is not named, even pseudonymously.
+func (u User) LogValue() slog.Value { return slog.StringValue(u.String()) }
 
 type userKey struct{}
 
@@ -84,26 +79,6 @@ func KeyFrom(ctx context.Context) string {
 	u, _ := UserFrom(ctx)
 	return u.Key()
 }
-
-// LogHandler wraps h so that every record logged with a context that
-// carries a user gets a "user" attribute with its LogID.
-func LogHandler(h slog.Handler) slog.Handler { return logHandler{h} }
-
-type logHandler struct{ slog.Handler }
-
-func (l logHandler) Handle(ctx context.Context, r slog.Record) error {
-	if u, ok := UserFrom(ctx); ok {
-		r = r.Clone()
-		r.AddAttrs(slog.String("user", u.LogID()))
-	}
-	return l.Handler.Handle(ctx, r)
-}
-
-func (l logHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return logHandler{l.Handler.WithAttrs(attrs)}
-}
-
-func (l logHandler) WithGroup(name string) slog.Handler { return logHandler{l.Handler.WithGroup(name)} }
 
 // Each MCP session (the 2025-11-25 revision's
 // Mcp-Session-Id) is bound to the user who opened it. A session ID is not a
@@ -154,7 +129,7 @@ func (r *Resource) bindSession(w http.ResponseWriter, req *http.Request, u User,
 	if ids := req.Header.Values(sessionHeader); len(ids) > 0 {
 		id, ok := r.untag(u, ids[0])
 		if len(ids) > 1 || !ok {
-			r.log.Info("mcpauth: a request named an MCP session that is not its user's", "user", u, "remote", req.RemoteAddr)
+			r.log.Info("mcpauth: a request named an MCP session that is not its user's", "user", r.logIDs.Of(u), "remote", req.RemoteAddr)
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
 		}
