@@ -201,7 +201,7 @@ func NewLogIDs(secret []byte) (*LogIDs, error) {
 	if len(secret) < 32 {
 		return nil, errors.New("mcpauth: the log IDs' secret must be at least 32 bytes")
 	}
-	key, err := hkdf.Key(sha256.New, secret, nil, "poppy-mcp mcpauth log id", 32)
+	key, err := hkdf.Key(sha256.New, secret, nil, "poppy-mcp mcpauth log id", 32) // RFC 5869 §2: extract, then expand with the label as info
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +219,7 @@ func (l *LogIDs) OfKey(key string) string {
 	if key == "" {
 		return ""
 	}
-	m := hmac.New(sha256.New, l.key)
+	m := hmac.New(sha256.New, l.key) // RFC 2104: HMAC, a keyed hash nobody without the key can compute
 	m.Write([]byte("poppy-mcp log id\x00"))
 	m.Write([]byte(key))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))[:logIDLen]
