@@ -146,3 +146,42 @@ func TestProxyForwards(t *testing.T) {
 		t.Errorf("victim accepted %d, dial called %d times", n, dialled.Load())
 	}
 }
+
+// TestProxyRefusesGuardsProxy: the network guard's own upstream proxy
+// (HTTPS_PROXY on loopback), once the guard has sent a request through
+// it, is still refused to the browser, in absolute form and through
+// CONNECT, with the generic 502: the browser's proxy dials with
+// Guard.DialContext, which trusts no proxy. Without Chromium.
+func TestProxyRefusesGuardsProxy(t *testing.T) {
+	upstream := nettest.NewTunnel(t, func(string) (string, bool) { return "", false })
+	proxy := &url.URL{Scheme: "http", Host: upstream.Addr()}
+	g := netguard.New(&netguard.Options{
+		Proxy: http.ProxyURL(proxy),
+		LookupNetIP: func(context.Context, string, string) ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr("93.184.215.14")}, nil
+		},
+	})
+	if resp, err := (&http.Client{Transport: g.Transport()}).Get("https://public.example/"); err == nil {
+		resp.Body.Close() // the tunnel has no route: what matters is that it was asked
+	}
+	if got := upstream.Targets(); len(got) != 1 {
+		t.Fatalf("the guard's proxy was asked for %v", got)
+	}
+	before := upstream.Connections()
+	hc := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(browser.StartProxyForTest(t, g.DialContext))}}
+	resp, err := hc.Get("http://" + upstream.Addr() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("the guard's proxy, in absolute form: %d", resp.StatusCode)
+	}
+	if resp, err := hc.Get("https://" + upstream.Addr() + "/"); err == nil {
+		resp.Body.Close()
+		t.Error("a CONNECT to the guard's proxy succeeded")
+	}
+	if n := upstream.Connections() - before; n != 0 {
+		t.Errorf("the browser reached the guard's proxy %d times", n)
+	}
+}

@@ -1,6 +1,7 @@
 package mcpauth_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -43,13 +44,14 @@ func ExampleResource_Require() {
 }
 
 // A person's local user key is stable and opaque; logs show a shorter
-// pseudonymous ID, and never the subject.
+// pseudonymous ID keyed by the deployment's secret, and never the subject.
 func ExampleUser() {
 	u := mcpauth.User{Issuer: "https://login.example.org", Subject: "dana@example.org"}
-	fmt.Println(len(u.Key()), len(u.LogID()), u.String() == "user:"+u.LogID())
+	ids, _ := mcpauth.NewLogIDs(bytes.Repeat([]byte{1}, 32)) // the deployment's secret
+	fmt.Println(len(u.Key()), len(ids.Of(u)), u.String())
 	// Work that holds only the key logs the same ID.
-	fmt.Println(mcpauth.KeyLogID(u.Key()) == u.LogID(), mcpauth.KeyLogID("") == "")
+	fmt.Println(ids.OfKey(u.Key()) == ids.Of(u), ids.OfKey("") == "")
 	// Output:
-	// 43 12 true
+	// 43 12 user
 	// true true
 }

@@ -186,7 +186,7 @@ func (l *Login) CallbackHandler() http.Handler {
 		}
 		setCookie(w, SessionCookie, l.cookies.seal(SessionCookie, personState{Issuer: u.Issuer, Subject: u.Subject,
 			Expires: l.r.now().Add(l.opts.SessionTTL).Unix()}), l.opts.SessionTTL)
-		l.r.log.Info("mcpauth: a browser signed in", "user", u)
+		l.r.log.Info("mcpauth: a browser signed in", "user", l.r.logIDs.Of(u))
 		http.Redirect(w, req, st.Return, http.StatusSeeOther)
 	})
 }
@@ -367,7 +367,7 @@ func (l *Login) Admit(w http.ResponseWriter, r *http.Request, owner string) bool
 		return true
 	}
 	if ok {
-		l.r.log.Info("mcpauth: a page was refused to another person", "user", u, "owner", KeyLogID(owner))
+		l.r.log.Info("mcpauth: a page was refused to another person", "user", l.r.logIDs.Of(u), "owner", l.r.logIDs.OfKey(owner))
 		message(w, http.StatusForbidden, "Not your page",
 			"This link was opened for someone else. If you were sent it, do not use it: ask your own assistant for a link of your own.")
 		return false

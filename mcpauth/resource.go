@@ -77,6 +77,7 @@ type Resource struct {
 	leeway           time.Duration
 	keys             *keySet
 	secret           []byte
+	logIDs           *LogIDs // keyed by secret
 	log              *slog.Logger
 	now              func() time.Time
 }
@@ -130,6 +131,10 @@ func (r *Resource) defaults(o Options) error {
 	} else if len(r.secret) < 32 {
 		return errors.New("mcpauth: Options.Secret must be at least 32 bytes")
 	}
+	var err error
+	if r.logIDs, err = NewLogIDs(r.secret); err != nil {
+		return err
+	}
 	docs := o.Documents
 	if docs == nil {
 		docs = discovery.New(nil, nil)
@@ -169,7 +174,7 @@ func (r *Resource) Require(next http.Handler) http.Handler {
 			r.refuse(w, req, err)
 			return
 		}
-		r.log.Debug("mcpauth: token accepted", "user", tok.User, "client_id", tok.ClientID)
+		r.log.Debug("mcpauth: token accepted", "user", r.logIDs.Of(tok.User), "client_id", tok.ClientID)
 		req = req.WithContext(WithUser(req.Context(), tok.User))
 		r.bindSession(w, req, tok.User, next)
 	})
@@ -391,3 +396,7 @@ func (r *Resource) Discover(ctx context.Context) error {
 	_, err := r.keys.metadata(ctx)
 	return err
 }
+
+// LogIDs are the pseudonymous IDs this deployment's logs name people by,
+// keyed by Options.Secret: give them to LogHandler.
+func (r *Resource) LogIDs() *LogIDs { return r.logIDs }

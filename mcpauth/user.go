@@ -2,16 +2,19 @@ package mcpauth
 
 // This file is the local user: the person an access token speaks for, the
 // pair (issuer, sub), as the rest of poppy-mcp sees it, and the MCP
-// sessions bound to it. Stores key their
-// records by User.Key, an opaque hash; logs show User.LogID, a shorter one.
-// Neither shows the sub, which may be personal data (an e-mail address).
+// sessions bound to it, and the pseudonymous ID logs name it by. Stores key
+// their records by User.Key, an opaque hash; logs show a keyed ID
+// (LogIDs). Neither shows the sub, which may be personal data (an e-mail
+// address).
 
 import (
 	"context"
+	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -48,20 +51,14 @@ func (u User) Key() string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
 
-// LogID is the pseudonymous ID logs carry for the user: the first twelve
-// characters of Key (72 bits), enough to tell people apart and to find the
-// user's records, and nothing of the subject itself.
-func (u User) LogID() string { return KeyLogID(u.Key()) }
+// String shows no more of u than that it is a user: neither the subject
+// nor a hash of it, which a list of people would reverse. Log a user
+// through LogHandler or LogIDs.
+func (u User) String() string { return "user" }
 
-// KeyLogID is the LogID of the user whose Key is key, for work that holds
-// the key alone: "" for the default user "".
-func KeyLogID(key string) string { return key[:min(12, len(key))] }
-
-// String is the LogID, so that a User printed by mistake shows no subject.
-func (u User) String() string { return "user:" + u.LogID() }
-
-// LogValue makes slog log the LogID, never the subject.
-func (u User) LogValue() slog.Value { return slog.StringValue(u.LogID()) }
+// LogValue makes slog log what String shows, never the subject: a user
+// logged by mistake is not named, even pseudonymously.
+func (u User) LogValue() slog.Value { return slog.StringValue(u.String()) }
 
 type userKey struct{}
 
@@ -84,26 +81,6 @@ func KeyFrom(ctx context.Context) string {
 	u, _ := UserFrom(ctx)
 	return u.Key()
 }
-
-// LogHandler wraps h so that every record logged with a context that
-// carries a user gets a "user" attribute with its LogID.
-func LogHandler(h slog.Handler) slog.Handler { return logHandler{h} }
-
-type logHandler struct{ slog.Handler }
-
-func (l logHandler) Handle(ctx context.Context, r slog.Record) error {
-	if u, ok := UserFrom(ctx); ok {
-		r = r.Clone()
-		r.AddAttrs(slog.String("user", u.LogID()))
-	}
-	return l.Handler.Handle(ctx, r)
-}
-
-func (l logHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return logHandler{l.Handler.WithAttrs(attrs)}
-}
-
-func (l logHandler) WithGroup(name string) slog.Handler { return logHandler{l.Handler.WithGroup(name)} }
 
 // Each MCP session (the 2025-11-25 revision's
 // Mcp-Session-Id) is bound to the user who opened it. A session ID is not a
@@ -154,7 +131,7 @@ func (r *Resource) bindSession(w http.ResponseWriter, req *http.Request, u User,
 	if ids := req.Header.Values(sessionHeader); len(ids) > 0 {
 		id, ok := r.untag(u, ids[0])
 		if len(ids) > 1 || !ok {
-			r.log.Info("mcpauth: a request named an MCP session that is not its user's", "user", u, "remote", req.RemoteAddr)
+			r.log.Info("mcpauth: a request named an MCP session that is not its user's", "user", r.logIDs.Of(u), "remote", req.RemoteAddr)
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
 		}
@@ -201,3 +178,106 @@ func (w *sessionWriter) Flush() {
 // Unwrap gives http.ResponseController the writer underneath (write
 // deadlines on streams).
 func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// A person's log ID is keyed by the deployment's secret: stable within one
+// deployment, so that a person's lines can be followed, and useless
+// anywhere else. An unkeyed hash of (issuer, sub) would not do: anyone
+// holding the logs and a list of people could hash each pair and find who
+// is who. See docs/architecture.md "People in logs".
+
+// logIDLen is the length of a log ID: 12 base64url characters, 72 bits,
+// enough to tell people apart.
+const logIDLen = 12
+
+// LogIDs makes the pseudonymous IDs logs carry for people. It is safe for
+// concurrent use.
+type LogIDs struct{ key []byte }
+
+// NewLogIDs returns the log IDs of the deployment whose secret is secret
+// (at least 32 bytes; Options.Secret). The HMAC key is derived from it with
+// a label of its own (RFC 5869 HKDF-SHA-256), so it is not the secret, and
+// none of the secret's other uses (session bindings, cookies) share it.
+func NewLogIDs(secret []byte) (*LogIDs, error) {
+	if len(secret) < 32 {
+		return nil, errors.New("mcpauth: the log IDs' secret must be at least 32 bytes")
+	}
+	key, err := hkdf.Key(sha256.New, secret, nil, "poppy-mcp mcpauth log id", 32) // RFC 5869 §2: extract, then expand with the label as info
+	if err != nil {
+		return nil, err
+	}
+	return &LogIDs{key: key}, nil
+}
+
+// Of is u's log ID: "" for the zero User.
+func (l *LogIDs) Of(u User) string { return l.OfKey(u.Key()) }
+
+// OfKey is the log ID of the user whose Key is key, for work that holds
+// the key alone: the first 12 characters of the base64url HMAC-SHA-256 of
+// the key (which is unique to one (issuer, sub), see User.Key). "" for the
+// default user "".
+func (l *LogIDs) OfKey(key string) string {
+	if key == "" {
+		return ""
+	}
+	m := hmac.New(sha256.New, l.key) // RFC 2104: HMAC, a keyed hash nobody without the key can compute
+	m.Write([]byte("poppy-mcp log id\x00"))
+	m.Write([]byte(key))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))[:logIDLen]
+}
+
+// LogHandler wraps h so that every record logged with a context that
+// carries a user gets a "user" attribute with the user's log ID in ids.
+func LogHandler(h slog.Handler, ids *LogIDs) slog.Handler { return logHandler{h, ids} }
+
+type logHandler struct {
+	slog.Handler
+	ids *LogIDs
+}
+
+func (l logHandler) Handle(ctx context.Context, r slog.Record) error {
+	if u, ok := UserFrom(ctx); ok {
+		r = r.Clone()
+		r.AddAttrs(slog.String("user", l.ids.Of(u)))
+	}
+	return l.Handler.Handle(ctx, r)
+}
+
+func (l logHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return logHandler{l.Handler.WithAttrs(attrs), l.ids}
+}
+
+func (l logHandler) WithGroup(name string) slog.Handler {
+	return logHandler{l.Handler.WithGroup(name), l.ids}
+}
+
+// ForUser returns a logger whose records are handled as if logged with a
+// context that carries u, for u's work that logs without a request's
+// context (a relay's connection): under LogHandler its lines name u as a
+// request's do. The zero User leaves l as it is.
+func ForUser(l *slog.Logger, u User) *slog.Logger {
+	if u.IsZero() {
+		return l
+	}
+	return slog.New(userHandler{l.Handler(), u})
+}
+
+type userHandler struct {
+	slog.Handler
+	u User
+}
+
+func (h userHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.Handler.Enabled(WithUser(ctx, h.u), level)
+}
+
+func (h userHandler) Handle(ctx context.Context, r slog.Record) error {
+	return h.Handler.Handle(WithUser(ctx, h.u), r)
+}
+
+func (h userHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return userHandler{h.Handler.WithAttrs(attrs), h.u}
+}
+
+func (h userHandler) WithGroup(name string) slog.Handler {
+	return userHandler{h.Handler.WithGroup(name), h.u}
+}

@@ -57,6 +57,9 @@ type harnessOptions struct {
 	Companies []*poppytest.Server
 	// Now is poppy-mcp's clock (tools.Options.Now). Nil: time.Now.
 	Now func() time.Time
+	// Guard changes the network guard's options last (a proxy, a
+	// resolver). Nil: none.
+	Guard func(*netguard.Options)
 }
 
 // testClock is a clock a test moves forward; it is safe for concurrent use.
@@ -118,6 +121,9 @@ func newHarnessWith(t *testing.T, opts *poppytest.Options, hopts *harnessOptions
 			}
 			return own(hp)
 		}
+	}
+	if hopts.Guard != nil {
+		hopts.Guard(guard)
 	}
 	base, holds := netguard.New(guard).Transport(), &retryafter.Holds{}
 	agent := auth.New(id, &auth.Options{HTTPClient: &http.Client{Transport: base}, Store: st, Holds: holds})

@@ -1,14 +1,20 @@
 package tools_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 	"github.com/poppy-mcp/poppy-mcp/internal/nettest"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
@@ -37,6 +43,7 @@ func hostileNetworkCases() []hostileCase {
 				}
 			},
 		},
+		proxyAsDestinationCase(),
 		{
 			// The cloud metadata address: refused the same way, at once.
 			name: "metadata-address servers entry",
@@ -162,6 +169,73 @@ func hostileNetworkCases() []hostileCase {
 				}
 			},
 		},
+	}
+}
+
+// proxyAsDestinationCase: poppy-mcp reaches the Company through a proxy
+// on loopback (as with HTTPS_PROXY, which sends loopback URLs direct), and
+// then the Company names the proxy's own address as its API's servers
+// entry. The proxy is trusted only as the proxy of a request: the call is
+// refused before anything reaches it, as any loopback address is.
+func proxyAsDestinationCase() hostileCase {
+	var tunnel *nettest.Tunnel
+	var company atomic.Pointer[string] // where the proxy tunnels example.com to
+	return hostileCase{
+		name: "servers entry naming the proxy",
+		harness: func(t *testing.T) *harnessOptions {
+			tunnel = nettest.NewTunnel(t, func(hp string) (string, bool) {
+				if addr := company.Load(); addr != nil && hp == "example.com:443" {
+					return *addr, true
+				}
+				return "", false
+			})
+			return &harnessOptions{Guard: func(o *netguard.Options) { viaProxy(o, "example.com:443", tunnel.Addr()) }}
+		},
+		setup: func(t *testing.T, h *harness) {
+			addr := h.company.Addr()
+			company.Store(&addr)
+			doc := getJSON(t, h, "https://api.example.com/openapi.json")
+			doc["servers"] = []any{map[string]any{"url": "https://" + tunnel.Addr()}}
+			setJSON(t, h, "api.example.com", "/openapi.json", doc)
+		},
+		run: func(t *testing.T, h *harness, cs *sdk.ClientSession) {
+			if res, got := call(t, cs, "discover_company", map[string]any{"domain": "example.com"}); res.IsError {
+				t.Fatalf("discover_company through the proxy: %v %s", got, textOf(res))
+			}
+			if !slices.Contains(tunnel.Targets(), "example.com:443") {
+				t.Fatalf("the proxy was asked for %v", tunnel.Targets())
+			}
+			before := tunnel.Connections()
+			res, got := call(t, cs, "call_api", map[string]any{"domain": "example.com", "operation": "listProducts"})
+			if text := textOf(res); !res.IsError || !strings.Contains(text, tunnel.Addr()+": refused: the address is not public") {
+				t.Errorf("call_api to the proxy's address: %v %s", got, text)
+			}
+			if n := tunnel.Connections() - before; n != 0 {
+				t.Errorf("the proxy was reached %d times as a destination", n)
+			}
+		},
+	}
+}
+
+// viaProxy sends hostport (unmapped) through the proxy at proxyAddr, as
+// HTTPS_PROXY would, with loopback URLs direct as Go's proxy setting
+// sends them; hostport's name resolves to a public address.
+func viaProxy(o *netguard.Options, hostport, proxyAddr string) {
+	own := o.Resolve
+	o.Resolve = func(hp string) (string, bool) {
+		if hp == hostport {
+			return "", false
+		}
+		return own(hp)
+	}
+	o.Proxy = func(r *http.Request) (*url.URL, error) {
+		if ip, err := netip.ParseAddr(r.URL.Hostname()); err == nil && ip.IsLoopback() {
+			return nil, nil
+		}
+		return &url.URL{Scheme: "http", Host: proxyAddr}, nil
+	}
+	o.LookupNetIP = func(context.Context, string, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("93.184.215.14")}, nil
 	}
 }
 

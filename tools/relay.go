@@ -93,7 +93,7 @@ func (rs *relays) connect(ctx context.Context, cs *companyState, co *discovery.C
 			rs.log.WarnContext(ctx, "MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
 			continue
 		}
-		e, err := rs.relayFor(cs.user, co, api, prefix, sess)
+		e, err := rs.relayFor(cs.person, co, api, prefix, sess)
 		if err != nil {
 			rs.log.WarnContext(ctx, "MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
 			continue
@@ -116,17 +116,18 @@ func relayable(co *discovery.Company, api discovery.API) error {
 }
 
 // relayFor returns the relay of an MCP server under prefix for the person
-// user, creating it; a relay made for another Session is reconnected with
-// sess's token. Each person has their own relay, with their own Session's
+// (the local user person.Key()), creating it; a relay made for another
+// Session is reconnected with sess's token. Each person has their own relay, with their own Session's
 // token, whose tools are announced on their own MCP server. A server that
 // two domains of a Company list is relayed under each one's prefix, so its
 // names do not depend on which domain was used first.
-func (rs *relays) relayFor(user string, co *discovery.Company, api discovery.API, prefix string, sess *auth.Session) (*relayEntry, error) {
+func (rs *relays) relayFor(person mcpauth.User, co *discovery.Company, api discovery.API, prefix string, sess *auth.Session) (*relayEntry, error) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if rs.closed {
 		return nil, errRelaysClosed
 	}
+	user := person.Key()
 	key := user + " " + prefix + " " + api.URL
 	if e := rs.byKey[key]; e != nil {
 		if e.sess != sess {
@@ -138,10 +139,7 @@ func (rs *relays) relayFor(user string, co *discovery.Company, api discovery.API
 	e := &relayEntry{sess: sess}
 	// The relay logs without a request's context: its lines name the
 	// person it is for, as a request's do.
-	logger := rs.log
-	if user != "" {
-		logger = logger.With("user", mcpauth.KeyLogID(user))
-	}
+	logger := mcpauth.ForUser(rs.log, person)
 	up, err := mcpproxy.New(api.URL, &mcpproxy.Options{
 		Prefix: prefix,
 		HTTPClient: func() (*http.Client, error) {

@@ -93,7 +93,7 @@ func (c *common) guardOptions() *netguard.Options {
 
 // transport is the base HTTP transport (system roots plus SSL_CERT_FILE,
 // Go's default) through the network guard, with a timeout per phase.
-func (c *common) transport() *http.Transport { return netguard.New(c.guardOptions()).Transport() }
+func (c *common) transport() http.RoundTripper { return netguard.New(c.guardOptions()).Transport() }
 
 // documentClient is the client for public documents: cached (package
 // cache); discovery bounds each fetch in time.

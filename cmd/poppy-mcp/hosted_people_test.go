@@ -13,7 +13,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/poppy-mcp/poppy-mcp/internal/oidctest"
 	"github.com/poppy-mcp/poppy-mcp/internal/testlog"
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
@@ -152,7 +151,7 @@ func TestHostedPeopleAtOneCompany(t *testing.T) {
 	dana := h.connectPerson(t, 0, "dana", "acct_dana", "2025-11-25")
 	sam := h.connectPerson(t, 0, "sam", "acct_sam", "2026-07-28")
 	peopleJourney(t, h, dana, sam)
-	checkLogIDs(t, h.idp, h.logged(), dana, sam)
+	checkLogIDs(t, h, dana, sam)
 }
 
 // peopleJourney: dana and sam sign in to example.com with their accounts,
@@ -271,17 +270,26 @@ func checkNotShared(t *testing.T, dana, sam *hostedPerson) {
 }
 
 // checkLogIDs: the lines serve logged of each person's work carry their
-// pseudonymous ID, those of a tool call and those of its background work
-// (the device sign-in's polling, which logs "signed in") alike.
-func checkLogIDs(t *testing.T, idp *oidctest.Provider, logged string, people ...*hostedPerson) {
+// pseudonymous ID, keyed by the deployment's secret, those of a tool call
+// and those of its background work (the device sign-in's polling, which
+// logs "signed in") alike; no line carries the unkeyed hash of the
+// person's (issuer, sub) (their local user key, or its first twelve
+// characters, the ID logs used to carry), which anyone with a list of
+// people could compute.
+func checkLogIDs(t *testing.T, h *hostedDeployment, people ...*hostedPerson) {
 	t.Helper()
+	logged, ids := h.logged(), h.logIDs(t)
 	lines := strings.Split(logged, "\n")
 	for _, p := range people {
-		id := mcpauth.User{Issuer: idp.Issuer(), Subject: p.name}.LogID()
+		u := mcpauth.User{Issuer: h.idp.Issuer(), Subject: p.name}
+		id := ids.Of(u)
 		for _, msg := range []string{`msg="device sign-in started"`, `msg="signed in"`} {
 			if !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, msg) && strings.Contains(l, "user="+id) }) {
 				t.Errorf("no %s line carries %s's pseudonymous ID %s", msg, p.name, id)
 			}
+		}
+		if unkeyed := u.Key()[:12]; strings.Contains(logged, unkeyed) {
+			t.Errorf("the logs carry %s's unkeyed hash %s", p.name, unkeyed)
 		}
 	}
 }

@@ -83,7 +83,7 @@ func TestHostedPeopleThroughReplicas(t *testing.T) {
 			t.Errorf("outdoor.example saw User %s, not sam's %v", s.UserID, users[sam].userIDs)
 		}
 	}
-	checkLogIDs(t, h.idp, h.logged(), dana, sam)
+	checkLogIDs(t, h, dana, sam)
 	checkReplicaLogs(t, h, users, dana, sam)
 }
 
@@ -308,8 +308,9 @@ func checkCompanyUserIDs(t *testing.T, srv *poppytest.Server, users map[*hostedP
 // line carrying one person's ID names the other's conversation or User ID.
 func checkReplicaLogs(t *testing.T, h *hostedDeployment, users map[*hostedPerson]storedUser, dana, sam *hostedPerson) {
 	t.Helper()
+	ids := h.logIDs(t)
 	id := func(p *hostedPerson) string {
-		return "user=" + mcpauth.User{Issuer: h.idp.Issuer(), Subject: p.name}.LogID()
+		return "user=" + ids.Of(mcpauth.User{Issuer: h.idp.Issuer(), Subject: p.name})
 	}
 	for i, c := range []struct{ first, second *hostedPerson }{{dana, sam}, {sam, dana}} {
 		lines := strings.Split(h.replicas[i].logged.String(), "\n")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,7 +22,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/poppy-mcp/poppy-mcp/internal/oidctest"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
+	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
 // hostedDeployment is `serve --auth-issuer` behind a TLS reverse proxy at
@@ -145,6 +148,34 @@ func (h *hostedDeployment) logged() string {
 		fmt.Fprintf(&b, "replica %c:\n%s\n", 'A'+i, r.logged.String())
 	}
 	return b.String()
+}
+
+// logIDs are the deployment's log IDs, keyed by the secret its state keeps,
+// as serve keys them.
+func (h *hostedDeployment) logIDs(t *testing.T) *mcpauth.LogIDs {
+	t.Helper()
+	ctx := context.Background()
+	key, _ := base64.StdEncoding.DecodeString(h.stateKey)
+	var st *store.Store
+	var err error
+	if h.store == "" {
+		st, err = store.Open(ctx, h.replicas[0].state, &store.Options{Key: key, Keychain: store.NoKeychain{}})
+	} else {
+		st, err = store.OpenPostgres(ctx, h.store, &store.Options{Key: key})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	secret, err := st.Secret(ctx, authSecretName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := mcpauth.NewLogIDs(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }
 
 // published is the document serve publishes at path under the public URL.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -37,6 +38,10 @@ func TestPersonOfHostedState(t *testing.T) {
 		Scopes: []string{"poppy:read"}, Token: store.NewSecretString("pat_of_ana")}); err != nil {
 		t.Fatal(err)
 	}
+	secret := bytes.Repeat([]byte{9}, 32) // the deployment's secret, as serve makes it
+	if err := root.PutSecret(ctx, authSecretName, secret); err != nil {
+		t.Fatal(err)
+	}
 	root.Close()
 
 	for _, cmd := range [][]string{{"status"}, {"sign-out", "example.com"}, {"forget", "--yes", "example.com"}} {
@@ -48,6 +53,11 @@ func TestPersonOfHostedState(t *testing.T) {
 	var st statusReport
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Companies) != 1 || !st.Companies[0].SignedIn || st.User != who {
 		t.Fatalf("status --user: exit %d %s %s", code, out, errOut)
+	}
+	// The ID serve's logs name the person by, keyed by the deployment's secret.
+	ids, _ := mcpauth.NewLogIDs(secret)
+	if want := ids.Of(mcpauth.User{Issuer: "https://login.example.org/realms/people", Subject: "a:b"}); st.LogID != want {
+		t.Errorf("status --user: log_id %q, want %q", st.LogID, want)
 	}
 	out, errOut, code = p.run(t, "", "sign-out", "--json", "--user", who, "example.com")
 	var so signOutReport

@@ -122,9 +122,6 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if cfg.http.addr != "" { // records logged with a request's context carry its ID
 		logger = slog.New(requestid.Handler(logger.Handler()))
 	}
-	if cfg.http.auth.issuer != "" { // records logged with a request's context name its person, pseudonymously
-		logger = slog.New(mcpauth.LogHandler(logger.Handler()))
-	}
 	for _, w := range cfg.warnings {
 		logger.Warn(w)
 	}
@@ -232,6 +229,9 @@ func (a *app) start(ctx context.Context, c *common, demo bool, o *appOptions) (e
 		if a.hosted, err = newHosted(ctx, o.http, a.store, docs, base, logger); err != nil {
 			return err
 		}
+		// Records logged with a person's context name them by the log ID
+		// the deployment's secret keys (docs/architecture.md "People in logs").
+		logger = slog.New(mcpauth.LogHandler(logger.Handler(), a.hosted.resource.LogIDs()))
 	} else if o.http != nil {
 		tokenDir, err := c.stateDirectory()
 		if err != nil {

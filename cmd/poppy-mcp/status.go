@@ -18,14 +18,18 @@ import (
 	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
 // statusReport is `status --json`'s output.
 type statusReport struct {
-	State     string          `json:"state"`
-	KeySource string          `json:"key_source"`
-	User      string          `json:"user,omitempty"`
+	State     string `json:"state"`
+	KeySource string `json:"key_source"`
+	User      string `json:"user,omitempty"`
+	// LogID is the ID serve's logs name the --user person by ("user=..."),
+	// keyed by the deployment's secret; "" before serve ever made one.
+	LogID     string          `json:"log_id,omitempty"`
 	Identity  *identityStatus `json:"identity"` // null without one
 	Companies []companyStatus `json:"companies"`
 }
@@ -125,6 +129,9 @@ func statusOf(ctx context.Context, p *personFlags, offline bool, stderr io.Write
 	}
 	defer ps.root.Close()
 	rep := &statusReport{State: ps.root.Where(), KeySource: ps.root.KeySource(), User: ps.user, Companies: []companyStatus{}}
+	if rep.LogID, err = logIDOf(ctx, ps); err != nil {
+		return nil, err
+	}
 	id, err := loadIdentity(ctx, &p.common, ps.root, stderr)
 	var none *noIdentityError
 	switch {
@@ -208,11 +215,38 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
+// logIDOf is the log ID of ps's --user person, as serve computes it from
+// the deployment's secret in the state: "" without --user or before serve
+// made the secret.
+func logIDOf(ctx context.Context, ps *personState) (string, error) {
+	if ps.user == "" {
+		return "", nil
+	}
+	secret, err := ps.root.Secret(ctx, authSecretName)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", nil
+	} else if err != nil {
+		return "", err
+	}
+	u, err := parseUser(ps.user)
+	if err != nil {
+		return "", err
+	}
+	ids, err := mcpauth.NewLogIDs(secret)
+	if err != nil {
+		return "", err
+	}
+	return ids.Of(u), nil
+}
+
 // printStatus prints the report for a person.
 func printStatus(u *ui, rep *statusReport, now time.Time) {
 	who := ""
 	if rep.User != "" {
 		who = ", for " + rep.User
+	}
+	if rep.LogID != "" {
+		who += ", in logs user=" + rep.LogID
 	}
 	u.line("%s %s (state key from %s%s)", u.bold("State"), rep.State, rep.KeySource, who)
 	u.line("")

@@ -1,12 +1,10 @@
 package netguard
 
 // This file is the Guard: its dialer, the one place a connection to a
-// Company is opened, and the base HTTP transport over it, with the proxy
-// check and a timeout for each phase of a request.
+// Company is opened, and the check of a target a proxy connects to.
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -16,7 +14,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -36,8 +33,10 @@ type Options struct {
 	Allow []netip.AddrPort
 	// Proxy chooses the proxy of a request, as http.Transport.Proxy does.
 	// The target host is resolved and checked before the proxy is asked to
-	// connect to it; the proxies it names are trusted, wherever they are.
-	// Nil: http.ProxyFromEnvironment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY).
+	// connect to it. A proxy it names is reached wherever it is, but only
+	// as the proxy of a request: a URL naming the proxy's own address is
+	// judged like any other. Nil: http.ProxyFromEnvironment (HTTPS_PROXY,
+	// HTTP_PROXY, NO_PROXY).
 	Proxy func(*http.Request) (*url.URL, error)
 	// LookupNetIP resolves a name for the check made before asking a proxy.
 	// Nil: net.DefaultResolver.LookupNetIP.
@@ -66,17 +65,13 @@ type Options struct {
 // safe for concurrent use.
 type Guard struct {
 	opts   Options
-	direct *net.Dialer // for mapped names, allowed addresses and trusted proxies
+	direct *net.Dialer // for mapped names, allowed addresses and a transport's proxy
 	public *net.Dialer // for everything else: refuses what is not public
-
-	// mu guards proxies.
-	mu      sync.Mutex
-	proxies map[string]bool // "host:port" of every proxy Options.Proxy named
 }
 
 // New returns a Guard.
 func New(opts *Options) *Guard {
-	g := &Guard{proxies: map[string]bool{}}
+	g := &Guard{}
 	if opts != nil {
 		g.opts = *opts
 	}
@@ -125,16 +120,23 @@ func (e *Error) Error() string { return fmt.Sprintf("netguard: %s: %v", e.Addr, 
 func (e *Error) Unwrap() error { return e.Err }
 
 // DialContext connects to addr ("host:port"): a mapped name to its address,
-// an allowed address or a trusted proxy as it is, and anything else only
-// where the name resolves to public addresses, each checked as it is
-// connected to. It fits http.Transport.DialContext.
+// an allowed address as it is, and anything else only where the name
+// resolves to public addresses, each checked as it is connected to. A
+// proxy's address is nothing special here. It fits
+// http.Transport.DialContext.
 func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	dialer, to := g.public, addr
 	if mapped, ok := g.mapped(addr); ok {
 		dialer, to = g.direct, mapped
-	} else if g.trusted(addr) {
+	} else if ap, err := netip.ParseAddrPort(addr); err == nil && g.allowed(ap) {
 		dialer = g.direct
 	}
+	return dial(ctx, dialer, network, addr, to)
+}
+
+// dial connects to to with dialer, for addr as the URL named it, and
+// says why it could not in one of two words: refused or failed.
+func dial(ctx context.Context, dialer *net.Dialer, network, addr, to string) (net.Conn, error) {
 	conn, err := dialer.DialContext(ctx, network, to)
 	switch {
 	case err == nil:
@@ -153,16 +155,6 @@ func (g *Guard) mapped(addr string) (string, bool) {
 		return "", false
 	}
 	return g.opts.Resolve(strings.ToLower(addr))
-}
-
-// trusted reports whether addr is an allowed address or a proxy Options.Proxy named.
-func (g *Guard) trusted(addr string) bool {
-	if ap, err := netip.ParseAddrPort(addr); err == nil && g.allowed(ap) {
-		return true
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.proxies[strings.ToLower(addr)]
 }
 
 func (g *Guard) allowed(ap netip.AddrPort) bool {
@@ -222,59 +214,4 @@ func (g *Guard) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
 		return []netip.Addr{ip}, nil
 	}
 	return g.opts.LookupNetIP(ctx, "ip", host)
-}
-
-// Transport returns a new HTTP transport that connects through the Guard.
-// Every phase has a timeout of its own (dial, TLS handshake, response
-// headers, idle connections) and nothing bounds a whole request: give each
-// request a context with the deadline it needs. With a proxy, the target
-// host is checked before the proxy is asked to connect to it.
-func (g *Guard) Transport() *http.Transport {
-	return &http.Transport{
-		Proxy:                 g.proxy,
-		DialContext:           g.DialContext,
-		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: g.opts.RootCAs},
-		TLSHandshakeTimeout:   g.opts.TLSHandshakeTimeout,
-		ResponseHeaderTimeout: g.opts.ResponseHeaderTimeout,
-		IdleConnTimeout:       g.opts.IdleConnTimeout,
-		ExpectContinueTimeout: time.Second,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   8,
-		ForceAttemptHTTP2:     true,
-		// A connection that went silent is found by pings and closed, so a
-		// stream on it fails instead of hanging.
-		HTTP2: &http.HTTP2Config{SendPingTimeout: 30 * time.Second, PingTimeout: 15 * time.Second},
-	}
-}
-
-// proxy asks Options.Proxy for the request's proxy. A mapped name is
-// reached directly, at the address it is mapped to: it never goes to a
-// proxy. With a proxy, the proxy resolves and connects, so the target is
-// checked here first: its name must resolve to public addresses only. The
-// proxy itself is then trusted.
-func (g *Guard) proxy(r *http.Request) (*url.URL, error) {
-	target := canonicalAddr(r.URL)
-	if _, ok := g.mapped(target); ok {
-		return nil, nil
-	}
-	u, err := g.opts.Proxy(r)
-	if err != nil || u == nil {
-		return u, err
-	}
-	if err := g.CheckHost(r.Context(), target); err != nil {
-		return nil, err
-	}
-	g.mu.Lock()
-	g.proxies[canonicalAddr(u)] = true
-	g.mu.Unlock()
-	return u, nil
-}
-
-// canonicalAddr is u's "host:port", lower case, with the scheme's default port.
-func canonicalAddr(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443", "socks5": "1080", "socks5h": "1080"}[u.Scheme]
-	}
-	return strings.ToLower(net.JoinHostPort(u.Hostname(), port))
 }
