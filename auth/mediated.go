@@ -168,6 +168,11 @@ func (s *Session) postMediated(ctx context.Context, endpoint string, body []byte
 		return nil, fmt.Errorf("auth: mediated sign-in: %w", err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode/100 == 3 {
+		// Poppy 0.1 §4.7: "Personal Agents MUST NOT send credentials to any
+		// endpoint other than the Company's auth.mediated.endpoint."
+		return nil, fmt.Errorf("auth: the mediated sign-in endpoint redirected (HTTP %d); the credentials were not sent where it pointed", resp.StatusCode)
+	}
 	b, err := httpbody.ReadAtMost(resp.Body, s.a.maxBody)
 	if err != nil || !httpbody.IsJSON(resp.Header.Get("Content-Type")) {
 		return nil, fmt.Errorf("auth: mediated sign-in answered HTTP %d (%s)", resp.StatusCode, untrusted.Text(resp.Header.Get("Content-Type"), 300))

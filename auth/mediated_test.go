@@ -219,6 +219,33 @@ func TestMediatedServerErrorIsNotComplete(t *testing.T) {
 	}
 }
 
+// TestMediatedRedirectNotFollowed: Poppy 0.1 §4.7, "Personal Agents MUST
+// NOT send credentials to any endpoint other than the Company's
+// auth.mediated.endpoint". The endpoint answers 307 or 308, which keep the
+// method and body, to another path of its origin (which would take the
+// credentials and sign the Session in): the agent posts them once, to the
+// endpoint, not again there, and the sign-in fails saying so.
+func TestMediatedRedirectNotFollowed(t *testing.T) {
+	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		co := newSignInCo(t, &poppytest.Options{MediatedRedirect: status})
+		s := co.start(t)
+		st, err := s.SignInMediated(context.Background(), []string{"poppy:read"}, creds("dana@example.com", "correct-horse-battery"))
+		if err == nil || !strings.Contains(err.Error(), "redirected") || st != nil || s.Info().SignedIn {
+			t.Fatalf("%d: step %+v, error %v, signed in %v", status, st, err, s.Info().SignedIn)
+		}
+		posts := map[string]int{}
+		for _, r := range co.srv.Requests() {
+			if strings.Contains(string(r.Body), "correct-horse-battery") {
+				posts[r.Path]++
+			}
+		}
+		if posts["/poppy/sign-in"] != 1 || posts[poppytest.MediatedMovedPath] != 0 || len(posts) != 1 {
+			t.Errorf("%d: the credentials were posted to %v, want once to /poppy/sign-in", status, posts)
+		}
+		co.scanSecrets(t, err.Error())
+	}
+}
+
 // TestReadMediatedStatusLines: every status line, every body status.
 func TestReadMediatedStatusLines(t *testing.T) {
 	co := newSignInCo(t, nil)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -31,6 +32,56 @@ func TestNoCacheRevalidatesEachUse(t *testing.T) {
 	wantRequests(t, o, 4)
 	if s := tr.Stats(); s.Revalidated != 3 || s.Misses != 1 || s.Hits != 0 {
 		t.Errorf("Stats = %+v", s)
+	}
+}
+
+// TestNoCacheFreshResponseRevalidatesEachUse: RFC 9111 §5.2.2.4, a
+// response with no-cache "MUST NOT be used to satisfy any other request
+// without forwarding it for validation", even while it is fresh (here by
+// max-age or Expires, which TestNoCacheRevalidatesEachUse's response is
+// not). Every use goes to the origin with the stored validator, ETag or
+// Last-Modified, and the origin's 304 is what is served.
+func TestNoCacheFreshResponseRevalidatesEachUse(t *testing.T) {
+	for _, tc := range []struct{ name, validator, freshness, header string }{
+		{"ETag, max-age", "ETag", "Cache-Control", "no-cache, max-age=600"},
+		{"Last-Modified, max-age", "Last-Modified", "Cache-Control", "no-cache, max-age=600"},
+		{"ETag, Expires", "ETag", "Expires", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			validator := map[string]string{"ETag": `"v1"`, "Last-Modified": clk.Now().Add(-time.Hour).Format(http.TimeFormat)}[tc.validator]
+			condition := map[string]string{"ETag": "If-None-Match", "Last-Modified": "If-Modified-Since"}[tc.validator]
+			var notModified atomic.Int32
+			o := newOrigin(t, clk, func(w http.ResponseWriter, r *http.Request) {
+				if tc.freshness == "Expires" {
+					w.Header().Set("Cache-Control", "no-cache")
+					w.Header().Set("Expires", clk.Now().Add(10*time.Minute).Format(http.TimeFormat))
+				} else {
+					w.Header().Set(tc.freshness, tc.header)
+				}
+				w.Header().Set(tc.validator, validator)
+				if r.Header.Get(condition) == validator {
+					notModified.Add(1)
+					w.WriteHeader(http.StatusNotModified)
+					return
+				}
+				io.WriteString(w, "doc")
+			})
+			tr := newTransport(t, o, nil)
+			wantHow(t, get(t, tr, o, "/"), Miss)
+			for range 3 {
+				clk.Advance(time.Second) // well within the 600s of freshness
+				r := get(t, tr, o, "/")
+				wantHow(t, r, Revalidated)
+				wantSent(t, o, condition, validator)
+				if r.status != 200 || r.body != "doc" {
+					t.Errorf("revalidated = %d %q, want 200 \"doc\"", r.status, r.body)
+				}
+			}
+			if wantRequests(t, o, 4); notModified.Load() != 3 {
+				t.Errorf("the origin answered %d revalidations with 304, want 3", notModified.Load())
+			}
+		})
 	}
 }
 

@@ -68,6 +68,7 @@ func (s *Server) installMediated() { s.installMediatedOn("auth." + s.domain) }
 func (s *Server) installMediatedOn(auth string) {
 	s.HandleFunc(auth, "POST "+mediatedPath, s.handleMediated)
 	s.HandleFunc(auth, "POST "+mediatedPath+"/{id}", s.handleMediatedCode)
+	s.HandleFunc(auth, "POST "+MediatedMovedPath, s.handleMovedMediated)
 }
 
 // mediatedAttempts is Options.MediatedAttempts, 3 when zero.
@@ -154,8 +155,32 @@ func (s *Server) readMediatedBody(r *http.Request, v any) *oauthError {
 	return nil
 }
 
-// handleMediated takes credentials (Poppy 0.1 §4.7).
+// MediatedMovedPath is where Options.MediatedRedirect sends the posts to
+// auth.mediated.endpoint.
+const MediatedMovedPath = "/poppy/sign-in-moved"
+
+// handleMovedMediated takes credentials posted where a redirect of the
+// mediated endpoint pointed (Options.MediatedRedirect), as the endpoint
+// would, so that an agent that follows it gets signed in and the test
+// sees it did; it is the agent's violation.
+func (s *Server) handleMovedMediated(w http.ResponseWriter, r *http.Request) {
+	// Poppy 0.1 §4.7: "Personal Agents MUST NOT send credentials to any endpoint other than the Company's auth.mediated.endpoint."
+	s.violate(r, "4.7", "", "credentials sent to %s, where a redirect of auth.mediated.endpoint pointed", MediatedMovedPath)
+	s.takeCredentials(w, r)
+}
+
+// handleMediated takes credentials (Poppy 0.1 §4.7), or redirects them
+// elsewhere (Options.MediatedRedirect).
 func (s *Server) handleMediated(w http.ResponseWriter, r *http.Request) {
+	if status := s.opts.MediatedRedirect; status != 0 {
+		http.Redirect(w, r, MediatedMovedPath, status)
+		return
+	}
+	s.takeCredentials(w, r)
+}
+
+// takeCredentials signs a Session in with the credentials posted.
+func (s *Server) takeCredentials(w http.ResponseWriter, r *http.Request) {
 	c, ok := &Caller{}, true
 	if len(r.Header.Values("Authorization")) > 0 || !s.flaws().MediatedWithoutToken {
 		c, ok = s.Authenticate(w, r, "")

@@ -176,6 +176,13 @@ type Options struct {
 	// code_required, and each error's own status (400 for
 	// invalid_credentials, 429 for too many attempts).
 	MediatedHTTPStatus map[string]int
+	// MediatedRedirect answers every post to auth.mediated.endpoint with
+	// this redirect status (307 or 308, which keep the method and body) to
+	// MediatedMovedPath on the same host, where credentials are taken as at
+	// the endpoint. Following it is the agent's violation of §4.7
+	// ("Personal Agents MUST NOT send credentials to any endpoint other than
+	// the Company's auth.mediated.endpoint"). Zero: no redirect.
+	MediatedRedirect int
 	// NoAccountTokens makes every sign-in answer without refresh_token,
 	// breaking Poppy 0.1 §4.4 ("the Company returns an Account Token as
 	// refresh_token"): the Session is signed in, but the agent holds nothing

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
@@ -208,12 +207,7 @@ func readStoredUser(t *testing.T, v *store.Store) storedUser {
 // person's mark at all, and no row holds any of absent in clear.
 func checkRows(t *testing.T, dbURL string, marks map[string][]string, absent ...string) {
 	t.Helper()
-	cfg, err := pgx.ParseConfig(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := stdlib.OpenDB(*cfg)
-	defer db.Close()
+	db := openPostgres(t, dbURL)
 	found := map[string]bool{}
 	for table, has := range tablesOf(t, db) {
 		owner := "''"

@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -49,6 +50,8 @@ type hostedReplica struct {
 	mcpURL string          // where it listens, on loopback
 	state  string          // its --state-dir
 	logged *testlog.Buffer // its stderr
+	proc   *exec.Cmd       // the process, for a test that kills it
+	down   *atomic.Bool    // killed: the public URL no longer leads to it
 }
 
 // deploymentOptions shape a hosted deployment; the zero value is one replica
@@ -95,11 +98,14 @@ func startHostedWith(t *testing.T, opts *deploymentOptions, extra ...string) *ho
 		args := append([]string{"serve", "--log-level", "debug", "--http", "127.0.0.1:0", "--public-url", h.public,
 			"--auth-issuer", idp.Issuer(), "--auth-client-id", "poppy-pages", "--resolve", idp.Host() + ":443:" + idp.Addr()},
 			append(h.storeArgs(state), resolve...)...)
-		u, logged := startLogged(t, env, append(args, extra...)...)
-		h.replicas = append(h.replicas, hostedReplica{mcpURL: u, state: state, logged: logged})
+		proc, u, logged := startProcess(t, env, append(args, extra...)...)
+		h.replicas = append(h.replicas, hostedReplica{mcpURL: u, state: state, logged: logged, proc: proc, down: &atomic.Bool{}})
 	}
 	srv.Handle(srv.AgentHost(), "/", &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
 		replica := h.replicas[int(h.next.Add(1)-1)%len(h.replicas)]
+		for i := 0; replica.down.Load() && i < len(h.replicas); i++ { // as a load balancer's health check would
+			replica = h.replicas[int(h.next.Add(1)-1)%len(h.replicas)]
+		}
 		target, _ := url.Parse(strings.TrimSuffix(replica.mcpURL, "/mcp"))
 		r.SetURL(target)
 		r.Out.Host = r.In.Host

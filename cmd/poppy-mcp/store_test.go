@@ -58,6 +58,19 @@ func postgresURL(t testing.TB) string {
 	return u.String()
 }
 
+// openPostgres opens the database at dbURL (from postgresURL), to read
+// what the replicas wrote; it is closed when the test ends.
+func openPostgres(t testing.TB, dbURL string) *sql.DB {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 func mustExecSQL(t testing.TB, db *sql.DB, q string) {
 	t.Helper()
 	if _, err := db.Exec(q); err != nil {

@@ -4,7 +4,8 @@
 // over TLS with a certificate authority of its own, under a name of its own
 // (like net/http/httptest). Its access tokens are JWTs (RFC 9068) whose
 // audience is the client's configured resource, exactly as a production
-// server would issue them; nothing here mints a token by hand.
+// server would issue them; nothing here mints a token by hand, except the
+// flawed ID tokens FlawIDTokens asks for (flaws.go).
 //
 // People sign in at the Provider's login page by being signed in there
 // already: a browser that SignIn marked as a person's is that person.
@@ -69,8 +70,9 @@ type Provider struct {
 	op           *op.Provider
 	store        *storage
 
-	mu     sync.Mutex
-	served map[string]int // requests by path; guarded by mu
+	mu      sync.Mutex
+	served  map[string]int // requests by path; guarded by mu
+	idFlaws IDTokenFlaws   // what FlawIDTokens set; guarded by mu
 }
 
 // New starts a Provider on 127.0.0.1; it stops when the test ends.
@@ -99,6 +101,7 @@ func New(t testing.TB, opts *Options) *Provider {
 	mux := http.NewServeMux()
 	mux.Handle("/login", op.NewIssuerInterceptor(provider.IssuerFromRequest).HandlerFunc(p.login))
 	mux.Handle("/", provider)
+	mux.Handle("POST /oauth/token", p.flawIDTokens(provider))
 	p.srv = httptest.NewUnstartedServer(p.count(mux))
 	p.srv.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}}
 	p.srv.StartTLS()

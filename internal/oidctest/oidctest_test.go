@@ -66,3 +66,50 @@ func (p *Provider) keySet(t *testing.T) jose.JSONWebKeySet {
 	}
 	return set
 }
+
+// TestFlawIDTokens: a flawed ID token has the claims asked for, keeps the
+// others, and still verifies with a published key; the zero flaws make
+// correct ID tokens again.
+func TestFlawIDTokens(t *testing.T) {
+	p := New(t, nil)
+	p.AddClient(Client{ID: "c", RedirectURIs: []string{"https://client.test/cb"}})
+	p.FlawIDTokens(IDTokenFlaws{Audience: []string{"c", "d"}, NoAuthorizedParty: true, Nonce: "n2"})
+	c := p.idClaims(t)
+	if len(c.Audience) != 2 || c.AZP != "" || c.Nonce != "n2" || c.Subject != "alice" || c.Issuer != p.Issuer() {
+		t.Errorf("flawed claims = %+v", c)
+	}
+	p.FlawIDTokens(IDTokenFlaws{AuthorizedParty: "d"})
+	if c := p.idClaims(t); c.AZP != "d" || !c.Audience.Contains("c") {
+		t.Errorf("flawed azp: claims = %+v", c)
+	}
+	p.FlawIDTokens(IDTokenFlaws{})
+	if c := p.idClaims(t); c.AZP != "c" || len(c.Audience) != 1 || c.Audience[0] != "c" || c.Nonce != "" {
+		t.Errorf("unflawed claims = %+v", c)
+	}
+}
+
+type idClaims struct {
+	jwt.Claims
+	AZP   string `json:"azp"`
+	Nonce string `json:"nonce"`
+}
+
+// idClaims are the verified claims of an ID token issued to c for alice.
+func (p *Provider) idClaims(t *testing.T) idClaims {
+	t.Helper()
+	tok, err := p.Exchange("c", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	parsed, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c idClaims
+	keys := p.keySet(t)
+	if err := parsed.Claims(keys.Key(parsed.Headers[0].KeyID)[0].Key, &c); err != nil {
+		t.Fatalf("the ID token does not verify with the published key: %v", err)
+	}
+	return c
+}
