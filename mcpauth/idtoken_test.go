@@ -77,3 +77,9 @@ func TestIDTokenOfSeveralAudiencesForUs(t *testing.T) {
 func TestIDTokenOfAnotherSignIn(t *testing.T) {
 	refused(t, oidctest.IDTokenFlaws{Nonce: "the-nonce-of-another-sign-in"}, "not for this sign-in")
 }
+
+// TestIDTokenWithoutNonce: §3.1.3.7 (11), "a nonce Claim MUST be present":
+// a token that leaves it out is refused as one of another sign-in.
+func TestIDTokenWithoutNonce(t *testing.T) {
+	refused(t, oidctest.IDTokenFlaws{NoNonce: true}, "not for this sign-in")
+}

@@ -33,11 +33,14 @@ type IDTokenFlaws struct {
 	// Nonce replaces nonce, which should be the authentication request's
 	// (§3.1.3.7 (11)). Zero: as issued, the request's.
 	Nonce string
+	// NoNonce leaves nonce out, which a token answering a request that
+	// sent one must have (§3.1.3.7 (11)).
+	NoNonce bool
 }
 
 // none reports whether f breaks nothing.
 func (f IDTokenFlaws) none() bool {
-	return f.Audience == nil && f.AuthorizedParty == "" && !f.NoAuthorizedParty && f.Nonce == ""
+	return f.Audience == nil && f.AuthorizedParty == "" && !f.NoAuthorizedParty && f.Nonce == "" && !f.NoNonce
 }
 
 // apply breaks the rules of f in the claims c.
@@ -53,6 +56,9 @@ func (f IDTokenFlaws) apply(c map[string]any) {
 	}
 	if f.Nonce != "" {
 		c["nonce"] = f.Nonce
+	}
+	if f.NoNonce {
+		delete(c, "nonce")
 	}
 }
 
