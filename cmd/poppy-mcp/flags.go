@@ -23,8 +23,9 @@ type common struct {
 	logFormat string // --log-format
 	resolve   resolveFlag
 	pagesAddr string
-	publicURL string // serve --public-url
-	browser   string // serve --browser
+	publicURL string     // serve --public-url
+	browser   string     // serve --browser
+	tools     toolChoice // serve --read-only, --toolsets
 }
 
 func (c *common) register(fs *flag.FlagSet) {
