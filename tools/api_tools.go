@@ -187,6 +187,9 @@ func (ap *apis) list(ctx context.Context, _ mcp.CallToolRequest, args listOperat
 		out.Operations = out.Operations[:limit] // several APIs: each was searched with the limit
 	}
 	out.Next = fmt.Sprintf("Call describe_api_operation with domain %s and an operation for its arguments, then call_api.", co.Domain)
+	if ap.policy.readOnly {
+		out.Next += " This poppy-mcp is read-only: call_api calls only GET and HEAD operations."
+	}
 	if len(out.Operations) < out.Total {
 		out.Next = fmt.Sprintf("Showing %d of %d operations: give query words to narrow. ", len(out.Operations), out.Total) + out.Next
 	}

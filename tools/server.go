@@ -182,7 +182,7 @@ func (s *Server) newMCP() *server.MCPServer {
 		server.WithLogging(),
 		server.WithRecovery(),
 		server.WithToolHandlerMiddleware(s.bound), // every call gets a deadline (deadline.go)
-		server.WithInstructions(instructions),
+		server.WithInstructions(s.policy.instructions()),
 	)
 }
 
@@ -202,7 +202,8 @@ func (s *Server) build(disc *discovery.Client, o *Options) {
 	s.companies = &companies{disc: disc, log: s.log, byHost: map[string]*discovery.Company{}}
 	s.sessions = &sessions{companies: s.companies, agent: o.Agent, store: o.Store, choice: choice, log: s.log, noIdentity: o.NoIdentity,
 		ready: s.sessionReady, byCompany: map[personCompany]*companyState{}, agents: map[string]*auth.Agent{}}
-	s.signIn = &signIn{companies: s.companies, sessions: s.sessions, choice: choice, pages: o.Pages, bg: s.bg, mcp: s.mcp,
+	s.signIn = &signIn{companies: s.companies, sessions: s.sessions, choice: choice, noTools: !s.policy.toolsets.Has(groupSignIn),
+		pages: o.Pages, bg: s.bg, mcp: s.mcp,
 		log: s.log, now: o.Now, flows: map[personCompany]*signInFlow{}}
 	s.convs = &conversations{sessions: s.sessions, signIn: s.signIn, companies: s.companies, store: o.Store, mcp: s.mcp,
 		log: s.log, now: o.Now, trackers: map[trackerKey]*conversation.Tracker{}}

@@ -171,3 +171,13 @@ func (p policy) filter(all []tool) []tool {
 	}
 	return out
 }
+
+// instructions are the MCP server's instructions, with what read-only
+// means for the model.
+func (p policy) instructions() string {
+	if !p.readOnly {
+		return instructions
+	}
+	return instructions + " This poppy-mcp is read-only: it sends no message and calls only GET and HEAD API operations; " +
+		"tell the user when a task needs more."
+}

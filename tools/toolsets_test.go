@@ -90,6 +90,9 @@ func TestReadOnlyCompanyTools(t *testing.T) {
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			_, cs := toolsetHarness(t, rev, true, "")
+			if !strings.Contains(cs.InitializeResult().Instructions, "read-only") {
+				t.Errorf("the instructions do not say the server is read-only: %q", cs.InitializeResult().Instructions)
+			}
 			listed := listedTools(t, cs)
 			if !slices.Contains(names(listed), apiPrefix+"listProducts") {
 				t.Errorf("the GET operation listProducts has no tool: %v", names(listed))
@@ -163,6 +166,23 @@ func TestReadOnlyCallAPI(t *testing.T) {
 			if res.IsError || got["status"] != 200.0 {
 				t.Errorf("call_api listProducts under read-only = %v", got)
 			}
+			if _, got = call(t, cs, "list_api_operations", map[string]any{"domain": "example.com"}); !strings.Contains(got["next"].(string), "read-only") {
+				t.Errorf("list_api_operations under read-only does not say so: %v", got["next"])
+			}
+		})
+	}
+}
+
+// TestToolsetsWithoutSignIn: without the signin group, a call that needs a
+// sign-in says so and names no sign-in tool, since none is served.
+func TestToolsetsWithoutSignIn(t *testing.T) {
+	for _, rev := range revisions {
+		t.Run(rev, func(t *testing.T) {
+			_, cs := toolsetHarness(t, rev, false, "apis")
+			res, got := call(t, cs, "call_api", map[string]any{"domain": "example.com", "operation": "listOrders"})
+			if !res.IsError || got["error"] != "sign_in_required" || got["tool"] != "" || !strings.Contains(got["next"].(string), "no sign-in tools") {
+				t.Errorf("call_api listOrders without signin = %v", got)
+			}
 		})
 	}
 }
@@ -202,4 +222,22 @@ func names(ts []listedTool) []string {
 
 func hasPrefix(ts []listedTool, prefix string) bool {
 	return slices.ContainsFunc(ts, func(t listedTool) bool { return strings.HasPrefix(t.Name, prefix) })
+}
+
+// FuzzParseToolsets: any list either fails or reads as groups that read
+// back the same (String, then ParseToolsets again).
+func FuzzParseToolsets(f *testing.F) {
+	for _, seed := range []string{"", "all", "signin,web", " Relay ,,apis", "bogus", "all,bogus", "\x00,web"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, list string) {
+		ts, err := tools.ParseToolsets(list)
+		if err != nil {
+			return
+		}
+		again, err := tools.ParseToolsets(ts.String())
+		if err != nil || again.String() != ts.String() {
+			t.Errorf("ParseToolsets(%q) = %s, which reads back as %s, %v", list, ts, again, err)
+		}
+	})
 }
