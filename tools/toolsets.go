@@ -31,7 +31,9 @@ const (
 const allToolsets = "all"
 
 // groups are the tool groups, in the order docs/tools.md lists them.
-var groups = []string{groupDiscovery, groupSignIn, groupConversations, groupAPIs, groupRelay, groupWeb}
+func groups() []string {
+	return []string{groupDiscovery, groupSignIn, groupConversations, groupAPIs, groupRelay, groupWeb}
+}
 
 // effect is what a tool does at a Company, as read-only sees it.
 type effect int
@@ -56,29 +58,31 @@ type toolEntry struct {
 
 // toolTable is every built-in tool's group and effect. A built-in tool
 // missing from it is a mistake New panics on, which every test finds.
-var toolTable = map[string]toolEntry{
-	"discover_company": {groupDiscovery, reads},
-	"start_session":    {groupDiscovery, reads},
+func toolTable() map[string]toolEntry {
+	return map[string]toolEntry{
+		"discover_company": {groupDiscovery, reads},
+		"start_session":    {groupDiscovery, reads},
 
-	"sign_in_device":   {groupSignIn, reads},
-	"sign_in_mediated": {groupSignIn, reads},
-	"sign_in_direct":   {groupSignIn, reads},
-	"sign_in_status":   {groupSignIn, reads},
-	"sign_out":         {groupSignIn, reads},
+		"sign_in_device":   {groupSignIn, reads},
+		"sign_in_mediated": {groupSignIn, reads},
+		"sign_in_direct":   {groupSignIn, reads},
+		"sign_in_status":   {groupSignIn, reads},
+		"sign_out":         {groupSignIn, reads},
 
-	"send_message":              {groupConversations, writes},
-	"read_events":               {groupConversations, reads},
-	"request_human":             {groupConversations, writes},
-	"close_conversation":        {groupConversations, writes},
-	"list_conversations":        {groupConversations, reads},
-	"start_direct_conversation": {groupConversations, writes},
+		"send_message":              {groupConversations, writes},
+		"read_events":               {groupConversations, reads},
+		"request_human":             {groupConversations, writes},
+		"close_conversation":        {groupConversations, writes},
+		"list_conversations":        {groupConversations, reads},
+		"start_direct_conversation": {groupConversations, writes},
 
-	"list_api_operations":    {groupAPIs, reads},
-	"describe_api_operation": {groupAPIs, reads},
-	"call_api":               {groupAPIs, perCall},
+		"list_api_operations":    {groupAPIs, reads},
+		"describe_api_operation": {groupAPIs, reads},
+		"call_api":               {groupAPIs, perCall},
 
-	"open_website": {groupWeb, reads},
-	"browse_page":  {groupWeb, reads},
+		"open_website": {groupWeb, reads},
+		"browse_page":  {groupWeb, reads},
+	}
 }
 
 // Toolsets are the tool groups a Server serves (Options.Toolsets), as
@@ -98,10 +102,10 @@ func ParseToolsets(list string) (Toolsets, error) {
 		case name == "":
 		case name == allToolsets:
 			all = true
-		case slices.Contains(groups, name):
+		case slices.Contains(groups(), name):
 			on[name] = true
 		default:
-			return Toolsets{}, fmt.Errorf("tools: unknown tool group %q: the groups are %s, or %s", name, strings.Join(groups, ", "), allToolsets)
+			return Toolsets{}, fmt.Errorf("tools: unknown tool group %q: the groups are %s, or %s", name, strings.Join(groups(), ", "), allToolsets)
 		}
 	}
 	if all || len(on) == 0 {
@@ -120,7 +124,7 @@ func (ts Toolsets) String() string {
 		return allToolsets
 	}
 	var out []string
-	for _, g := range groups {
+	for _, g := range groups() {
 		if ts.on[g] {
 			out = append(out, g)
 		}
@@ -129,7 +133,7 @@ func (ts Toolsets) String() string {
 }
 
 // ToolGroups are the tool groups serve --toolsets takes, without "all".
-func ToolGroups() []string { return slices.Clone(groups) }
+func ToolGroups() []string { return groups() }
 
 // policy decides which tools a Server serves: Options.Toolsets and
 // Options.ReadOnly applied to the table. It does not change after New.
@@ -138,12 +142,8 @@ type policy struct {
 	readOnly bool
 }
 
-// builtin reports whether the built-in tool name is served.
-func (p policy) builtin(name string) bool {
-	e, ok := toolTable[name]
-	if !ok {
-		panic("tools: " + name + " is not in the tool table (toolsets.go)")
-	}
+// builtin reports whether a built-in tool of the table's row e is served.
+func (p policy) builtin(e toolEntry) bool {
 	return p.toolsets.Has(e.group) && !(p.readOnly && e.effect == writes)
 }
 
@@ -161,11 +161,17 @@ func (p policy) operation(method string) bool {
 // read-only, since a relayed tool's readOnlyHint is only the Company's claim.
 func (p policy) relays() bool { return p.toolsets.Has(groupRelay) && !p.readOnly }
 
-// filter keeps the built-in tools served.
+// filter keeps the built-in tools served. A tool missing from the table
+// is a mistake it panics on.
 func (p policy) filter(all []tool) []tool {
+	table := toolTable()
 	var out []tool
 	for _, t := range all {
-		if p.builtin(t.tool.Name) {
+		e, ok := table[t.tool.Name]
+		if !ok {
+			panic("tools: " + t.tool.Name + " is not in the tool table (toolsets.go)")
+		}
+		if p.builtin(e) {
 			out = append(out, t)
 		}
 	}

@@ -23,11 +23,11 @@ func TestToolTableComplete(t *testing.T) {
 		built = append(built, tl.tool.Name)
 	}
 	slices.Sort(built)
-	if table := slices.Sorted(maps.Keys(toolTable)); !slices.Equal(built, table) {
+	if table := slices.Sorted(maps.Keys(toolTable())); !slices.Equal(built, table) {
 		t.Errorf("built-in tools %v, tool table %v", built, table)
 	}
-	for name, e := range toolTable {
-		if !slices.Contains(groups, e.group) {
+	for name, e := range toolTable() {
+		if !slices.Contains(groups(), e.group) {
 			t.Errorf("%s: unknown group %q", name, e.group)
 		}
 	}
