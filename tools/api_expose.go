@@ -158,7 +158,8 @@ type wantedTool struct {
 }
 
 // wantedTools are the tools a Company's operations should be now: none when
-// there are more than the limit. It reports false when a document could not
+// there are more than the limit, and under read-only only the GET and HEAD
+// ones. It reports false when a document could not
 // be read: what is announced then stays, rather than flap on a passing failure.
 func (ap *apis) wantedTools(co *discovery.Company, entries []*companyAPI) (map[string]wantedTool, bool) {
 	limit := ap.maxTools
@@ -170,7 +171,11 @@ func (ap *apis) wantedTools(co *discovery.Company, entries []*companyAPI) (map[s
 		if a.cat == nil {
 			return nil, false
 		}
-		total += len(a.cat.Tools)
+		for i := range a.cat.Tools {
+			if ap.policy.operation(a.cat.Tools[i].Method) {
+				total++ // the tools there would be
+			}
+		}
 	}
 	if total > limit {
 		return nil, true
@@ -179,6 +184,9 @@ func (ap *apis) wantedTools(co *discovery.Company, entries []*companyAPI) (map[s
 	for _, a := range entries {
 		for i := range a.cat.Tools {
 			t := &a.cat.Tools[i]
+			if !ap.policy.operation(t.Method) {
+				continue // read-only: not a GET or HEAD operation (toolsets.go)
+			}
 			m := operationTool(t, co.Domain)
 			def, _ := json.Marshal(m)
 			want[t.Name] = wantedTool{server.ServerTool{Tool: m, Handler: ap.operationHandler(co.Domain, t.Name)}, string(def)}

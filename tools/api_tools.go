@@ -42,7 +42,8 @@ type apis struct {
 	store     *store.Store                        // catalogs kept for the next start; nil: memory only
 	mcp       func(user string) *server.MCPServer // the person's MCP server, which announces their per-operation tools
 	log       *slog.Logger
-	maxTools  int // Options.MaxAPITools
+	maxTools  int    // Options.MaxAPITools
+	policy    policy // under read-only, only GET and HEAD operations are called or get tools (toolsets.go)
 
 	// mu guards catalogs and exposed.
 	mu       sync.Mutex
@@ -94,10 +95,14 @@ func (ap *apis) describeTool() tool {
 }
 
 func (ap *apis) callTool() tool {
-	return newTool("call_api",
-		"Call one of a Company's API operations for the user, within their Session (signed in or not). Returns the "+
-			"HTTP status, content type and body (large bodies cut, with a note). Arguments follow describe_api_operation's "+
-			"schema. May change the user's account (returns, exchanges).",
+	const what = "Call one of a Company's API operations for the user, within their Session (signed in or not). Returns the " +
+		"HTTP status, content type and body (large bodies cut, with a note). Arguments follow describe_api_operation's schema. "
+	if ap.policy.readOnly { // it reads only: RFC 9110 §9.2.1, GET and HEAD are safe
+		return newTool("call_api", what+"This poppy-mcp is read-only: only GET and HEAD operations can be called.",
+			annotations{title: "Call an API operation (read-only)", readOnly: true, idempotent: true, openWorld: true},
+			ap.call)
+	}
+	return newTool("call_api", what+"May change the user's account (returns, exchanges).",
 		annotations{title: "Call an API operation", destructive: true, openWorld: true},
 		ap.call)
 }
@@ -182,6 +187,9 @@ func (ap *apis) list(ctx context.Context, _ mcp.CallToolRequest, args listOperat
 		out.Operations = out.Operations[:limit] // several APIs: each was searched with the limit
 	}
 	out.Next = fmt.Sprintf("Call describe_api_operation with domain %s and an operation for its arguments, then call_api.", co.Domain)
+	if ap.policy.readOnly {
+		out.Next += " This poppy-mcp is read-only: call_api calls only GET and HEAD operations."
+	}
 	if len(out.Operations) < out.Total {
 		out.Next = fmt.Sprintf("Showing %d of %d operations: give query words to narrow. ", len(out.Operations), out.Total) + out.Next
 	}
@@ -318,6 +326,9 @@ func (ap *apis) callOperation(ctx context.Context, domain, name string, args map
 	if t == nil {
 		return unknownOperation(co, name)
 	}
+	if !ap.policy.operation(t.Method) {
+		return readOnlyRefusal(co, t)
+	}
 	_, _, sess, err := ap.sessions.session(ctx, domain, false)
 	if err != nil {
 		return ap.sessions.failure(ctx, domain, err)
@@ -345,6 +356,15 @@ func (ap *apis) callOperation(ctx context.Context, domain, name string, args map
 	// An HTTP error is the Company's answer the model should read and act on.
 	r.IsError = res.Status >= 400
 	return r
+}
+
+// readOnlyRefusal is call_api's answer, under read-only, for an operation
+// that is not GET or HEAD: nothing is sent to the Company.
+func readOnlyRefusal(co *discovery.Company, t *openapi2tools.Tool) *mcp.CallToolResult {
+	op := strings.TrimPrefix(t.Name, companyPrefix(co))
+	return failure(map[string]string{"error": "read_only", "operation": op, "method": t.Method},
+		"This poppy-mcp server is read-only (serve --read-only): it calls only GET and HEAD operations, and %s is %s. "+
+			"Nothing was sent to %s. Tell the user; whoever runs poppy-mcp can serve it without --read-only.", op, t.Method, co.Domain)
 }
 
 func noteText(note string) string {

@@ -60,6 +60,10 @@ type harnessOptions struct {
 	// Guard changes the network guard's options last (a proxy, a
 	// resolver). Nil: none.
 	Guard func(*netguard.Options)
+	// ReadOnly and Toolsets are tools.Options' (serve --read-only,
+	// --toolsets). Zero: every tool.
+	ReadOnly bool
+	Toolsets tools.Toolsets
 }
 
 // testClock is a clock a test moves forward; it is safe for concurrent use.
@@ -131,6 +135,7 @@ func newHarnessWith(t *testing.T, opts *poppytest.Options, hopts *harnessOptions
 	ts := tools.New(discovery.New(docs, &discovery.Options{Holds: holds, Timeout: hopts.DocumentTimeout}), &tools.Options{
 		Agent: agent, Store: st, Pages: pg,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Now: hopts.Now,
+		ReadOnly: hopts.ReadOnly, Toolsets: hopts.Toolsets,
 	})
 	t.Cleanup(ts.Close) // stops background polling and relays (cleanups run last-in first-out)
 	hs := httptest.NewServer(ts.HTTPHandler())

@@ -80,6 +80,15 @@ type Options struct {
 	// join page expires, how long a progress notification waits. Nil means
 	// time.Now. (The protocol packages keep their own.)
 	Now func() time.Time
+	// ReadOnly serves no tool that writes at a Company (serve --read-only;
+	// toolsets.go): no send_message, request_human, close_conversation or
+	// start_direct_conversation, no per-operation tool but GET and HEAD
+	// ones, no relayed MCP tool, and call_api refuses every other method.
+	// False: every tool of Toolsets.
+	ReadOnly bool
+	// Toolsets are the tool groups served (serve --toolsets, read with
+	// ParseToolsets). The zero value serves every group.
+	Toolsets Toolsets
 }
 
 // Server is poppy-mcp's MCP server: the tools of every capability and the
@@ -102,6 +111,7 @@ type Server struct {
 	relays    *relays         // the Company MCP servers relayed (relay.go)
 	web       *website        // joining a browser to the Session (web.go)
 	names     *prefixRegistry // which Company owns each tool-name prefix (names.go)
+	policy    policy          // which tools are served: Options.Toolsets and ReadOnly (toolsets.go)
 	builtins  []tool          // the built-in tools, which every person's MCP server has
 	people    *people         // the MCP server of each person (people.go)
 }
@@ -116,7 +126,7 @@ func New(disc *discovery.Client, opts *Options) *Server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{bg: newBackground(), callTimeout: o.CallTimeout}
+	s := &Server{bg: newBackground(), callTimeout: o.CallTimeout, policy: policy{toolsets: o.Toolsets, readOnly: o.ReadOnly}}
 	base := slog.Handler(slog.DiscardHandler)
 	if o.Logger != nil {
 		base = o.Logger.Handler()
@@ -172,7 +182,7 @@ func (s *Server) newMCP() *server.MCPServer {
 		server.WithLogging(),
 		server.WithRecovery(),
 		server.WithToolHandlerMiddleware(s.bound), // every call gets a deadline (deadline.go)
-		server.WithInstructions(instructions),
+		server.WithInstructions(s.policy.instructions()),
 	)
 }
 
@@ -192,20 +202,22 @@ func (s *Server) build(disc *discovery.Client, o *Options) {
 	s.companies = &companies{disc: disc, log: s.log, byHost: map[string]*discovery.Company{}}
 	s.sessions = &sessions{companies: s.companies, agent: o.Agent, store: o.Store, choice: choice, log: s.log, noIdentity: o.NoIdentity,
 		ready: s.sessionReady, byCompany: map[personCompany]*companyState{}, agents: map[string]*auth.Agent{}}
-	s.signIn = &signIn{companies: s.companies, sessions: s.sessions, choice: choice, pages: o.Pages, bg: s.bg, mcp: s.mcp,
+	s.signIn = &signIn{companies: s.companies, sessions: s.sessions, choice: choice, noTools: !s.policy.toolsets.Has(groupSignIn),
+		pages: o.Pages, bg: s.bg, mcp: s.mcp,
 		log: s.log, now: o.Now, flows: map[personCompany]*signInFlow{}}
 	s.convs = &conversations{sessions: s.sessions, signIn: s.signIn, companies: s.companies, store: o.Store, mcp: s.mcp,
 		log: s.log, now: o.Now, trackers: map[trackerKey]*conversation.Tracker{}}
 	s.apis = &apis{companies: s.companies, sessions: s.sessions, signIn: s.signIn, names: s.names, store: o.Store, mcp: s.mcpFor,
-		log: s.log, maxTools: o.MaxAPITools, catalogs: map[string]*loadedCatalog{}, exposed: map[personPrefix]map[string]string{}}
+		log: s.log, maxTools: o.MaxAPITools, policy: s.policy, catalogs: map[string]*loadedCatalog{}, exposed: map[personPrefix]map[string]string{}}
 	s.companies.operations = s.apis.countOperations // discover_company counts each OpenAPI API's operations
 	s.relays = &relays{signIn: s.signIn, names: s.names, mcp: s.mcpFor, bg: s.bg, log: s.log, byKey: map[string]*relayEntry{}}
 	s.web = &website{companies: s.companies, sessions: s.sessions, pages: o.Pages, browser: o.Browser, publicURL: o.PublicURL,
 		log: s.log, now: o.Now}
 }
 
-// tools lists every tool poppy-mcp serves itself; browse_page only with a
-// browser. The tools a Company brings (its API operations, its MCP
+// tools lists every tool poppy-mcp serves itself, of the groups served and
+// without those that write under read-only (toolsets.go); browse_page only
+// with a browser. The tools a Company brings (its API operations, its MCP
 // servers' tools) are announced once a Session exists: see sessionReady.
 func (s *Server) tools(browse bool) []tool {
 	all := []tool{
@@ -230,16 +242,21 @@ func (s *Server) tools(browse bool) []tool {
 	if browse {
 		all = append(all, s.web.browseTool())
 	}
-	return all
+	return s.policy.filter(all)
 }
 
 // sessionReady runs once a Session with a Company exists, for each of its
 // domains, with that domain's documents: the Company's API operations are
 // announced as tools, and its MCP servers connected and their tools
-// relayed. It must not block long.
+// relayed, each when its group is served (toolsets.go). It must not block
+// long.
 func (s *Server) sessionReady(ctx context.Context, cs *companyState, co *discovery.Company) {
-	s.apis.announce(ctx, cs, co)
-	s.relays.connect(ctx, cs, co)
+	if s.policy.operations() {
+		s.apis.announce(ctx, cs, co)
+	}
+	if s.policy.relays() {
+		s.relays.connect(ctx, cs, co)
+	}
 }
 
 const instructions = "poppy-mcp is the user's Personal Agent for Companies that speak the Personal Agent Protocol (Poppy). " +

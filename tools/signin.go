@@ -54,6 +54,7 @@ type signIn struct {
 	companies *companies
 	sessions  *sessions
 	choice    signInChoice
+	noTools   bool              // the signin group is not served (toolsets.go): advice names no tool
 	pages     *pages.Server     // the mediated and Direct Sign-In pages; nil: those tools say so
 	bg        *background       // device polling
 	mcp       *server.MCPServer // progress notifications while sign_in_status waits

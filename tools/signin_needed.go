@@ -58,6 +58,10 @@ func (si *signIn) advice(ctx context.Context, domain, code string, scopes []stri
 	res.Tool = si.choice.tool(a, scopes)
 	list := strings.Join(scopes, " ")
 	switch {
+	case si.noTools:
+		res.Tool = ""
+		res.Next = fmt.Sprintf("This needs a sign-in to %s granting %s, but this poppy-mcp serves no sign-in tools (--toolsets without signin): "+
+			"tell the user.", domain, list)
 	case res.Tool == "" && pickSignIn(a, scopes, true) == "sign_in_direct":
 		res.Next = fmt.Sprintf("Only Direct Sign-In of %s grants %s, and this poppy-mcp cannot take its callback (that needs poppy-mcp served "+
 			"over HTTP with --public-url, the callback in agent.json's redirect_uris): tell the user.", domain, list)

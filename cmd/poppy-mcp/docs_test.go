@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/poppy-mcp/poppy-mcp/tools"
 )
 
 func readRepoFile(t *testing.T, name string) string {
@@ -81,6 +83,17 @@ func TestExamplesReadmeEntries(t *testing.T) {
 		}
 		if _, ok := servers["poppy-http"]; ok == (name == "claude_desktop_config.json") {
 			t.Errorf("%s: poppy-http present %v, not as the README says", name, ok)
+		}
+	}
+}
+
+// TestReadmeListsEveryToolGroup: README's table of tool groups has a row
+// for each group serve --toolsets takes.
+func TestReadmeListsEveryToolGroup(t *testing.T) {
+	readme := readRepoFile(t, "README.md")
+	for _, g := range tools.ToolGroups() {
+		if !strings.Contains(readme, "| `"+g+"`") {
+			t.Errorf("README's table of tool groups has no row for %s", g)
 		}
 	}
 }

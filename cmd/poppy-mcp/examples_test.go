@@ -46,8 +46,13 @@ func TestExampleConfigs(t *testing.T) {
 			if err := json.Unmarshal(doc[key], &servers); err != nil || len(servers) < 2 {
 				t.Fatalf("%s has %d servers under %q (%v)", name, len(servers), key, err)
 			}
+			readOnly := false
 			for id, s := range servers {
 				checkExampleServer(t, name, id, s)
+				readOnly = readOnly || indexOf(s.Args, "--read-only") >= 0
+			}
+			if !readOnly {
+				t.Errorf("%s has no read-only entry (serve --read-only)", name)
 			}
 			if name == ".vscode/mcp.json" {
 				checkVSCodeInput(t, doc["inputs"])
@@ -55,7 +60,9 @@ func TestExampleConfigs(t *testing.T) {
 		})
 	}
 	t.Run("claude-code.sh", func(t *testing.T) {
+		readOnly := false
 		for _, args := range commandLines(t, filepath.Join(dir, "claude-code.sh"), "claude mcp add") {
+			readOnly = readOnly || indexOf(args, "--read-only") >= 0
 			if i := indexOf(args, "--"); i >= 0 {
 				checkServeArgs(t, args[i+1:])
 				if strings.Contains(strings.Join(args, " "), "POPPY_CLIENT_ID") || indexOf(args, "--client-id") >= 0 {
@@ -67,6 +74,9 @@ func TestExampleConfigs(t *testing.T) {
 			if !strings.Contains(line, " http://127.0.0.1:8808/mcp ") || !strings.Contains(line, `--header "Authorization: Bearer $POPPY_HTTP_TOKEN"`) {
 				t.Errorf("claude mcp add without a command, or the HTTP URL with the token: %q", line)
 			}
+		}
+		if !readOnly {
+			t.Error("claude-code.sh has no read-only line (serve --read-only)")
 		}
 	})
 	t.Run("executable", func(t *testing.T) {

@@ -52,6 +52,7 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.Var(&cfg.http.auth.scopes, "auth-scope", "with --auth-issuer: a `SCOPE` every access token must carry (repeatable)")
 	fs.StringVar(&cfg.http.auth.clientID, "auth-client-id", "", "with --auth-issuer: poppy-mcp's client `ID` there, to sign people's browsers in for their pages (secret in "+authClientSecretEnv+")")
 	fs.DurationVar(&cfg.http.drainTimeout, "drain-timeout", defaultDrainTimeout, "HTTP mode: on SIGTERM or SIGINT, how long the tool calls in flight have to finish (new MCP requests get 503 meanwhile)")
+	cfg.tools.register(fs)
 	cfg.http.auth.clientSecret = os.Getenv(authClientSecretEnv)
 	return cfg
 }
@@ -68,6 +69,9 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 		return nil, fmt.Errorf("serve takes no arguments, got %q", fs.Args())
 	}
 	if _, err := cfg.logger(io.Discard); err != nil {
+		return nil, err
+	}
+	if err := cfg.tools.check(); err != nil {
 		return nil, err
 	}
 	if cfg.pagesAddr != "" && !pages.IsLoopback(cfg.pagesAddr) {
@@ -251,7 +255,9 @@ func (a *app) start(ctx context.Context, c *common, demo bool, o *appOptions) (e
 	opts := &tools.Options{
 		Agent: agent, Store: a.store, Pages: a.pages, Logger: logger,
 		PublicURL: c.publicURL, NoIdentity: a.noIdentity,
+		ReadOnly: c.tools.readOnly, Toolsets: c.tools.toolsets,
 	}
+	c.tools.log(logger)
 	if c.browser != "" {
 		if opts.Browser, err = a.startBrowser(c.browser, guard); err != nil {
 			return fmt.Errorf("--browser: %w", err)
