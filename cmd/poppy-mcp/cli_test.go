@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,11 +21,11 @@ import (
 type binaryRun struct {
 	stdout, stderr string
 	code           int
-	maxRSS         int64 // peak resident memory in bytes, as getrusage says (Linux: ru_maxrss in KiB)
+	state          *os.ProcessState // its resource use: SysUsage
 }
 
-// runBinaryAt runs poppy-mcp in dir, killed after limit, and returns what
-// it printed and its peak memory.
+// runBinaryAt runs poppy-mcp in dir, killed after limit (a test failure),
+// and returns what it printed and how it ended.
 func runBinaryAt(t *testing.T, dir string, limit time.Duration, env []string, args ...string) binaryRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
@@ -44,50 +43,7 @@ func runBinaryAt(t *testing.T, dir string, limit time.Duration, env []string, ar
 	if ctx.Err() != nil {
 		t.Fatalf("poppy-mcp %v did not end within %v", args, limit)
 	}
-	r := binaryRun{stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.maxRSS = ru.Maxrss << 10
-	}
-	return r
-}
-
-// TestDoctorConfigNeverEnds: a project's .mcp.json linked to /dev/zero, a
-// Cursor configuration that is a FIFO nobody writes, and a VS Code one whose
-// server name carries terminal escapes. doctor ends (exit 1: errors), under
-// 200 MiB, says what each is, and prints the name with its escapes escaped.
-// Before, doctor read /dev/zero until memory ran out, would have waited on
-// the FIFO for ever, and printed the name raw (clearing the screen and
-// retitling the terminal).
-func TestDoctorConfigNeverEnds(t *testing.T) {
-	home, work := t.TempDir(), t.TempDir()
-	if err := os.Symlink("/dev/zero", filepath.Join(work, ".mcp.json")); err != nil {
-		t.Skip("no /dev/zero to link to:", err)
-	}
-	mkdirs(t, filepath.Join(work, ".cursor"), filepath.Join(work, ".vscode"))
-	if err := syscall.Mkfifo(filepath.Join(work, ".cursor", "mcp.json"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	const name = "poppy\x1b]0;pwned\x07\x1b[2J\u009b"
-	vscode := `{"servers": {` + jsonString(name) + `: {"command": "poppy-mcp", "args": ["serve"]},}, // JSONC
-}`
-	writeFile(t, filepath.Join(work, ".vscode", "mcp.json"), vscode)
-	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=", "POPPY_STATE_KEY=" + newKey()}
-	r := runBinaryAt(t, work, 20*time.Second, env, "doctor", "--state-dir", filepath.Join(home, "state"))
-	if r.code != 1 {
-		t.Errorf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	if r.maxRSS == 0 || r.maxRSS > 200<<20 {
-		t.Errorf("peak memory %d MiB, want under 200", r.maxRSS>>20)
-	}
-	for _, want := range []string{".mcp.json (JSON): cannot be read: it is a device, not a regular file",
-		"mcp.json (JSON): cannot be read: it is a FIFO, not a regular file", `poppy\x1b]0;pwned\x07\x1b[2J\u009b`, "(JSONC): 1 poppy-mcp entry"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("doctor does not say %q:\n%s", want, r.stdout)
-		}
-	}
-	if strings.ContainsAny(r.stdout, "\x1b\x07\u009b") {
-		t.Errorf("doctor printed a control character raw: %q", r.stdout)
-	}
+	return binaryRun{stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode(), state: cmd.ProcessState}
 }
 
 // TestDoctorDialects: each configuration is read as its assistant reads
