@@ -53,3 +53,23 @@ func TestDoctorConfigNeverEnds(t *testing.T) {
 		t.Errorf("doctor printed a control character raw: %q", r.stdout)
 	}
 }
+
+// TestDoctorConfigTooLarge: a configuration past maxConfigFile is not read
+// and is a warning (the assistant may read it; doctor could not check it),
+// with doctor's exit status unchanged by it.
+func TestDoctorConfigTooLarge(t *testing.T) {
+	home, work := t.TempDir(), t.TempDir()
+	f, err := os.Create(filepath.Join(home, ".claude.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(maxConfigFile + 1); err != nil { // sparse: no disk spent
+		t.Fatal(err)
+	}
+	f.Close()
+	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=", "POPPY_STATE_KEY=" + newKey()}
+	r := runBinaryAt(t, work, 20*time.Second, env, "doctor", "--state-dir", filepath.Join(home, "state"))
+	if r.code != 0 || !strings.Contains(r.stdout, "warning  Claude Code") || !strings.Contains(r.stdout, "not checked: it is larger than 16 MiB") {
+		t.Errorf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -61,7 +61,7 @@ func TestReadLocalFile(t *testing.T) {
 	if b, err := readLocalFile(path, 10); err != nil || string(b) != "0123456789" {
 		t.Errorf("a file at the limit: %q, %v", b, err)
 	}
-	if _, err := readLocalFile(path, 9); err == nil || !strings.Contains(err.Error(), "larger than") {
+	if _, err := readLocalFile(path, 9); err == nil || !strings.Contains(err.Error(), "larger than 9 bytes") {
 		t.Errorf("a file past the limit: %v", err)
 	}
 	if _, err := readLocalFile(dir, 10); !isNotRegular(err) || !strings.Contains(err.Error(), "a directory") {

@@ -152,7 +152,13 @@ func checkConfigs(home, cwd string) []configReport {
 // checkConfigFile checks one configuration file's poppy-mcp entries.
 func checkConfigFile(pl configPlace, b []byte, readErr error) configReport {
 	rep := configReport{App: pl.App, Path: pl.Path, Dialect: pl.Dialect, Status: statusOK, Entries: []entryReport{}}
-	if readErr != nil {
+	var large *tooLargeError
+	switch {
+	case errors.As(readErr, &large) || errors.Is(readErr, errTooSlow):
+		// The assistant may read it all the same: doctor only could not check it.
+		rep.Status, rep.Message = statusWarn, "not checked: "+readErr.Error()
+		return rep
+	case readErr != nil:
 		rep.Status, rep.Message = statusError, "cannot be read: "+strings.TrimPrefix(readErr.Error(), "open "+pl.Path+": ")
 		return rep
 	}

@@ -52,7 +52,13 @@ func (e *notRegularError) Error() string {
 type tooLargeError struct{ limit int64 }
 
 func (e *tooLargeError) Error() string {
-	return fmt.Sprintf("it is larger than %d MiB: not read", max(e.limit>>20, 1))
+	switch {
+	case e.limit < 1<<10:
+		return fmt.Sprintf("it is larger than %d bytes: not read", e.limit)
+	case e.limit < 1<<20:
+		return fmt.Sprintf("it is larger than %d KiB: not read", e.limit>>10)
+	}
+	return fmt.Sprintf("it is larger than %d MiB: not read", e.limit>>20)
 }
 
 // openNonblocking opens path for reading without waiting for a FIFO's
