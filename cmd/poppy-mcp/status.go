@@ -305,7 +305,7 @@ func printIdentity(u *ui, is *identityStatus) {
 			name string
 			c    docCheck
 		}{{"agent.json", p.AgentJSON}, {"jwks.json", p.JWKS}} {
-			rows = append(rows, []string{d.name, u.cell(docStatus(d.c)), docSummary(d.c)})
+			rows = append(rows, []string{d.name, u.cell(docStatus(d.c)), printable(docSummary(d.c))})
 		}
 	}
 	u.table("  ", rows)
