@@ -48,7 +48,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cfg := checkFlags(fs)
 	c, lf := &cfg.common, cfg.live
 	pos, ok := parseInterspersed(fs, args, stderr)
-	if !ok || len(pos) != 1 || !lf.live && (lf.conversations || lf.dryRun) {
+	if !ok {
+		return 2 // said on one line, with the nearest flag
+	}
+	if len(pos) != 1 || !lf.live && (lf.conversations || lf.dryRun) {
 		return usageError(stderr, "check")
 	}
 	if lf.live {

@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
@@ -105,7 +106,11 @@ func liveIdentity(ctx context.Context, c *common, stderr io.Writer) (*auth.Ident
 	if err != nil {
 		return nil, dir, err
 	}
-	noIdentity := fmt.Errorf("no identity in %s: run `poppy-mcp init --client-id URL --state-dir %s`, publish the two files it writes, then run check --live again", dir, dir)
+	todo := "`poppy-mcp init --client-id URL --state-dir " + dir + "`"
+	if isPostgresWhere(dir) {
+		todo = "`poppy-mcp init --client-id URL` " + sameState(dir)
+	}
+	noIdentity := fmt.Errorf("no identity in %s: run %s, publish the two files it writes, then run check --live again", dir, todo)
 	if choice.clientID == "" {
 		return nil, dir, noIdentity
 	}
@@ -154,12 +159,12 @@ func printLive(w io.Writer, rep liveReport) {
 	security := 0
 	for _, ch := range rep.Checks {
 		n[ch.Status]++
-		status, msg := string(ch.Status), ch.Message
 		if ch.Security {
 			security++
-			status, msg = "ERROR", "SECURITY: "+msg
 		}
-		fmt.Fprintf(w, "%s: %-7s %-12s %s [%s]\n", rep.Domain, status, sectionLabel(ch.Section), msg, ch.ID)
+	}
+	for _, l := range liveLines(rep.Checks) {
+		fmt.Fprintf(w, "%s: %-7s %-12s %s [%s]\n", rep.Domain, l.status, sectionLabel(l.section), printable(l.msg), strings.Join(l.ids, ", "))
 	}
 	if !rep.Usable && rep.Error == "" {
 		fmt.Fprintf(w, "%s: the documents block use: nothing was probed\n", rep.Domain)
@@ -176,6 +181,63 @@ func printLive(w io.Writer, rep liveReport) {
 	if security > 0 {
 		fmt.Fprintf(w, "%s: SECURITY: it accepted %d request(s) it must refuse: see the lines marked SECURITY\n", rep.Domain, security)
 	}
+}
+
+// liveLine is one line of printLive: one probe, or several that said the
+// same.
+type liveLine struct {
+	status, section, msg string
+	ids, sections        []string
+}
+
+// liveLines are the probes' lines, in their order. A warning or a skip
+// that repeats (the same advice: the words after its first "; ", or the
+// whole message when it has none) is said once, where
+// it first came, with the count of probes and all their IDs; errors are
+// each said, as they each need fixing.
+func liveLines(checks []livecheck.Check) []liveLine {
+	var lines []liveLine
+	seen := map[string]int{} // group key -> index in lines
+	for _, ch := range checks {
+		status, msg := string(ch.Status), ch.Message
+		if ch.Security {
+			status, msg = "ERROR", "SECURITY: "+msg
+		}
+		if ch.Security || ch.Status != livecheck.Warned && ch.Status != livecheck.Skipped {
+			lines = append(lines, liveLine{status, ch.Section, msg, []string{ch.ID}, nil})
+			continue
+		}
+		advice := msg
+		if _, after, ok := strings.Cut(msg, "; "); ok {
+			advice = after
+		}
+		key := status + "\x00" + advice
+		if i, ok := seen[key]; ok {
+			l := &lines[i]
+			l.ids = append(l.ids, ch.ID)
+			if !slices.Contains(l.sections, ch.Section) {
+				l.sections = append(l.sections, ch.Section)
+			}
+			l.msg = fmt.Sprintf("%s (%d probes%s)", advice, len(l.ids), otherSections(l.sections))
+			continue
+		}
+		seen[key] = len(lines)
+		lines = append(lines, liveLine{status, ch.Section, msg, []string{ch.ID}, []string{ch.Section}})
+	}
+	return lines
+}
+
+// otherSections names the sections of a line's probes when they are not
+// all the one its column shows.
+func otherSections(sections []string) string {
+	if len(sections) < 2 {
+		return ""
+	}
+	labels := make([]string, len(sections))
+	for i, s := range sections {
+		labels[i] = sectionLabel(s)
+	}
+	return ", " + strings.Join(labels, " ")
 }
 
 // printPlan prints what a run would send.

@@ -246,15 +246,17 @@ func companyDate(ctx context.Context, rt http.RoundTripper, url string) (time.Ti
 // printDoctor prints the checks, then the configurations.
 func printDoctor(u *ui, rep doctorReport) {
 	rows := [][]string{}
+	// Every string but the status word is printable(): a configuration's
+	// server names, paths and arguments are anyone's who could write it.
 	for _, ch := range rep.Checks {
-		rows = append(rows, []string{u.cell(ch.Status), ch.ID, ch.Message})
+		rows = append(rows, []string{u.cell(ch.Status), ch.ID, printable(ch.Message)})
 	}
 	for _, cr := range rep.Configs {
 		msg := cr.Message
 		if msg == "" {
 			msg = plural(len(cr.Entries), "poppy-mcp entry")
 		}
-		rows = append(rows, []string{u.cell(cr.Status), cr.App, filepath.Clean(cr.Path) + ": " + msg})
+		rows = append(rows, []string{u.cell(cr.Status), cr.App, printable(filepath.Clean(cr.Path) + " (" + cr.Dialect + "): " + msg)})
 		for _, e := range cr.Entries {
 			name := e.Name
 			if e.Where != "" {
@@ -264,7 +266,7 @@ func printDoctor(u *ui, rep doctorReport) {
 			if len(e.Env) > 0 {
 				env = "; sets " + strings.Join(e.Env, ", ") + " (values not shown)"
 			}
-			rows = append(rows, []string{u.cell(e.Status), "  " + name, e.Message + env})
+			rows = append(rows, []string{u.cell(e.Status), "  " + printable(name), printable(e.Message + env)})
 		}
 	}
 	if len(rep.Configs) == 0 {

@@ -21,10 +21,22 @@ import (
 	"strings"
 )
 
+// The dialects the assistants read their configurations in.
+const (
+	// dialectJSON is strict JSON (RFC 8259): Claude Desktop, Claude Code
+	// and Cursor parse their files with JSON.parse, which refuses comments
+	// and trailing commas.
+	dialectJSON = "JSON"
+	// dialectJSONC is VS Code's JSON with comments: // and /* */ comments
+	// and trailing commas are accepted.
+	dialectJSONC = "JSONC"
+)
+
 // configPlace is where one assistant keeps MCP servers.
 type configPlace struct {
-	App  string
-	Path string
+	App     string
+	Path    string
+	Dialect string // dialectJSON or dialectJSONC
 	// servers finds the servers objects of the parsed file, by where they
 	// are in it ("" for the file's own).
 	servers func(doc map[string]json.RawMessage) map[string]json.RawMessage
@@ -43,6 +55,7 @@ type configEntry struct {
 type configReport struct {
 	App     string        `json:"app"`
 	Path    string        `json:"path"`
+	Dialect string        `json:"dialect"` // what the assistant reads it as: JSON or JSONC
 	Status  string        `json:"status"`
 	Message string        `json:"message,omitempty"`
 	Entries []entryReport `json:"entries"`
@@ -68,14 +81,14 @@ func configPlaces(home, cwd string) []configPlace {
 	}
 	appData := userConfigDir(home)
 	return []configPlace{
-		{"Claude Desktop", filepath.Join(appData, "Claude", "claude_desktop_config.json"), key("mcpServers")},
-		{"Claude Code", filepath.Join(home, ".claude.json"), claudeCodeServers},
-		{"Claude Code", filepath.Join(cwd, ".mcp.json"), key("mcpServers")},
-		{"Cursor", filepath.Join(home, ".cursor", "mcp.json"), key("mcpServers")},
-		{"Cursor", filepath.Join(cwd, ".cursor", "mcp.json"), key("mcpServers")},
-		{"VS Code", filepath.Join(cwd, ".vscode", "mcp.json"), key("servers")},
-		{"VS Code", filepath.Join(appData, "Code", "User", "mcp.json"), key("servers")},
-		{"VS Code", filepath.Join(appData, "Code", "User", "settings.json"), vsCodeSettingsServers},
+		{"Claude Desktop", filepath.Join(appData, "Claude", "claude_desktop_config.json"), dialectJSON, key("mcpServers")},
+		{"Claude Code", filepath.Join(home, ".claude.json"), dialectJSON, claudeCodeServers},
+		{"Claude Code", filepath.Join(cwd, ".mcp.json"), dialectJSON, key("mcpServers")},
+		{"Cursor", filepath.Join(home, ".cursor", "mcp.json"), dialectJSON, key("mcpServers")},
+		{"Cursor", filepath.Join(cwd, ".cursor", "mcp.json"), dialectJSON, key("mcpServers")},
+		{"VS Code", filepath.Join(cwd, ".vscode", "mcp.json"), dialectJSONC, key("servers")},
+		{"VS Code", filepath.Join(appData, "Code", "User", "mcp.json"), dialectJSONC, key("servers")},
+		{"VS Code", filepath.Join(appData, "Code", "User", "settings.json"), dialectJSONC, vsCodeSettingsServers},
 	}
 }
 
@@ -121,11 +134,13 @@ func vsCodeSettingsServers(doc map[string]json.RawMessage) map[string]json.RawMe
 	return map[string]json.RawMessage{"": mcp.Servers}
 }
 
-// checkConfigs reads every configuration that exists.
+// checkConfigs reads every configuration that exists, each bounded in
+// size and time and only when it is a regular file (localfile.go): a
+// project's .mcp.json linked to /dev/zero is reported, not read.
 func checkConfigs(home, cwd string) []configReport {
 	out := []configReport{}
 	for _, pl := range configPlaces(home, cwd) {
-		b, err := os.ReadFile(pl.Path)
+		b, err := readLocalFile(pl.Path, maxConfigFile)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -136,14 +151,20 @@ func checkConfigs(home, cwd string) []configReport {
 
 // checkConfigFile checks one configuration file's poppy-mcp entries.
 func checkConfigFile(pl configPlace, b []byte, readErr error) configReport {
-	rep := configReport{App: pl.App, Path: pl.Path, Status: statusOK, Entries: []entryReport{}}
-	var doc map[string]json.RawMessage
+	rep := configReport{App: pl.App, Path: pl.Path, Dialect: pl.Dialect, Status: statusOK, Entries: []entryReport{}}
+	var large *tooLargeError
 	switch {
-	case readErr != nil:
-		rep.Status, rep.Message = statusError, "cannot be read: "+readErr.Error()
+	case errors.As(readErr, &large) || errors.Is(readErr, errTooSlow):
+		// The assistant may read it all the same: doctor only could not check it.
+		rep.Status, rep.Message = statusWarn, "not checked: "+readErr.Error()
 		return rep
-	case json.Unmarshal(stripJSONC(b), &doc) != nil:
-		rep.Status, rep.Message = statusError, "is not JSON: "+pl.App+" cannot read it either"
+	case readErr != nil:
+		rep.Status, rep.Message = statusError, "cannot be read: "+strings.TrimPrefix(readErr.Error(), "open "+pl.Path+": ")
+		return rep
+	}
+	doc, msg := parseConfig(pl, b)
+	if doc == nil {
+		rep.Status, rep.Message = statusError, msg
 		return rep
 	}
 	places := pl.servers(doc)
@@ -167,6 +188,27 @@ func checkConfigFile(pl configPlace, b []byte, readErr error) configReport {
 		rep.Message = "no poppy-mcp entry"
 	}
 	return rep
+}
+
+// parseConfig parses a configuration in its assistant's dialect. A nil
+// document comes with what is wrong, phrased for the person: a file with
+// comments or trailing commas where the assistant reads strict JSON is as
+// broken for it as one that is no JSON at all.
+func parseConfig(pl configPlace, b []byte) (map[string]json.RawMessage, string) {
+	var doc map[string]json.RawMessage
+	if pl.Dialect == dialectJSONC {
+		if json.Unmarshal(stripJSONC(b), &doc) != nil || doc == nil {
+			return nil, "is not JSON with comments (JSONC, as " + pl.App + " reads it): " + pl.App + " cannot read it either"
+		}
+		return doc, ""
+	}
+	if json.Unmarshal(b, &doc) == nil && doc != nil {
+		return doc, ""
+	}
+	if json.Unmarshal(stripJSONC(b), &doc) == nil && doc != nil {
+		return nil, "has comments or trailing commas, which " + pl.App + " refuses: it reads strict JSON; remove them"
+	}
+	return nil, "is not JSON (" + pl.App + " reads strict JSON): " + pl.App + " cannot read it either"
 }
 
 // worse is the more serious of two status words.

@@ -2,13 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,19 +18,8 @@ import (
 // and extra variables, and the person's flags after args.
 func (p *person) runIn(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, append(args, p.flags...)...)
-	cmd.Env = append(append(os.Environ(), p.env...), env...)
-	cmd.Dir = dir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatal(err)
-	}
-	return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+	r := runBinaryAt(t, dir, 60*time.Second, append(slices.Clone(p.env), env...), append(args, p.flags...)...)
+	return r.stdout, r.stderr, r.code
 }
 
 // doctor runs `doctor --json` and returns its report and exit code.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -48,8 +49,13 @@ func (c *common) register(fs *flag.FlagSet) {
 func (c *common) openStore(ctx context.Context) (*store.Store, string, error) {
 	if c.store != "" {
 		if !store.IsPostgresURL(c.store) {
-			return nil, "--store", &startupError{what: "--store must be a postgres:// URL",
-				todo: "give postgres://USER@HOST/DATABASE (the password in PGPASSWORD), or leave --store out to keep the state in SQLite in --state-dir"}
+			setting := storeSetting(c.store)
+			leave := "leave --store out"
+			if strings.HasSuffix(setting, "POPPY_STORE") {
+				leave = "unset POPPY_STORE"
+			}
+			return nil, "--store", &startupError{what: setting + " must be a postgres:// URL",
+				todo: "give postgres://USER@HOST/DATABASE (the password in PGPASSWORD), or " + leave + " to keep the state in SQLite in --state-dir"}
 		}
 		st, err := store.OpenPostgres(ctx, c.store, nil)
 		return st, store.DescribePostgres(c.store), err
@@ -108,10 +114,19 @@ func documentClient(base http.RoundTripper) *http.Client {
 // parse parses flags, writing errors to stderr. It reports false on a usage
 // error, after saying where the command's help is: never the flag list,
 // whose defaults may come from the environment (POPPY_HTTP_TOKEN).
+// A flag that is not defined is said with the nearest one (flagHint), all
+// on one line.
 func parse(fs *flag.FlagSet, args []string, stderr io.Writer) bool {
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(stderr, "Run 'poppy-mcp %s --help' for its flags.\n", fs.Name()) }
-	return fs.Parse(args) == nil
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprintf(stderr, "Run 'poppy-mcp %s --help' for its flags.\n", fs.Name())
+	case err != nil:
+		fmt.Fprintf(stderr, "poppy-mcp %s: %v%s Run 'poppy-mcp %s --help' for its flags.\n", fs.Name(), err, flagHint(fs, err), fs.Name())
+	}
+	return err == nil
 }
 
 // parseInterspersed parses flags that may come after positional arguments

@@ -95,9 +95,12 @@ func loadOrMakeToken(path string) (token string, made bool, err error) {
 	return token, true, nil
 }
 
+// maxTokenFile bounds the token file: a token is a line of a few dozen characters.
+const maxTokenFile = 4 << 10
+
 // readToken reads a token file, tightening its mode to 0600 if needed.
 func readToken(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := readLocalFile(path, maxTokenFile) // localfile.go: never a FIFO or a device
 	if err != nil {
 		return "", err
 	}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/store"
@@ -72,19 +73,22 @@ func noStoredIdentity(ctx context.Context, st *store.Store) (identityChoice, err
 			"(the key stays the same), or start poppy-mcp with --client-id URL", st.Where())}, nil
 	}
 	return identityChoice{missing: fmt.Sprintf("the state in %s has no identity: run `poppy-mcp init --client-id https://YOUR.DOMAIN/agent.json` "+
-		"with the same state directory, publish the agent.json and jwks.json it writes at those URLs, and start poppy-mcp again "+
-		"(no --client-id needed then)", st.Where())}, nil
+		"%s, publish the agent.json and jwks.json it writes at those URLs, and start poppy-mcp again "+
+		"(no --client-id needed then)", st.Where(), sameState(st.Where()))}, nil
 }
 
 // noSigningKey says what is missing when choice names a client_id but the
 // state has no signing key.
 func noSigningKey(st *store.Store, choice identityChoice) string {
-	named := "--client-id names " + choice.clientID
-	if choice.from == "init" {
+	named := "the flag --client-id names " + choice.clientID
+	switch {
+	case choice.from == "init":
 		named = "`poppy-mcp init` stored the client_id " + choice.clientID
+	case os.Getenv("POPPY_CLIENT_ID") == choice.clientID:
+		named = "the environment variable POPPY_CLIENT_ID names " + choice.clientID
 	}
-	return fmt.Sprintf("%s, but the state in %s has no signing key for it: run `poppy-mcp init --client-id %s` with the same state directory, "+
-		"publish the agent.json and jwks.json it writes, and start poppy-mcp again", named, st.Where(), choice.clientID)
+	return fmt.Sprintf("%s, but the state in %s has no signing key for it: run `poppy-mcp init --client-id %s` %s, "+
+		"publish the agent.json and jwks.json it writes, and start poppy-mcp again", named, st.Where(), choice.clientID, sameState(st.Where()))
 }
 
 // storedMetadata is what the store keeps of id's agent.json.

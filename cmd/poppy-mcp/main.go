@@ -103,7 +103,8 @@ func commands() []command {
 }
 
 // run dispatches a subcommand and returns the process exit code. With no
-// command, or flags first, it is serve.
+// command word it is serve; shared flags may come before the command word
+// (commandLine).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
@@ -113,14 +114,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runVersion(ctx, args[1:], stdout, stderr)
 		}
 	}
-	name := "serve"
-	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
-		name, args = args[0], args[1:]
-	}
+	name, args := commandLine(args)
 	cmd, ok := lookupCommand(name)
 	if !ok {
-		fmt.Fprintf(stderr, "poppy-mcp: unknown command %q. Run 'poppy-mcp help' for the commands.\n", name)
-		return 2
+		return unknownCommand(stderr, "poppy-mcp", name)
 	}
 	if wantsHelp(args) {
 		cmd.writeHelp(stdout)
@@ -148,8 +145,7 @@ func runHelp(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, ok := lookupCommand(args[0])
 	if !ok {
-		fmt.Fprintf(stderr, "poppy-mcp help: unknown command %q. Run 'poppy-mcp help' for the commands.\n", args[0])
-		return 2
+		return unknownCommand(stderr, "poppy-mcp help", args[0])
 	}
 	cmd.writeHelp(stdout)
 	return 0

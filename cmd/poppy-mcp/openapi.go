@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -53,7 +52,10 @@ func runOpenAPI(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs := flag.NewFlagSet("openapi", flag.ContinueOnError)
 	cfg := openAPIFlags(fs)
 	pos, ok := parseInterspersed(fs, args, stderr)
-	if !ok || len(pos) != 1 {
+	if !ok {
+		return 2 // said on one line, with the nearest flag
+	}
+	if len(pos) != 1 {
 		return usageError(stderr, "openapi")
 	}
 	data, docURL, err := readOpenAPI(ctx, pos[0], stdin, &cfg.common)
@@ -106,7 +108,7 @@ func readOpenAPI(ctx context.Context, src string, stdin io.Reader, c *common) ([
 	if !strings.HasPrefix(src, "https://") && !strings.HasPrefix(src, "http://") {
 		r := stdin
 		if src != "-" {
-			f, err := os.Open(src)
+			f, err := openNonblocking(src) // a FIFO's open waits for no writer; readDocument bounds the size
 			if err != nil {
 				return nil, "", err
 			}

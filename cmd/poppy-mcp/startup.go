@@ -52,17 +52,40 @@ func unwrapNet(err error) error {
 	}
 }
 
+// isPostgresWhere reports whether where, a Store's Where() or openStore's
+// description, is a PostgreSQL database's (store.DescribePostgres).
+func isPostgresWhere(where string) bool { return strings.HasPrefix(where, "PostgreSQL database ") }
+
+// storeSetting names, for advice, how the state was pointed at PostgreSQL:
+// the environment variable POPPY_STORE when it gave --store's value, else
+// the flag --store.
+func storeSetting(value string) string {
+	if env := os.Getenv("POPPY_STORE"); env != "" && env == value {
+		return "the environment variable POPPY_STORE"
+	}
+	return "the flag --store"
+}
+
+// sameState is how advice says "with the same state": the same --store
+// (or POPPY_STORE) for PostgreSQL, the same --state-dir for SQLite.
+func sameState(where string) string {
+	if isPostgresWhere(where) {
+		return "with the same --store (or POPPY_STORE)"
+	}
+	return "with the same state directory (--state-dir)"
+}
+
 // stateError is the state directory dir that could not be opened.
 func stateError(dir string, err error) error {
 	where := "the state in " + dir
-	postgres := strings.HasPrefix(dir, "PostgreSQL database ") // --store's (store.DescribePostgres)
+	postgres := isPostgresWhere(dir) // --store's (store.DescribePostgres)
 	var se *startupError
 	switch {
 	case errors.As(err, &se):
 		return se
 	case errors.Is(err, store.ErrWrongKey) && postgres:
 		return &startupError{what: "the state key does not open " + where + " (it was made with another key)",
-			todo: "set POPPY_STATE_KEY to the key it was made with, the same on every replica, or point --store at another database or schema to start afresh"}
+			todo: "set POPPY_STATE_KEY to the key it was made with, the same on every replica, or point --store (or POPPY_STORE) at another database or schema to start afresh"}
 	case errors.Is(err, store.ErrWrongKey):
 		return &startupError{what: "the state key does not open " + where + " (it was made with another key)",
 			todo: "set POPPY_STATE_KEY to the key it was made with, or give another --state-dir to start afresh"}
@@ -75,6 +98,10 @@ func stateError(dir string, err error) error {
 	case errors.Is(err, store.ErrNoKey):
 		return &startupError{what: strings.TrimPrefix(err.Error(), "store: "),
 			todo: "set POPPY_STATE_KEY to its key, or put back the keychain entry or the state.key file, or give another --state-dir to start afresh"}
+	case postgres:
+		return &startupError{what: "cannot open " + where + ": " + strings.TrimPrefix(err.Error(), "store: "),
+			todo: "check that PostgreSQL is running and reachable there, that its user may log in (the password in PGPASSWORD " +
+				"or ~/.pgpass, never in the URL) and may create tables in the database, or point --store (or POPPY_STORE) at another database"}
 	}
 	return &startupError{what: "cannot open " + where + ": " + strings.TrimPrefix(err.Error(), "store: "),
 		todo: "check the directory's permissions and free space, or give another --state-dir"}

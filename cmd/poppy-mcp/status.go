@@ -13,6 +13,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -121,8 +124,38 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return code
 }
 
+// noState is a SQLite state that is not there: status reports it and
+// makes none.
+type noState struct{ dir string }
+
+func (e *noState) Error() string {
+	return "no state in " + e.dir + ": poppy-mcp holds nothing there yet, and status made nothing. " +
+		"`poppy-mcp init --client-id URL` makes the identity there (give --state-dir DIR, or --store URL, if the state is elsewhere)"
+}
+
+// stateExists is nil when the state can be opened without making it:
+// PostgreSQL (--store), whose tables the database holds, or a state
+// directory that holds the SQLite database. Opening a missing one would
+// make the directory, the database and a state key.
+func stateExists(p *personFlags) error {
+	if p.store != "" {
+		return nil
+	}
+	dir, err := p.stateDirectory()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state.db")); errors.Is(err, fs.ErrNotExist) { // store's file
+		return &noState{dir}
+	}
+	return nil
+}
+
 // statusOf gathers the report.
 func statusOf(ctx context.Context, p *personFlags, offline bool, stderr io.Writer) (*statusReport, error) {
+	if err := stateExists(p); err != nil {
+		return nil, err
+	}
 	ps, err := p.openPerson(ctx)
 	if err != nil {
 		return nil, err
@@ -265,12 +298,16 @@ func printStatus(u *ui, rep *statusReport, now time.Time) {
 		}
 		if c.AccountToken != nil {
 			used = when(c.AccountToken.LastUsed, now)
-			if c.AccountToken.Expired {
+			switch {
+			case c.AccountToken.Expired:
 				signed = "no (token expired)"
+			case !c.AccountToken.ExpiresAt.IsZero():
+				signed = "yes, until " + when(c.AccountToken.ExpiresAt, now)
 			}
 		}
-		rows = append(rows, []string{dashIfEmpty(strings.Join(c.Domains, ", ")), c.Issuer, signed,
-			dashIfEmpty(strings.Join(c.Scopes, " ")), used, fmt.Sprint(len(c.Sessions)), fmt.Sprint(c.Open)})
+		// A Company's names and scopes are its own to choose: printable.
+		rows = append(rows, []string{printable(dashIfEmpty(strings.Join(c.Domains, ", "))), printable(c.Issuer), signed,
+			printable(dashIfEmpty(strings.Join(c.Scopes, " "))), used, fmt.Sprint(len(c.Sessions)), fmt.Sprint(c.Open)})
 	}
 	u.table("  ", rows)
 }
@@ -302,7 +339,7 @@ func printIdentity(u *ui, is *identityStatus) {
 			name string
 			c    docCheck
 		}{{"agent.json", p.AgentJSON}, {"jwks.json", p.JWKS}} {
-			rows = append(rows, []string{d.name, u.cell(docStatus(d.c)), docSummary(d.c)})
+			rows = append(rows, []string{d.name, u.cell(docStatus(d.c)), printable(docSummary(d.c))})
 		}
 	}
 	u.table("  ", rows)

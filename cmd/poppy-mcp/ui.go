@@ -13,6 +13,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mattn/go-isatty"
 )
@@ -124,12 +126,40 @@ func span(d time.Duration) string {
 	return plural(int(d/(24*time.Hour)), "day")
 }
 
-// plural is "1 thing" or "n things".
+// plural is "1 thing" or "n things" ("n entries" for an entry).
 func plural(n int, thing string) string {
 	if n == 1 {
 		return "1 " + thing
 	}
+	if stem, ok := strings.CutSuffix(thing, "y"); ok && !strings.HasSuffix(stem, "a") && !strings.HasSuffix(stem, "e") &&
+		!strings.HasSuffix(stem, "o") {
+		return fmt.Sprintf("%d %sies", n, stem)
+	}
 	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// printable is s for a terminal: every control character (ESC, BEL, tab,
+// newline, DEL, the C1 controls), every bidirectional override and every
+// byte that is not UTF-8 written as a Go escape (\x1b, \u202e), so that a
+// string from a file or a Company can neither move the cursor, retitle the
+// terminal, reorder a line nor break the table's columns, and is still shown.
+func printable(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && strings.HasPrefix(s[i:], "\uFFFD"):
+			b.WriteRune(r)
+		case r == utf8.RuneError:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r < 0x80 && unicode.IsControl(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unicode.IsControl(r) || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // confirm asks question on out and reads one line from in, a byte at a

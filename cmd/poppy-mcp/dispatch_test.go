@@ -1,0 +1,93 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestNearest: a typing mistake names the command or flag meant; a word
+// near nothing names none.
+func TestNearest(t *testing.T) {
+	commands := []string{"serve", "check", "init", "openapi", "demo", "status", "sign-out", "forget", "doctor", "version", "help"}
+	for word, want := range map[string]string{
+		"stauts": "status", "statu": "status", "sttaus": "status", "doctr": "doctor", "docter": "doctor", "serv": "serve",
+		"sign": "sign-out", "signout": "sign-out", "Status": "status", "verison": "version",
+		"frobnicate": "", "x": "", "": "", "stop": "", "he": "",
+	} {
+		if got := nearest(word, commands); got != want {
+			t.Errorf("nearest(%q) = %q, want %q", word, got, want)
+		}
+	}
+}
+
+// TestPrintable: control characters, bidirectional overrides and bytes
+// that are not UTF-8 are escaped; everything else, and the name, is shown.
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"poppy":                  "poppy",
+		"poppy\x1b[2J":           `poppy\x1b[2J`,
+		"a\x07b\tc\nd\x7f":       `a\x07b\x09c\x0ad\x7f`,
+		"\u009b31m":              `\u009b31m`,
+		"abc\u202egpj.exe":       `abc\u202egpj.exe`,
+		"caf\xe9":                `caf\xe9`,
+		"café ünïcode \ufffd 日本": "café ünïcode \ufffd 日本",
+		"\xff tab escape":        `\xff tab escape`,
+	} {
+		if got := printable(in); got != want {
+			t.Errorf("printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestPlural(t *testing.T) {
+	for _, tc := range [][3]any{{1, "poppy-mcp entry", "1 poppy-mcp entry"}, {2, "poppy-mcp entry", "2 poppy-mcp entries"},
+		{0, "entry", "0 entries"}, {2, "day", "2 days"}, {3, "Session", "3 Sessions"}, {2, "key", "2 keys"}} {
+		if got := plural(tc[0].(int), tc[1].(string)); got != tc[2] {
+			t.Errorf("plural(%v, %q) = %q, want %q", tc[0], tc[1], got, tc[2])
+		}
+	}
+}
+
+// TestReadLocalFile: a regular file is read up to the limit; a larger one,
+// a directory or a device is refused without reading it.
+func TestReadLocalFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	if err := os.WriteFile(path, []byte("0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := readLocalFile(path, 10); err != nil || string(b) != "0123456789" {
+		t.Errorf("a file at the limit: %q, %v", b, err)
+	}
+	if _, err := readLocalFile(path, 9); err == nil || !strings.Contains(err.Error(), "larger than 9 bytes") {
+		t.Errorf("a file past the limit: %v", err)
+	}
+	if _, err := readLocalFile(dir, 10); !isNotRegular(err) || !strings.Contains(err.Error(), "a directory") {
+		t.Errorf("a directory: %v", err)
+	}
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		if _, err := readLocalFile("/dev/zero", 10); !isNotRegular(err) || !strings.Contains(err.Error(), "a device") {
+			t.Errorf("/dev/zero: %v", err)
+		}
+	}
+}
+
+// FuzzParseConfig: any bytes in any dialect give a document or a message,
+// never a panic; what strict JSON takes, JSONC takes the same.
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{`{"mcpServers":{}}`, `{"servers":{"p":{"command":"poppy-mcp",},},}`, "{/* c */}", `{"a":"//x"}`, `[1,]`, `{"a":"\`, "// only"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		strict, msg := parseConfig(configPlace{App: "Cursor", Dialect: dialectJSON}, b)
+		loose, _ := parseConfig(configPlace{App: "VS Code", Dialect: dialectJSONC}, b)
+		if strict == nil && msg == "" {
+			t.Fatal("no document and no message")
+		}
+		if strict != nil && len(loose) != len(strict) {
+			t.Errorf("strict JSON %q has %d keys, as JSONC %d", b, len(strict), len(loose))
+		}
+	})
+}

@@ -1,0 +1,128 @@
+package main
+
+// This file reads the local files the CLI reads that another process on
+// the machine could have replaced with something that never ends: the
+// assistants' configurations that doctor reads (a project's .mcp.json
+// linked to /dev/zero, or a FIFO nobody writes), the HTTP bearer token
+// file, an OpenAPI document named on the command line. Each is opened
+// without blocking (O_NONBLOCK: opening a FIFO waits for no writer), must
+// be a regular file where the CLI expects one, and is read up to a limit
+// in size and in time.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+	"time"
+)
+
+// maxConfigFile bounds an assistant's configuration. ~/.claude.json, where
+// Claude Code also keeps each project's history, runs to megabytes.
+const maxConfigFile = 16 << 20
+
+// localReadTimeout bounds a local file's read in time: a file on a network
+// mount that stopped answering is reported, not waited for.
+const localReadTimeout = 5 * time.Second
+
+// errTooSlow is a local read that took longer than localReadTimeout.
+var errTooSlow = fmt.Errorf("reading it took longer than %v", localReadTimeout)
+
+// notRegularError is a path that is not a regular file: a device, a FIFO,
+// a socket or a directory, which a configuration never is.
+type notRegularError struct{ mode os.FileMode }
+
+func (e *notRegularError) Error() string {
+	kind := "a " + e.mode.Type().String() + " file"
+	switch {
+	case e.mode&os.ModeDevice != 0:
+		kind = "a device"
+	case e.mode&os.ModeNamedPipe != 0:
+		kind = "a FIFO"
+	case e.mode&os.ModeSocket != 0:
+		kind = "a socket"
+	case e.mode.IsDir():
+		kind = "a directory"
+	}
+	return "it is " + kind + ", not a regular file: not read"
+}
+
+// tooLargeError is a file larger than the CLI reads.
+type tooLargeError struct{ limit int64 }
+
+func (e *tooLargeError) Error() string {
+	switch {
+	case e.limit < 1<<10:
+		return fmt.Sprintf("it is larger than %d bytes: not read", e.limit)
+	case e.limit < 1<<20:
+		return fmt.Sprintf("it is larger than %d KiB: not read", e.limit>>10)
+	}
+	return fmt.Sprintf("it is larger than %d MiB: not read", e.limit>>20)
+}
+
+// openNonblocking opens path for reading without waiting for a FIFO's
+// writer. Reads of a FIFO or a terminal then wait in Go's poller, not in a
+// thread; a regular file reads as usual.
+func openNonblocking(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+
+// readLocalFile reads the regular file at path, at most limit bytes, within
+// localReadTimeout. A path that is not a regular file (after following
+// links), a larger file, or a slower read is an error and nothing is read
+// past the limit.
+func readLocalFile(path string, limit int64) ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		b, err := readRegular(path, limit)
+		done <- result{b, err}
+	}()
+	timer := time.NewTimer(localReadTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return r.b, r.err
+	case <-timer.C:
+		return nil, errTooSlow // the read goes on in its goroutine until the process ends
+	}
+}
+
+// readRegular is readLocalFile's read, checked on the opened file itself so
+// that the file cannot be swapped between a check and the read.
+func readRegular(path string, limit int64) ([]byte, error) {
+	f, err := openNonblocking(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &notRegularError{fi.Mode()}
+	}
+	if fi.Size() > limit {
+		return nil, &tooLargeError{limit}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit { // it grew since Stat
+		return nil, &tooLargeError{limit}
+	}
+	return b, nil
+}
+
+// isNotRegular reports whether err is readLocalFile's refusal of a path
+// that is not a regular file.
+func isNotRegular(err error) bool {
+	var nr *notRegularError
+	return errors.As(err, &nr)
+}
