@@ -193,9 +193,9 @@ func operationsText(l *operationList) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d API operations (%s).", l.Domain, l.Total, apiTextNote)
 	for _, op := range l.Operations {
-		fmt.Fprintf(&b, "\n%s: %s %s", op.Operation, op.Method, op.Path)
+		fmt.Fprintf(&b, "\n%s: %s %s", op.Operation, op.Method, untrusted.Quote(op.Path, 500))
 		if op.Summary != "" {
-			b.WriteString(" - " + op.Summary)
+			b.WriteString(" - " + untrusted.Quote(op.Summary, 300))
 		}
 	}
 	for _, a := range l.APIs {
@@ -267,8 +267,10 @@ func (ap *apis) describe(ctx context.Context, _ mcp.CallToolRequest, args operat
 		d.Tool = t.Name
 		d.Next += " Or call the tool " + t.Name + " with the same arguments."
 	}
+	// The description's lines stay in structured content; the text keeps
+	// the Company's words on one line, marked.
 	return result(d, "%s %s (%s). %s\nArguments (JSON schema): %s\n%s",
-		t.Method, d.Path, apiTextNote, d.Description, t.InputSchema, d.Next)
+		t.Method, untrusted.Quote(d.Path, 500), apiTextNote, untrusted.Quote(d.Description, 0), oneLine(t.InputSchema), d.Next)
 }
 
 func (ap *apis) call(ctx context.Context, _ mcp.CallToolRequest, args callArgs) *mcp.CallToolResult {
@@ -341,7 +343,10 @@ func (ap *apis) callOperation(ctx context.Context, domain, name string, args map
 	// are shown as escapes, never removed.
 	out := callResult{Domain: co.Domain, Operation: op, Status: res.Status, ContentType: untrusted.Text(res.ContentType, 200),
 		Body: untrusted.Escape(res.Body), Truncated: res.Truncated, Note: res.Note, CompanyText: apiTextNote}
-	r := result(out, "%s answered HTTP %d %s (%s):\n%s%s", op, res.Status, http.StatusText(res.Status), apiTextNote, out.Body, noteText(res.Note))
+	// The body is the Company's: on one line in the text, so that none of
+	// its lines passes as poppy-mcp's (the body as sent is in body).
+	r := result(out, "%s answered HTTP %d %s (%s), body on one line:\n%s%s", op, res.Status, http.StatusText(res.Status), apiTextNote,
+		oneLine([]byte(out.Body)), noteText(res.Note))
 	// An HTTP error is the Company's answer the model should read and act on.
 	r.IsError = res.Status >= 400
 	return r
