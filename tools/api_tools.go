@@ -162,7 +162,7 @@ func (ap *apis) list(ctx context.Context, _ mcp.CallToolRequest, args listOperat
 	for _, a := range entries {
 		info := apiInfo{URL: a.entry.URL}
 		if a.err != nil {
-			info.Error = a.err.Error()
+			info.Error = untrusted.Text(a.err.Error(), 500) // may quote the Company's document
 			out.APIs = append(out.APIs, info)
 			continue
 		}
@@ -369,20 +369,23 @@ func (ap *apis) callFailure(ctx context.Context, co *discovery.Company, t *opena
 		return extensionFailure(co.Domain, ext, "operation "+op, fmt.Sprintf(insteadOfAPI, co.Domain), map[string]string{"operation": op})
 	}
 	var wait *auth.RetryAfterError
+	// What failed may quote the Company's document or answer (with %q, or
+	// marked): cleaned of what it could hide before the model reads it.
+	why := untrusted.Text(err.Error(), 500)
 	switch {
 	case errors.Is(err, openapi2tools.ErrInvalidArguments):
 		return failure(map[string]string{"error": "invalid_arguments", "operation": op},
-			"%v. Call describe_api_operation with domain %s and operation %s for its arguments.", err, co.Domain, op)
+			"%s. Call describe_api_operation with domain %s and operation %s for its arguments.", why, co.Domain, op)
 	case errors.Is(err, openapi2tools.ErrNoServer), errors.Is(err, openapi2tools.ErrForeignHost):
 		return failure(map[string]string{"error": "unusable_api", "operation": op},
-			"%v. The Company's API document does not allow this call; tell the user.", err)
+			"%s. The Company's API document does not allow this call; tell the user.", why)
 	case errors.As(err, &wait):
 		return failure(map[string]string{"error": "rate_limited", "operation": op},
-			"%v. Wait the time given, then call again.", err)
+			"%s. Wait the time given, then call again.", why)
 	}
-	ap.log.InfoContext(ctx, "API call failed", "domain", co.Domain, "operation", op, "err", err)
+	ap.log.InfoContext(ctx, "API call failed", "domain", co.Domain, "operation", op, "err", why)
 	return failure(map[string]string{"error": "call_failed", "operation": op},
-		"Calling %s at %s failed: %v. Try again later.", op, co.Domain, err)
+		"Calling %s at %s failed: %s. Try again later.", op, co.Domain, why)
 }
 
 // apiSignInNeeded is signInNeeded for an operation: sign_in_required

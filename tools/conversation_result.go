@@ -347,7 +347,7 @@ func (c *conversations) list(ctx context.Context, _ mcp.CallToolRequest, args li
 		}
 		list = append(list, convListed{ConversationID: held.ID, Domain: held.Domain, ParentID: held.ParentID, Status: held.Status,
 			Responder: held.Responder, Closed: held.Closed, UpdatedAt: held.UpdatedAt.UTC().Format(time.RFC3339)})
-		fmt.Fprintf(&b, "\n- %s at %s: status %s, responder %s", held.ID, held.Domain, held.Status, held.Responder)
+		fmt.Fprintf(&b, "\n- %s at %s: status %s, responder %s", held.ID, held.Domain, status(held.Status), responder(held.Responder))
 		if held.ParentID != "" {
 			fmt.Fprintf(&b, " (Direct Conversation of %s)", held.ParentID)
 		}
