@@ -9,6 +9,7 @@
 package untrusted
 
 import (
+	"slices"
 	"unicode"
 	"unicode/utf8"
 )
@@ -26,23 +27,63 @@ const (
 	flagTagHigh = '\U000E007E' // .. TAG TILDE
 )
 
-// ignorable reports whether r is a Default_Ignorable_Code_Point, derived
-// from the unicode package's tables as UAX #44 derives it.
+// defaultIgnorable is Default_Ignorable_Code_Point, built once from the
+// unicode package's tables as UAX #44 derives it.
+var defaultIgnorable = derive(unicode.Other_Default_Ignorable_Code_Point, unicode.Cf, unicode.Variation_Selector)
+
+// ignorable reports whether r is a Default_Ignorable_Code_Point.
 func ignorable(r rune) bool {
-	switch {
-	case r < '\u00AD':
-		return false // the first is SOFT HYPHEN
-	case r >= '\uFFF9' && r <= '\uFFFB', r >= '\U00013430' && r <= '\U0001343F':
-		// UAX #44 §5.7.2 (DerivedCoreProperties.txt): "Generated from
-		// Other_Default_Ignorable_Code_Point + Cf (Format characters) +
-		// Variation_Selector - White_Space - FFF9..FFFB (Interlinear
-		// annotation format characters) - 13430..1343F (Egyptian hieroglyph
-		// format characters) - Prepended_Concatenation_Mark".
-		return false
+	return r >= '\u00AD' && unicode.Is(defaultIgnorable, r) // the first is SOFT HYPHEN
+}
+
+// derive builds the table of the code points of from that UAX #44 §5.7.2
+// (DerivedCoreProperties.txt) keeps: "Generated from
+// Other_Default_Ignorable_Code_Point + Cf (Format characters) +
+// Variation_Selector - White_Space - FFF9..FFFB (Interlinear annotation
+// format characters) - 13430..1343F (Egyptian hieroglyph format
+// characters) - Prepended_Concatenation_Mark".
+func derive(from ...*unicode.RangeTable) *unicode.RangeTable {
+	keep := func(r rune) bool {
+		return !unicode.Is(unicode.White_Space, r) && !(r >= '\uFFF9' && r <= '\uFFFB') &&
+			!(r >= '\U00013430' && r <= '\U0001343F') && !unicode.Is(unicode.Prepended_Concatenation_Mark, r)
 	}
-	return (unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) || unicode.Is(unicode.Cf, r) ||
-		unicode.Is(unicode.Variation_Selector, r)) &&
-		!unicode.Is(unicode.White_Space, r) && !unicode.Is(unicode.Prepended_Concatenation_Mark, r)
+	var rs []rune
+	for _, t := range from {
+		for _, g := range t.R16 {
+			for r := rune(g.Lo); r <= rune(g.Hi); r += rune(g.Stride) {
+				rs = append(rs, r)
+			}
+		}
+		for _, g := range t.R32 {
+			for r := rune(g.Lo); r <= rune(g.Hi); r += rune(g.Stride) {
+				rs = append(rs, r)
+			}
+		}
+	}
+	slices.Sort(rs)
+	rs = slices.DeleteFunc(slices.Compact(rs), func(r rune) bool { return !keep(r) })
+	return rangeTable(rs)
+}
+
+// rangeTable is the table of the sorted code points rs.
+func rangeTable(rs []rune) *unicode.RangeTable {
+	t := &unicode.RangeTable{}
+	for i := 0; i < len(rs); {
+		j := i
+		for j+1 < len(rs) && rs[j+1] == rs[j]+1 {
+			j++
+		}
+		if rs[j] <= 0xFFFF {
+			t.R16 = append(t.R16, unicode.Range16{Lo: uint16(rs[i]), Hi: uint16(rs[j]), Stride: 1})
+			if rs[j] <= unicode.MaxLatin1 {
+				t.LatinOffset++
+			}
+		} else {
+			t.R32 = append(t.R32, unicode.Range32{Lo: uint32(rs[i]), Hi: uint32(rs[j]), Stride: 1})
+		}
+		i = j + 1
+	}
+	return t
 }
 
 // invisible reports whether r is hidden wherever it stands: a default
