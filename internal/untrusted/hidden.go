@@ -129,8 +129,11 @@ type scan struct {
 	emoji bool
 }
 
-// classify reports, for each rune, whether it is hidden.
-func classify(rs []rune) []bool {
+// classify reports, for each rune, whether it is hidden. escaping says
+// that Escape writes what it hides, and the control characters, as
+// escapes: what is kept after one then follows the escape's last hex
+// digit, as it will when the text is escaped again.
+func classify(rs []rune, escaping bool) []bool {
 	s := scan{rs: rs, hidden: make([]bool, len(rs)), prev: -1, solid: -1}
 	for i := 0; i < len(rs); i++ {
 		if rs[i] == blackFlag {
@@ -142,7 +145,11 @@ func classify(rs []rune) []bool {
 				continue
 			}
 		}
-		if s.hidden[i] = s.hides(i); !s.hidden[i] {
+		s.hidden[i] = s.hides(i)
+		switch {
+		case escaping && (s.hidden[i] || escaped(rs[i])):
+			s.kept(rune(hexDigits[rs[i]&0xF]))
+		case !s.hidden[i]:
 			s.kept(rs[i])
 		}
 	}

@@ -154,6 +154,7 @@ var hiddenSeeds = []string{
 	"h\uFE01e\uFE0Fl\U000E0100", "1\uFE0F\u20E3#\uFE0F", "\u263A\uFE0E\uFE0F\u200D\U0001F308",
 	"\U0001F469\U0001F3FD\u200D\u200D\U0001F4BB", "\u0645\u06CC\u200C\u064B\u062E", "\u0915\u094D\u200D\u200D\u0937",
 	"a\u200Eb\u061C\u034F\u115F\u2800\u3164\uFFA0\uFFF9", "\U0001F3F4\U000E0067\U000E007F\u200D\U0001F308",
+	"\u263A\u200B\uFE0F", "\U0001F600\u200B\u200D\U0001F600", "\u0628\u200B\u200C\u0628",
 }
 
 // FuzzHidden: what Display and Text return is valid UTF-8, cleaning it
@@ -180,4 +181,17 @@ func FuzzHidden(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestEscapeKeepsWhatItKept: a selector or joiner Escape keeps after a
+// character it escapes is judged after the escape, as it will be when the
+// text is escaped again, so escaping twice changes nothing.
+func TestEscapeKeepsWhatItKept(t *testing.T) {
+	for _, s := range []string{"\u263A\u200B\uFE0F", "\U0001F600\u200B\u200D\U0001F600", "\u0628\u200B\u200C\u0628",
+		"\u2060\uFE0F\u20E3", "\x07\uFE0F\u20E3", "\u0915\u094D\u200B\u200D"} {
+		once := Escape(s)
+		if twice := Escape(once); twice != once {
+			t.Errorf("Escape(%+q) = %+q, then %+q", s, once, twice)
+		}
+	}
 }

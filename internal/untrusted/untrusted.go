@@ -97,7 +97,7 @@ func clean(s string, lines bool) string {
 		return s
 	}
 	rs := []rune(strings.ToValidUTF8(s, ""))
-	hidden := classify(rs)
+	hidden := classify(rs, false)
 	var b strings.Builder
 	b.Grow(len(s))
 	for i, r := range rs {
@@ -145,11 +145,11 @@ func Escape(s string) string {
 		return s
 	}
 	rs := []rune(strings.ToValidUTF8(s, "\uFFFD"))
-	hidden := classify(rs)
+	hidden := classify(rs, true)
 	var b strings.Builder
 	b.Grow(len(s))
 	for i, r := range rs {
-		if hidden[i] || unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' {
+		if hidden[i] || escaped(r) {
 			writeEscape(&b, r)
 			continue
 		}
@@ -158,13 +158,22 @@ func Escape(s string) string {
 	return b.String()
 }
 
+// escaped reports whether Escape writes r, a character it does not hide,
+// as an escape: a control character but tab, LF and CR.
+func escaped(r rune) bool {
+	return unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r'
+}
+
+// hexDigits are the digits of an escape. Its last is that of r&0xF, for a
+// surrogate pair too.
+const hexDigits = "0123456789ABCDEF"
+
 // writeEscape writes r as JSON writes it escaped.
 func writeEscape(b *strings.Builder, r rune) {
-	const hex = "0123456789ABCDEF"
 	unit := func(u rune) {
 		b.WriteString(`\u`)
 		for shift := 12; shift >= 0; shift -= 4 {
-			b.WriteByte(hex[u>>shift&0xF])
+			b.WriteByte(hexDigits[u>>shift&0xF])
 		}
 	}
 	if r <= 0xFFFF {
