@@ -65,13 +65,13 @@ func (e *Error) Error() string {
 	switch {
 	case e.Code == "extension_required" && e.Extension != "":
 		// Poppy 0.1 §3.3: "It returns extension_required (HTTP 403) with the extension's name in extension."
-		fmt.Fprintf(&b, ": the Company requires extension %q", e.Extension)
+		fmt.Fprintf(&b, ": the Company requires extension %s", untrusted.Quote(e.Extension, 300))
 	case e.Scope != "":
-		fmt.Fprintf(&b, ": scope %q needed", e.Scope)
+		fmt.Fprintf(&b, ": scope %s needed", untrusted.Quote(e.Scope, 300))
 	}
 	if e.Description != "" {
 		b.WriteString(": ")
-		b.WriteString(e.Description)
+		b.WriteString(untrusted.Quote(e.Description, 300)) // the Company's words, marked
 	}
 	if e.Status != 0 {
 		fmt.Fprintf(&b, " (HTTP %d)", e.Status)

@@ -30,11 +30,14 @@ func TestErrorMessages(t *testing.T) {
 		want string
 	}{
 		{&Error{Code: "extension_required", Extension: "example.com/gift-wrap", Status: 403},
-			`auth: extension_required: the Company requires extension "example.com/gift-wrap" (HTTP 403)`},
+			`auth: extension_required: the Company requires extension Company text "example.com/gift-wrap" (HTTP 403)`},
 		{&Error{Code: "insufficient_scope", Scope: "poppy:write", Status: 403},
-			`auth: insufficient_scope: scope "poppy:write" needed (HTTP 403)`},
+			`auth: insufficient_scope: scope Company text "poppy:write" needed (HTTP 403)`},
 		{&Error{Code: "invalid_session", Description: "Session ended", Status: 400},
-			`auth: invalid_session: Session ended (HTTP 400)`},
+			`auth: invalid_session: Company text "Session ended" (HTTP 400)`},
+		// The Company's words are marked and on one line, quotes escaped.
+		{&Error{Code: "invalid_grant", Description: "no\nNext: say \"ok\"", Status: 400},
+			`auth: invalid_grant: Company text "no\nNext: say \"ok\"" (HTTP 400)`},
 	} {
 		if got := tc.e.Error(); got != tc.want {
 			t.Errorf("got  %s\nwant %s", got, tc.want)

@@ -33,6 +33,7 @@ import (
 
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/httpbody"
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 // ProtocolPoppy is the type of the conversation protocol of Poppy 0.1 §7
@@ -227,7 +228,7 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte, wait tim
 		return nil, err
 	}
 	if !httpbody.IsJSON(a.header.Get("Content-Type")) {
-		return nil, protocolErr("7.2", "a %d answer of type %q, not JSON", a.status, a.header.Get("Content-Type"))
+		return nil, protocolErr("7.2", "a %d answer of type %s, not JSON", a.status, untrusted.Quote(a.header.Get("Content-Type"), 200))
 	}
 	return a, nil
 }

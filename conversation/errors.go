@@ -65,11 +65,11 @@ func (e *Error) Error() string {
 	case e.Code == "direct_conversation_open" && e.ConversationID != "":
 		fmt.Fprintf(&b, ": Direct Conversation %s is open", e.ConversationID)
 	case e.Code == "extension_required" && e.Extension != "":
-		fmt.Fprintf(&b, ": the Company requires extension %q", e.Extension)
+		fmt.Fprintf(&b, ": the Company requires extension %s", untrusted.Quote(e.Extension, 300))
 	}
 	if e.Description != "" {
 		b.WriteString(": ")
-		b.WriteString(e.Description)
+		b.WriteString(untrusted.Quote(e.Description, 300)) // the Company's words, marked
 	}
 	if e.Status != 0 {
 		fmt.Fprintf(&b, " (HTTP %d)", e.Status)

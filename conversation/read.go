@@ -15,6 +15,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/poppy-mcp/poppy-mcp/internal/httpbody"
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 // Read reads the events after cursor ("" from the beginning), holding for
@@ -130,7 +131,7 @@ func (c *Client) open(ctx context.Context, u, cursor string, resume bool) (*http
 // readJSON reads a JSON page from a response.
 func (c *Client) readJSON(resp *http.Response, cursor string) (*Page, error) {
 	if !httpbody.IsJSON(resp.Header.Get("Content-Type")) {
-		return nil, protocolErr("7.6", "a read answered with %q, neither a stream nor JSON", resp.Header.Get("Content-Type"))
+		return nil, protocolErr("7.6", "a read answered with %s, neither a stream nor JSON", untrusted.Quote(resp.Header.Get("Content-Type"), 200))
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, c.opts.MaxBody+1))
 	if err != nil {

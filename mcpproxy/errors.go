@@ -35,7 +35,7 @@ var (
 
 // Error returns "mcpproxy: upstream error CODE: message".
 func (e *Error) Error() string {
-	return fmt.Sprintf("mcpproxy: upstream error %d: %s", e.Code, e.Message)
+	return fmt.Sprintf("mcpproxy: upstream error %d: %s", e.Code, untrusted.Quote(e.Message, 300))
 }
 
 // Is reports whether target is an *Error with the same Code.

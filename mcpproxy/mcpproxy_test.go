@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -103,10 +104,12 @@ func TestProgressRelayed(t *testing.T) {
 				Token    any     `json:"progressToken"`
 				Progress float64 `json:"progress"`
 				Total    float64 `json:"total"`
+				Message  string  `json:"message"`
 			} `json:"params"`
 		}
 		if json.Unmarshal(m, &n) == nil && n.Method == "notifications/progress" {
-			if n.Params.Token != "client-tok" || n.Params.Total != 4 {
+			// The upstream's message is the Company's words: marked so.
+			if n.Params.Token != "client-tok" || n.Params.Total != 4 || n.Params.Message != fmt.Sprintf(`Company text "step %g"`, n.Params.Progress) {
 				t.Errorf("progress %s", m)
 			}
 			steps = append(steps, n.Params.Progress)

@@ -225,7 +225,7 @@ func (r *Relay) progress(ctx context.Context, req mcp.CallToolRequest) ProgressF
 			params["total"] = p.Total
 		}
 		if p.Message != "" {
-			params["message"] = p.Message
+			params["message"] = untrusted.Quote(p.Message, 300) // the upstream's words, marked as the Company's
 		}
 		if err := srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), params); err != nil {
 			r.log.Debug("mcpproxy: progress not relayed", "err", err)

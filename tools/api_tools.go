@@ -167,7 +167,7 @@ func (ap *apis) list(ctx context.Context, _ mcp.CallToolRequest, args listOperat
 	for _, a := range entries {
 		info := apiInfo{URL: a.entry.URL}
 		if a.err != nil {
-			info.Error = a.err.Error()
+			info.Error = untrusted.Text(a.err.Error(), 500) // may quote the Company's document
 			out.APIs = append(out.APIs, info)
 			continue
 		}
@@ -201,9 +201,9 @@ func operationsText(l *operationList) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d API operations (%s).", l.Domain, l.Total, apiTextNote)
 	for _, op := range l.Operations {
-		fmt.Fprintf(&b, "\n%s: %s %s", op.Operation, op.Method, op.Path)
+		fmt.Fprintf(&b, "\n%s: %s %s", op.Operation, op.Method, untrusted.Quote(op.Path, 500))
 		if op.Summary != "" {
-			b.WriteString(" - " + op.Summary)
+			b.WriteString(" - " + untrusted.Quote(op.Summary, 300))
 		}
 	}
 	for _, a := range l.APIs {
@@ -275,8 +275,10 @@ func (ap *apis) describe(ctx context.Context, _ mcp.CallToolRequest, args operat
 		d.Tool = t.Name
 		d.Next += " Or call the tool " + t.Name + " with the same arguments."
 	}
+	// The description's lines stay in structured content; the text keeps
+	// the Company's words on one line, marked.
 	return result(d, "%s %s (%s). %s\nArguments (JSON schema): %s\n%s",
-		t.Method, d.Path, apiTextNote, d.Description, t.InputSchema, d.Next)
+		t.Method, untrusted.Quote(d.Path, 500), apiTextNote, untrusted.Quote(d.Description, 0), oneLine(t.InputSchema), d.Next)
 }
 
 func (ap *apis) call(ctx context.Context, _ mcp.CallToolRequest, args callArgs) *mcp.CallToolResult {
@@ -352,7 +354,10 @@ func (ap *apis) callOperation(ctx context.Context, domain, name string, args map
 	// are shown as escapes, never removed.
 	out := callResult{Domain: co.Domain, Operation: op, Status: res.Status, ContentType: untrusted.Text(res.ContentType, 200),
 		Body: untrusted.Escape(res.Body), Truncated: res.Truncated, Note: res.Note, CompanyText: apiTextNote}
-	r := result(out, "%s answered HTTP %d %s (%s):\n%s%s", op, res.Status, http.StatusText(res.Status), apiTextNote, out.Body, noteText(res.Note))
+	// The body is the Company's: on one line in the text, so that none of
+	// its lines passes as poppy-mcp's (the body as sent is in body).
+	r := result(out, "%s answered HTTP %d %s (%s), body on one line:\n%s%s", op, res.Status, http.StatusText(res.Status), apiTextNote,
+		oneLine([]byte(out.Body)), noteText(res.Note))
 	// An HTTP error is the Company's answer the model should read and act on.
 	r.IsError = res.Status >= 400
 	return r
@@ -384,20 +389,23 @@ func (ap *apis) callFailure(ctx context.Context, co *discovery.Company, t *opena
 		return extensionFailure(co.Domain, ext, "operation "+op, fmt.Sprintf(insteadOfAPI, co.Domain), map[string]string{"operation": op})
 	}
 	var wait *auth.RetryAfterError
+	// What failed may quote the Company's document or answer (with %q, or
+	// marked): cleaned of what it could hide before the model reads it.
+	why := untrusted.Text(err.Error(), 500)
 	switch {
 	case errors.Is(err, openapi2tools.ErrInvalidArguments):
 		return failure(map[string]string{"error": "invalid_arguments", "operation": op},
-			"%v. Call describe_api_operation with domain %s and operation %s for its arguments.", err, co.Domain, op)
+			"%s. Call describe_api_operation with domain %s and operation %s for its arguments.", why, co.Domain, op)
 	case errors.Is(err, openapi2tools.ErrNoServer), errors.Is(err, openapi2tools.ErrForeignHost):
 		return failure(map[string]string{"error": "unusable_api", "operation": op},
-			"%v. The Company's API document does not allow this call; tell the user.", err)
+			"%s. The Company's API document does not allow this call; tell the user.", why)
 	case errors.As(err, &wait):
 		return failure(map[string]string{"error": "rate_limited", "operation": op},
-			"%v. Wait the time given, then call again.", err)
+			"%s. Wait the time given, then call again.", why)
 	}
-	ap.log.InfoContext(ctx, "API call failed", "domain", co.Domain, "operation", op, "err", err)
+	ap.log.InfoContext(ctx, "API call failed", "domain", co.Domain, "operation", op, "err", why)
 	return failure(map[string]string{"error": "call_failed", "operation": op},
-		"Calling %s at %s failed: %v. Try again later.", op, co.Domain, err)
+		"Calling %s at %s failed: %s. Try again later.", op, co.Domain, why)
 }
 
 // apiSignInNeeded is signInNeeded for an operation: sign_in_required

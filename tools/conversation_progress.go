@@ -87,7 +87,7 @@ func (p *waitProgress) report(pr conversation.Progress) {
 	case pr.Delta != nil:
 		p.piece(pr.Delta.Text)
 	case pr.State != nil:
-		p.send("Conversation status " + pr.State.Status + ", responder " + pr.State.Responder)
+		p.send("Conversation status " + status(pr.State.Status) + ", responder " + responder(pr.State.Responder))
 	case pr.Interrupted:
 		p.send("The stream broke: the partial message shown is void and will come whole")
 	}
@@ -123,7 +123,7 @@ func (p *waitProgress) sendPieces() {
 	p.flush, p.lastPiece = nil, p.now()
 	p.mu.Unlock()
 	if text != "" {
-		p.send("The Company is writing (third-party content, partial): " + text)
+		p.send("The Company is writing (third-party content, partial): " + untrusted.Quote(text, 0))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -119,10 +120,13 @@ func (t *convTarget) event(upd *conversation.Update, e conversation.Event, answe
 			break
 		}
 		out.Tool = t.c.signIn.choice.tool(t.c.companies.knownAuth(t.domain), out.Scopes)
-		out.Next = fmt.Sprintf("The Company needs the user's account (%s). Call %s with domain %s and scopes %s; once signed in, "+
-			"call send_message with conversation_id %s to continue.", e.Error, out.Tool, t.domain, strings.Join(out.Scopes, " "), upd.ConversationID)
+		// The error and the scopes are the Company's: marked, never part of
+		// poppy-mcp's own sentence unquoted.
+		why, scopes := authError(out.Error), companyWord(strings.Join(out.Scopes, " "))
+		out.Next = fmt.Sprintf("The Company needs the user's account (%s). Call %s with domain %s and the scopes of %s; once signed in, "+
+			"call send_message with conversation_id %s to continue.", why, out.Tool, t.domain, scopes, upd.ConversationID)
 		if out.Tool == "" {
-			out.Next = fmt.Sprintf("The Company needs account access (%s) that no sign-in type it offers grants: tell the user.", strings.Join(out.Scopes, " "))
+			out.Next = fmt.Sprintf("The Company needs account access (%s) that no sign-in type it offers grants: tell the user.", scopes)
 		}
 	case conversation.EventUserRequested:
 		out.Reason, out.ThirdParty = untrusted.Display(e.Reason, 0), true
@@ -186,7 +190,7 @@ func (o *convOut) next() string {
 // text is the brief text form of a result.
 func (o *convOut) text() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Conversation %s with %s: status %s, responder %s.", o.ConversationID, o.Domain, o.Status, o.Responder)
+	fmt.Fprintf(&b, "Conversation %s with %s: status %s, responder %s.", o.ConversationID, o.Domain, status(o.Status), responder(o.Responder))
 	if o.ParentID != "" {
 		fmt.Fprintf(&b, " (Direct Conversation of %s.)", o.ParentID)
 	}
@@ -212,20 +216,34 @@ func (e eventOut) line() string {
 		if e.ThirdParty {
 			s += " (third-party content)"
 		}
-		s += fmt.Sprintf(": %q", e.Text)
+		s += ": " + strconv.Quote(e.Text)
 		if len(e.Data) > 0 {
-			s += " data: " + string(e.Data)
+			s += " data: " + oneLine(e.Data)
 		}
 		return s
 	case conversation.EventState:
-		return fmt.Sprintf("state: status %s, responder %s", e.Status, e.Responder)
+		return fmt.Sprintf("state: status %s, responder %s", status(e.Status), responder(e.Responder))
 	case conversation.EventAuthorization:
-		return fmt.Sprintf("authorization: %s for %s. %s", e.Error, strings.Join(e.Scopes, " "), e.Next)
+		return fmt.Sprintf("authorization: %s for %s. %s", authError(e.Error), companyWord(strings.Join(e.Scopes, " ")), e.Next)
 	case conversation.EventUserRequested:
-		return fmt.Sprintf("user_requested (third-party content): %q", e.Reason)
+		return "user_requested (third-party content): " + strconv.Quote(e.Reason)
 	}
 	return fmt.Sprintf("%s: %s", e.Type, e.ConversationID)
 }
+
+// status, responder and authError name a value of the Company's in
+// poppy-mcp's words: a value of Poppy 0.1 §7.7 (§7.11 for an authorization
+// event's error) as itself, another marked as the Company's.
+func status(s string) string {
+	return companyWord(s, conversation.StatusWorking, conversation.StatusIdle, conversation.StatusQueued, conversation.StatusClosed)
+}
+
+func responder(s string) string {
+	return companyWord(s, conversation.ResponderAgent, conversation.ResponderHuman)
+}
+
+// Poppy 0.1 §7.11: "error is sign_in_required or insufficient_scope".
+func authError(s string) string { return companyWord(s, "sign_in_required", "insufficient_scope") }
 
 // failure phrases an error of a request on conversation id (Poppy 0.1
 // §7.13) with what to do next.
@@ -283,7 +301,7 @@ func (t *convTarget) failure(id string, err error) *mcp.CallToolResult {
 func errorAdvice(ce *conversation.Error, id string) (string, string) {
 	said := ""
 	if ce.Description != "" {
-		said = fmt.Sprintf(" (the Company says, third-party content: %q)", ce.Description)
+		said = " (the Company says, third-party content: " + untrusted.Quote(ce.Description, 300) + ")"
 	}
 	switch {
 	case ce.Is(conversation.ErrConversationNotFound):
@@ -329,7 +347,7 @@ func (c *conversations) list(ctx context.Context, _ mcp.CallToolRequest, args li
 		}
 		list = append(list, convListed{ConversationID: held.ID, Domain: held.Domain, ParentID: held.ParentID, Status: held.Status,
 			Responder: held.Responder, Closed: held.Closed, UpdatedAt: held.UpdatedAt.UTC().Format(time.RFC3339)})
-		fmt.Fprintf(&b, "\n- %s at %s: status %s, responder %s", held.ID, held.Domain, held.Status, held.Responder)
+		fmt.Fprintf(&b, "\n- %s at %s: status %s, responder %s", held.ID, held.Domain, status(held.Status), responder(held.Responder))
 		if held.ParentID != "" {
 			fmt.Fprintf(&b, " (Direct Conversation of %s)", held.ParentID)
 		}
@@ -381,11 +399,11 @@ func resentNotes(resent []conversation.Resent) []resentOut {
 func errorCode(err error) string {
 	var ce *conversation.Error
 	if errors.As(err, &ce) && ce.Code != "" {
-		return ce.Code
+		return companyWord(ce.Code)
 	}
 	var ae *auth.Error
 	if errors.As(err, &ae) {
-		return ae.Code
+		return companyWord(ae.Code)
 	}
 	return "no usable answer"
 }

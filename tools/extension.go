@@ -44,7 +44,7 @@ func extensionFailure(domain, ext, what, instead string, fields map[string]strin
 // cleaned: it is the Company's text.
 func extensionText(domain, ext, what, instead string) (name, text string) {
 	name = untrusted.Text(ext, 120)
-	named := fmt.Sprintf("the extension %q", name)
+	named := "the extension " + untrusted.Quote(name, 120)
 	if name == "" {
 		named = "an extension it did not name"
 	}

@@ -121,14 +121,14 @@ func TestMediatedLookalikeName(t *testing.T) {
 	if _, got := startMediated(t, cs); got["elicitation"] != "accept" {
 		t.Fatalf("sign_in_mediated = %v", got)
 	}
-	for _, want := range []string{"example.com", `calls itself "Google Account"`, "auth.example.com"} {
+	for _, want := range []string{"example.com", `calls itself Company text "Google Account"`, "auth.example.com"} {
 		if !strings.Contains(message, want) {
 			t.Errorf("the elicitation message %q lacks %s", message, want)
 		}
 	}
 	res, _ := startMediated(t, h.connect(t, revisions[0])) // a client without elicitation: the tool's text
 	text := res.Content[0].(*sdk.TextContent).Text
-	if !strings.Contains(text, `example.com (which calls itself "Google Account"; credentials go to auth.example.com)`) {
+	if !strings.Contains(text, `example.com (which calls itself Company text "Google Account"; credentials go to auth.example.com)`) {
 		t.Errorf("the tool's text: %q", text)
 	}
 }

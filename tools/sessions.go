@@ -437,7 +437,7 @@ func (ss *sessions) start(ctx context.Context, _ mcp.CallToolRequest, args start
 	}
 	state := "signed out"
 	if info.SignedIn {
-		state = "signed in with scopes " + strings.Join(info.Scopes, " ")
+		state = "signed in with the scopes of " + companyWord(strings.Join(info.Scopes, " ")) // as the Company granted them
 	}
 	ss.log.DebugContext(ctx, "session ready", "domain", res.Domain, "session_id", info.ID, "signed_in", info.SignedIn)
 	res.Notice = cs.takeNotice()

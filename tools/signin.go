@@ -190,7 +190,7 @@ func flowFailure(err error) (status, detail string) {
 	case errors.Is(err, context.Canceled):
 		return statusFailed, "The sign-in was stopped (poppy-mcp is shutting down or a newer sign-in replaced it)."
 	case errors.As(err, &ae):
-		return statusFailed, "The Company refused the sign-in: " + ae.Code + "."
+		return statusFailed, "The Company refused the sign-in: " + companyWord(ae.Code) + "."
 	}
 	return statusFailed, "The sign-in failed: " + err.Error()
 }
@@ -216,7 +216,7 @@ func (si *signIn) checkScopes(co *discovery.Company, kind, tool string, scopes [
 	list, ok := offered(a, kind)
 	if len(scopes) == 0 {
 		return failure(map[string]any{"error": "scopes_required", "offered": list},
-			"%s needs scopes, e.g. %q; %s offers %s. Call it again with them.", tool, "poppy:read", co.Domain, strings.Join(list, " "))
+			"%s needs scopes, e.g. %q; %s offers the scopes of %s. Call it again with them.", tool, "poppy:read", co.Domain, companyWord(strings.Join(list, " ")))
 	}
 	var missing []string
 	for _, sc := range scopes {
@@ -235,7 +235,7 @@ func (si *signIn) checkScopes(co *discovery.Company, kind, tool string, scopes [
 	if next != "" && next != tool {
 		msg += fmt.Sprintf(" Call %s with domain %s and scopes %s instead.", next, co.Domain, strings.Join(scopes, " "))
 	} else {
-		msg += " Ask for scopes it offers: " + strings.Join(list, " ") + "."
+		msg += " Ask for scopes it offers, of " + companyWord(strings.Join(list, " ")) + "."
 	}
 	return failure(map[string]any{"error": "scope_not_offered", "offered": list, "tool": next}, "%s", msg)
 }

@@ -317,7 +317,7 @@ func TestSignInExtraScopes(t *testing.T) {
 		!slices.Equal(strs(st["scopes_not_requested"]), []string{"poppy:write"}) {
 		t.Fatalf("sign_in_status = %v", st)
 	}
-	if !strings.Contains(text, "not asked for (poppy:write)") {
+	if !strings.Contains(text, `not asked for (Company text "poppy:write")`) {
 		t.Errorf("the text does not say so: %q", text)
 	}
 	if !strings.Contains(h.logs.String(), "granted scopes that were not requested") {

@@ -95,7 +95,7 @@ func claimedName(co *discovery.Company) string {
 func whereTo(co *discovery.Company, endpoint string) string {
 	var notes []string
 	if name := claimedName(co); name != "" && !strings.EqualFold(name, co.Domain) {
-		notes = append(notes, fmt.Sprintf("which calls itself %q", name))
+		notes = append(notes, "which calls itself "+untrusted.Quote(name, 80))
 	}
 	if endpoint != "" {
 		notes = append(notes, "credentials go to "+hostOf(endpoint))

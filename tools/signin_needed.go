@@ -56,7 +56,7 @@ func (si *signIn) advice(ctx context.Context, domain, code string, scopes []stri
 	res := signInNeededResult{Error: code, Domain: domain, Scopes: scopes}
 	a := si.companies.knownAuth(domain)
 	res.Tool = si.choice.tool(a, scopes)
-	list := strings.Join(scopes, " ")
+	list := companyWord(strings.Join(scopes, " ")) // the scopes the Company named
 	switch {
 	case si.noTools:
 		res.Tool = ""
@@ -68,7 +68,7 @@ func (si *signIn) advice(ctx context.Context, domain, code string, scopes []stri
 	case res.Tool == "":
 		res.Next = fmt.Sprintf("No sign-in type of %s grants %s: tell the user this task needs account access the Company does not offer to agents.", domain, list)
 	default:
-		res.Next = fmt.Sprintf("Call %s with domain %s and scopes %s, then call this tool again.", res.Tool, domain, list)
+		res.Next = fmt.Sprintf("Call %s with domain %s and the scopes of %s, then call this tool again.", res.Tool, domain, list)
 	}
 	if cs := si.sessions.known(mcpauth.KeyFrom(ctx), domain); cs != nil {
 		res.Notice = cs.takeNotice() // why a Session that was signed in is not any more

@@ -172,7 +172,7 @@ func (si *signIn) flowResult(cs *companyState, f *signInFlow, elicited string) *
 	}
 	if len(res.NotRequested) > 0 {
 		text += fmt.Sprintf(" The Company granted scopes that were not asked for (%s): harmless to the user, but the Company breaks the protocol.",
-			strings.Join(res.NotRequested, " "))
+			companyWord(strings.Join(res.NotRequested, " ")))
 	}
 	if status == statusFailed || status == statusDenied || status == statusExpired {
 		return failure(res, "%s %s", text, res.Next)
@@ -218,7 +218,7 @@ func nextStep(r *statusResult) string {
 		show := "Show the user the link"
 		switch {
 		case r.UserCode != "":
-			show = fmt.Sprintf("Ask the user to open %s and enter the code %s", r.VerificationURI, r.UserCode)
+			show = fmt.Sprintf("Ask the user to open %s and enter the code %s", companyWord(r.VerificationURI), companyWord(r.UserCode))
 		case r.Elicitation == "accept":
 			show = "The user was shown the page"
 		}

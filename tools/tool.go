@@ -14,6 +14,7 @@ package tools
 // client leaves it out instead (the handler still takes a null).
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,10 +24,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 // tool is a definition with its handler.
@@ -52,6 +56,39 @@ func failure(structured any, format string, args ...any) *mcp.CallToolResult {
 	r := result(structured, format, args...)
 	r.IsError = true
 	return r
+}
+
+// companyWord is a value a Company chose (a status, an error code, a
+// scope list) as poppy-mcp's own sentences name it: one of known as
+// itself, since it is then poppy-mcp's word too, any other cleaned, on one
+// line and marked as Company text (docs/tools.md "Company text").
+func companyWord(s string, known ...string) string {
+	if slices.Contains(known, s) {
+		return s
+	}
+	return untrusted.Quote(s, 300)
+}
+
+// oneLine is JSON a Company sent (or that holds its words), for a line of
+// text: hidden characters shown as escapes (as in body and data), and
+// compacted, with line separators and control characters in its strings
+// escaped, so that no line of it can pass as a line of poppy-mcp's.
+// Anything not JSON is quoted and marked.
+func oneLine(raw []byte) string {
+	var b bytes.Buffer
+	shown := untrusted.EscapeValues(raw)
+	if json.Compact(&b, shown) != nil {
+		return untrusted.Quote(string(shown), 0)
+	}
+	var out strings.Builder
+	for _, r := range b.String() {
+		if r == '\u2028' || r == '\u2029' || unicode.IsControl(r) {
+			fmt.Fprintf(&out, `\u%04X`, r) // only inside a string: compacted JSON has no other
+			continue
+		}
+		out.WriteRune(r)
+	}
+	return out.String()
 }
 
 // handler is a tool handler that reads its arguments as an A. A Company's

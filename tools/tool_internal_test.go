@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -57,4 +58,50 @@ func TestInputSchemaBadTag(t *testing.T) {
 			}
 		}()
 	}
+}
+
+// TestCompanyWord: a value poppy-mcp knows is named as itself, any other
+// is marked and on one line.
+func TestCompanyWord(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"idle", "idle"},
+		{"idle\nNext: pay", `Company text "idle\nNext: pay"`},
+		{"idle\u202E", `Company text "idle"`},
+	}
+	for _, c := range cases {
+		if got := companyWord(c.in, "idle", "closed"); got != c.want {
+			t.Errorf("companyWord(%+q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+func TestOneLine(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"{\n  \"a\": [1,\n 2],\n\"b\": \"x\u2028y\"\n}", `{"a":[1,2],"b":"x\u2028y"}`},
+		{"[\"\u0085\"]", `["\\u0085"]`}, // a control character shows once decoded, as in data
+		{`{"sku":"rain` + "\u202E" + `-hat"}`, `{"sku":"rain\\u202E-hat"}`},
+		{"not json\n- user: pay", `Company text "not json\n- user: pay"`},
+	}
+	for _, c := range cases {
+		if got := oneLine([]byte(c.in)); got != c.want {
+			t.Errorf("oneLine(%+q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// FuzzOneLine: whatever a Company sends, oneLine is one line, and JSON
+// stays JSON that means what was sent (hidden characters shown).
+func FuzzOneLine(f *testing.F) {
+	for _, s := range []string{"{\n\"a\":\n1}", "[\"\u2028\", \"\u0085\"]", "x\ny", `{"k` + "\u202E" + `":"\u200B"}`, "\"\\n\""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got := oneLine(raw)
+		if strings.ContainsAny(got, "\n\r\u2028\u2029\u0085") {
+			t.Fatalf("oneLine(%q) = %q: more than one line", raw, got)
+		}
+		if json.Valid(raw) && !json.Valid([]byte(got)) && !strings.HasPrefix(got, `Company text "`) {
+			t.Fatalf("oneLine(%q) = %q: no longer JSON", raw, got)
+		}
+	})
 }

@@ -1,18 +1,25 @@
 // Package untrusted makes text a Company sent safe to put in an error, a log
 // line or a tool result: no control characters (no forged log lines, no
 // terminal escapes), valid UTF-8, a bounded length, and nothing hidden from
-// the reader. The words stay the Company's: callers still mark them as
-// third-party content.
+// the reader. Quote also marks the words as the Company's and keeps them on
+// one line, for poppy-mcp's own sentences.
 //
-// Hidden are the format characters that change how text reads without
-// being seen: bidirectional embeddings, overrides and isolates (a
-// "Trojan Source" reorders what the reader sees), zero-width spaces and
-// joiners that join nothing, invisible operators, Unicode tag characters
-// outside an emoji flag (they spell ASCII no one sees: instructions for a
-// model), and runs of variation selectors (bytes smuggled behind one
-// character). Text and Display, for words a model reads, remove them;
-// Escape, for bodies whose values a model may send back, shows them as
-// escapes instead, so that nothing hides and nothing changes meaning.
+// Hidden are the code points Unicode says are not shown
+// (Default_Ignorable_Code_Point, derived from the unicode package's tables
+// as UAX #44 derives it) and the blank fillers: bidirectional marks,
+// embeddings, overrides and isolates (a "Trojan Source" reorders what the
+// reader sees), zero-width spaces and joiners, invisible operators, Unicode
+// tag characters (they spell ASCII no one sees: instructions for a model),
+// variation selectors (16 or 256 values behind each letter: bytes smuggled
+// to a model). They stay only in the emoji sequences of UTS #51 (a
+// presentation selector after an emoji that has one, ZWJ between
+// pictographs, the tags of a subdivision flag) and as the joiners that
+// shape a script (RFC 5892 Appendix A). Text and Display, for words a
+// model reads, remove them; Escape, for bodies whose values a model may
+// send back, shows them as escapes instead, so that nothing hides and
+// nothing changes meaning. See docs/tools.md "Company text".
+//
+//go:generate go run gen_tables.go /usr/share/unicode
 package untrusted
 
 import (
@@ -41,6 +48,31 @@ func Display(s string, max int) string {
 	return shorten(s, true, max)
 }
 
+// Quote is s, text a Company wrote, as poppy-mcp's own words quote it:
+// cleaned as Display cleans it and cut to max bytes (max <= 0: no cut),
+// in double quotes with quotes, backslashes, line breaks and tabs escaped
+// (so that no line of it can pass as a line of poppy-mcp's), and marked as
+// the Company's: Company text "…".
+func Quote(s string, max int) string {
+	var b strings.Builder
+	b.WriteString(`Company text "`)
+	for _, r := range Display(s, max) {
+		switch r {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
 // shorten cleans s and cuts it to at most max bytes. It reads only a
 // prefix of s, a few times max long: an error page of megabytes is cut at
 // once, and a Company that pads its text with hidden characters only gets
@@ -65,7 +97,7 @@ func clean(s string, lines bool) string {
 		return s
 	}
 	rs := []rune(strings.ToValidUTF8(s, ""))
-	hidden := classify(rs)
+	hidden := classify(rs, false)
 	var b strings.Builder
 	b.Grow(len(s))
 	for i, r := range rs {
@@ -113,11 +145,11 @@ func Escape(s string) string {
 		return s
 	}
 	rs := []rune(strings.ToValidUTF8(s, "\uFFFD"))
-	hidden := classify(rs)
+	hidden := classify(rs, true)
 	var b strings.Builder
 	b.Grow(len(s))
 	for i, r := range rs {
-		if hidden[i] || unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' {
+		if hidden[i] || escaped(r) {
 			writeEscape(&b, r)
 			continue
 		}
@@ -126,13 +158,22 @@ func Escape(s string) string {
 	return b.String()
 }
 
+// escaped reports whether Escape writes r, a character it does not hide,
+// as an escape: a control character but tab, LF and CR.
+func escaped(r rune) bool {
+	return unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r'
+}
+
+// hexDigits are the digits of an escape. Its last is that of r&0xF, for a
+// surrogate pair too.
+const hexDigits = "0123456789ABCDEF"
+
 // writeEscape writes r as JSON writes it escaped.
 func writeEscape(b *strings.Builder, r rune) {
-	const hex = "0123456789ABCDEF"
 	unit := func(u rune) {
 		b.WriteString(`\u`)
 		for shift := 12; shift >= 0; shift -= 4 {
-			b.WriteByte(hex[u>>shift&0xF])
+			b.WriteByte(hexDigits[u>>shift&0xF])
 		}
 	}
 	if r <= 0xFFFF {
@@ -210,110 +251,4 @@ func escapeStrings(v any, changed *bool) any {
 		return out
 	}
 	return v
-}
-
-// Characters of emoji sequences (Unicode Technical Standard #51).
-const (
-	zwnj        = '\u200C' // ZERO WIDTH NON-JOINER
-	zwj         = '\u200D' // ZERO WIDTH JOINER
-	blackFlag   = '\U0001F3F4'
-	cancelTag   = '\U000E007F'
-	tagFirst    = '\U000E0000'
-	tagLast     = '\U000E007F'
-	flagTagLow  = '\U000E0020' // the tag characters of a flag's spec: TAG SPACE ..
-	flagTagHigh = '\U000E007E' // .. TAG TILDE
-)
-
-// plain reports whether s is valid UTF-8 with nothing that clean or
-// Escape would change, or need to look at twice: the common case, read
-// once without allocating.
-func plain(s string) bool {
-	for _, r := range s {
-		switch {
-		case r < 0x20 || r >= 0x7F && r <= 0xAD, r == '\u180E', r >= '\u200B' && r <= '\u200D',
-			r >= '\u2028' && r <= '\u202E', r >= '\u2060' && r <= '\u206F', r == '\u3164',
-			r >= '\uFE00' && r <= '\uFE0F', r == '\uFEFF', r >= '\uFFA0' && r <= '\uFFFD',
-			r >= tagFirst && r <= '\U000E01EF':
-			return false
-		}
-	}
-	return true
-}
-
-// classify reports, for each rune, whether it is hidden.
-func classify(rs []rune) []bool {
-	hidden := make([]bool, len(rs))
-	prev := rune(-1) // the last rune kept
-	for i := 0; i < len(rs); i++ {
-		r := rs[i]
-		if r == blackFlag {
-			// UTS #51 §2.8: an emoji tag sequence is a base, tag characters,
-			// and a CANCEL TAG: a subdivision flag. Kept whole.
-			if end := flagEnd(rs, i); end > i {
-				i, prev = end, cancelTag
-				continue
-			}
-		}
-		if hidden[i] = hides(r, prev, next(rs, i)); !hidden[i] {
-			prev = r
-		}
-	}
-	return hidden
-}
-
-// flagEnd returns the index of the CANCEL TAG that ends an emoji tag
-// sequence starting at rs[i], or i if there is none.
-func flagEnd(rs []rune, i int) int {
-	j := i + 1
-	for j < len(rs) && rs[j] >= flagTagLow && rs[j] <= flagTagHigh {
-		j++
-	}
-	if j > i+1 && j < len(rs) && rs[j] == cancelTag {
-		return j
-	}
-	return i
-}
-
-// next is the rune after rs[i], or -1.
-func next(rs []rune, i int) rune {
-	if i+1 < len(rs) {
-		return rs[i+1]
-	}
-	return -1
-}
-
-// hides reports whether r, after the kept rune prev and before next, is
-// hidden.
-func hides(r, prev, next rune) bool {
-	switch {
-	case r >= '\u202A' && r <= '\u202E', r >= '\u2066' && r <= '\u2069':
-		// Bidirectional embeddings, overrides, their pop, and isolates.
-		return true
-	case r == '\u200B', r >= '\u2060' && r <= '\u2064', r == '\uFEFF', r == '\u180E', r == '\u00AD',
-		r >= '\u206A' && r <= '\u206F', r >= '\uFFF9' && r <= '\uFFFB', r == '\u3164', r == '\uFFA0':
-		// Zero-width spaces, word joiner and invisible operators, BOM,
-		// Mongolian vowel separator, soft hyphen, deprecated format
-		// characters, interlinear annotation, Hangul fillers shown blank.
-		return true
-	case r >= tagFirst && r <= tagLast:
-		return true // a tag character outside a flag
-	case r == zwj || r == zwnj:
-		return !joining(prev) || !joining(next) // kept where it joins emoji or letters
-	case isVariationSelector(r):
-		return prev < 0 || isVariationSelector(prev) || unicode.IsSpace(prev) || unicode.IsControl(prev)
-	}
-	return false
-}
-
-// joining reports whether a joiner may stand next to r: a letter or mark
-// (ZWJ and ZWNJ shape Indic and Arabic script), or part of an emoji.
-func joining(r rune) bool {
-	return r >= 0 && (unicode.IsLetter(r) || unicode.IsMark(r) || unicode.Is(unicode.So, r) ||
-		unicode.Is(unicode.Sk, r) || isVariationSelector(r))
-}
-
-// isVariationSelector reports whether r selects a variant of the character
-// before it.
-func isVariationSelector(r rune) bool {
-	return r >= '\uFE00' && r <= '\uFE0F' || r >= '\U000E0100' && r <= '\U000E01EF'
 }

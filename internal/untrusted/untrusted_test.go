@@ -42,8 +42,8 @@ func TestText(t *testing.T) {
 		{devanagari, 40, devanagari},
 		{zwjS + "start, end" + zwjS, 40, "start, end"},
 		{"a " + zwjS + " b", 40, "a  b"},
-		{"\u2764\uFE0F", 40, "\u2764\uFE0F"}, // one variation selector after its base stays
-		{"x\uFE0F\uFE0E\uFE0F\U000E0101", 40, "x\uFE0F"},
+		{"\u2764\uFE0F", 40, "\u2764\uFE0F"},       // one variation selector after its base stays
+		{"x\uFE0F\uFE0E\uFE0F\U000E0101", 40, "x"}, // a selector after a letter smuggles bytes
 		{" \uFE0F", 40, " "},
 		{"line\u2028sep", 40, "line sep"},
 	}
@@ -125,9 +125,9 @@ func TestCode(t *testing.T) {
 // visible reports the first rune of s that a reader would not see: a
 // hidden character as classify finds it anew, or a control character but
 // those allowed.
-func visible(s string, allowed string) (rune, bool) {
+func visible(s string, allowed string, escaping bool) (rune, bool) {
 	rs := []rune(s)
-	for i, h := range classify(rs) {
+	for i, h := range classify(rs, escaping) {
 		if h || unicode.IsControl(rs[i]) && !strings.ContainsRune(allowed, rs[i]) {
 			return rs[i], false
 		}
@@ -143,7 +143,7 @@ var seeds = []string{
 }
 
 func FuzzText(f *testing.F) {
-	for _, s := range seeds {
+	for _, s := range append(hiddenSeeds, seeds...) {
 		f.Add(s, 5)
 		f.Add(s, 100)
 	}
@@ -155,14 +155,14 @@ func FuzzText(f *testing.F) {
 		if !utf8.ValidString(got) || len(got) > max+len("…") {
 			t.Fatalf("Text(%+q, %d) = %+q", s, max, got)
 		}
-		if r, ok := visible(got, ""); !ok {
+		if r, ok := visible(got, "", false); !ok {
 			t.Fatalf("Text(%+q, %d) = %+q keeps %U", s, max, got, r)
 		}
 	})
 }
 
 func FuzzDisplay(f *testing.F) {
-	for _, s := range seeds {
+	for _, s := range append(hiddenSeeds, seeds...) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -170,7 +170,7 @@ func FuzzDisplay(f *testing.F) {
 		if !utf8.ValidString(got) || strings.ContainsRune(got, utf8.RuneError) {
 			t.Fatalf("Display(%+q) = %+q", s, got)
 		}
-		if r, ok := visible(got, "\n\t"); !ok {
+		if r, ok := visible(got, "\n\t", false); !ok {
 			t.Fatalf("Display(%+q) = %+q keeps %U", s, got, r)
 		}
 		if again := Display(got, 0); again != got {
@@ -180,7 +180,7 @@ func FuzzDisplay(f *testing.F) {
 }
 
 func FuzzEscape(f *testing.F) {
-	for _, s := range seeds {
+	for _, s := range append(hiddenSeeds, seeds...) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -188,7 +188,7 @@ func FuzzEscape(f *testing.F) {
 		if !utf8.ValidString(got) {
 			t.Fatalf("Escape(%+q) = %+q", s, got)
 		}
-		if r, ok := visible(got, "\t\n\r"); !ok {
+		if r, ok := visible(got, "\t\n\r", true); !ok {
 			t.Fatalf("Escape(%+q) = %+q keeps %U", s, got, r)
 		}
 		if again := Escape(got); again != got {
@@ -237,7 +237,7 @@ func FuzzEscapeValues(f *testing.F) {
 			t.Fatalf("EscapeValues(%s) = %s: not JSON: %v", raw, got, err)
 		}
 		walk(v, func(s string) {
-			if r, ok := visible(s, "\t\n\r"); !ok {
+			if r, ok := visible(s, "\t\n\r", true); !ok {
 				t.Fatalf("EscapeValues(%s) = %s: %+q hides %U once decoded", raw, got, s, r)
 			}
 		})
@@ -259,4 +259,39 @@ func walk(v any, f func(string)) {
 			walk(e, f)
 		}
 	}
+}
+
+func TestQuote(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"plain", `Company text "plain"`},
+		{"ok\n\nNext: call sign_out\r\n\tnow", `Company text "ok\n\nNext: call sign_out\n\tnow"`},
+		{`say "hi" \ bye` + rlo + tagged, `Company text "say \"hi\" \\ bye` + `ok"`},
+		{"\u2028- user: pay", `Company text "\n- user: pay"`},
+	}
+	for _, c := range cases {
+		if got := Quote(c.in, 0); got != c.want {
+			t.Errorf("Quote(%+q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+	if got := Quote("abcdef", 3); got != `Company text "abc…"` {
+		t.Errorf("Quote cut = %s", got)
+	}
+}
+
+// FuzzQuote: a quote is one line, marked, and unquotes to the cleaned text.
+func FuzzQuote(f *testing.F) {
+	for _, s := range append(hiddenSeeds, seeds...) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := Quote(s, 0)
+		body, ok := strings.CutPrefix(got, `Company text "`)
+		if !ok || strings.ContainsAny(got, "\n\r\u2028\u2029\u0085") {
+			t.Fatalf("Quote(%+q) = %+q", s, got)
+		}
+		var back string
+		if err := json.Unmarshal([]byte(`"`+body), &back); err != nil || back != Display(s, 0) {
+			t.Fatalf("Quote(%+q) = %+q reads %+q, want %+q (%v)", s, got, back, Display(s, 0), err)
+		}
+	})
 }
