@@ -108,8 +108,8 @@ func (b *expansionBudget) check(e expansion, at *yaml.Node) error {
 		where = fmt.Sprintf("alias *%s on line %d", at.Value, at.Line)
 	}
 	return invalidDocument("YAML alias expansion: the aliases of this %s document expand it %s (at %s); "+
-		"a YAML document may expand to %d times its size plus 1 MiB, and to no more than %s of text or %d nodes",
-		binarySize(b.size), what, where, expansionFactor, binarySize(maxExpandedBytes), maxExpandedNodes)
+		"a YAML document may expand to %d times its size plus 1 MiB, and to no more than %s of text or %d Mi nodes",
+		binarySize(b.size), what, where, expansionFactor, binarySize(maxExpandedBytes), maxExpandedNodes>>20)
 }
 
 // binarySize is n bytes in KiB or MiB.
