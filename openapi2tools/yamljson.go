@@ -164,10 +164,15 @@ func (w *jsonWriter) value(n *yaml.Node) error {
 		return w.scalar(n)
 	case yaml.SequenceNode:
 		w.buf.WriteByte('[')
-		for i, c := range n.Content {
-			if i > 0 {
+		first := true
+		for _, c := range n.Content {
+			if isMergeValue(c) {
+				continue
+			}
+			if !first {
 				w.buf.WriteByte(',')
 			}
+			first = false
 			if err := w.value(c); err != nil {
 				return err
 			}
@@ -202,6 +207,15 @@ func (w *jsonWriter) scalar(n *yaml.Node) error {
 		}
 	}
 	return w.decoded(n)
+}
+
+// isMergeValue reports a "<<" where a value belongs: the YAML library
+// decodes it to nothing, and leaves the member or element out.
+func isMergeValue(n *yaml.Node) bool {
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!merge"
 }
 
 // plainDecimal reports whether s is an integer that decodes to an int and
@@ -264,18 +278,24 @@ func (w *jsonWriter) mapping(n *yaml.Node) error {
 		return w.decoded(n)
 	}
 	w.buf.WriteByte('{')
+	first := true
 	for i, m := range members {
 		if i > 0 && members[i-1].key == m.key {
 			continue // an earlier spelling of the same key (0x10 and 16); the last one wins
 		}
-		if i > 0 {
+		v := lastOf(members, i).value
+		if isMergeValue(v) {
+			continue
+		}
+		if !first {
 			w.buf.WriteByte(',')
 		}
+		first = false
 		if err := w.str(m.key); err != nil {
 			return err
 		}
 		w.buf.WriteByte(':')
-		if err := w.value(lastOf(members, i).value); err != nil {
+		if err := w.value(v); err != nil {
 			return err
 		}
 	}
