@@ -45,5 +45,5 @@ for doc in bomb.yaml graph-beta.yaml; do
   code=0
   /usr/bin/time -v "$tmp/poppy-mcp" openapi "$tmp/$doc" >/dev/null 2>"$tmp/time.txt" || code=$?
   grep -E 'Elapsed \(wall clock\)|Maximum resident set size' "$tmp/time.txt" | sed 's/^\s*/  /'
-  echo "  exit $code: $(grep -m1 'poppy-mcp openapi' "$tmp/time.txt" | cut -c1-220)"
+  echo "  exit $code $(grep -m1 '^poppy-mcp openapi:' "$tmp/time.txt" | cut -c1-400)"
 done
