@@ -66,6 +66,9 @@ func newExpansionBudget(size int) *expansionBudget {
 // passes the bound.
 func (b *expansionBudget) measure(n *yaml.Node) (expansion, error) {
 	if n.Kind == yaml.AliasNode {
+		// YAML 1.2.2 §3.2.2.2: "the first occurrence of the node must be marked
+		// by an anchor to allow subsequent occurrences to be presented as alias
+		// nodes", so the anchor's measure is known unless the alias is inside it.
 		e, ok := b.anchors[n.Alias]
 		if !ok { // the alias is inside its own anchor
 			return e, invalidDocument("YAML alias expansion: alias *%s on line %d is inside its own anchor", n.Value, n.Line)
