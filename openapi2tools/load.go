@@ -10,14 +10,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/url"
 	"sort"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi2"
 	"github.com/getkin/kin-openapi/openapi2conv"
-	"go.yaml.in/yaml/v4"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -155,48 +153,6 @@ func convertSwagger2(doc2 *openapi2.T) (v3 any, err error) {
 		}
 	}()
 	return openapi2conv.ToV3(doc2)
-}
-
-// yamlToJSON converts a YAML document to JSON. The YAML library bounds
-// nesting depth and alias expansion.
-func yamlToJSON(data []byte) (json.RawMessage, error) {
-	var v any
-	if err := yaml.Unmarshal(data, &v); err != nil {
-		return nil, invalidDocument("document is neither JSON nor YAML: %v", err)
-	}
-	out, err := json.Marshal(jsonable(v))
-	if err != nil {
-		return nil, invalidDocument("YAML document: %v", err)
-	}
-	return out, nil
-}
-
-// jsonable turns what YAML decodes (maps with non-string keys, non-finite
-// floats) into values encoding/json accepts.
-func jsonable(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			t[k] = jsonable(e)
-		}
-		return t
-	case map[any]any:
-		m := make(map[string]any, len(t))
-		for k, e := range t {
-			m[fmt.Sprint(k)] = jsonable(e)
-		}
-		return m
-	case []any:
-		for i, e := range t {
-			t[i] = jsonable(e)
-		}
-		return t
-	case float64:
-		if math.IsNaN(t) || math.IsInf(t, 0) {
-			return fmt.Sprint(t)
-		}
-	}
-	return v
 }
 
 // builder translates one document. Not safe for concurrent use.

@@ -187,3 +187,19 @@ func (s *Server) storeResource(api string) string {
 	}
 	return ""
 }
+
+// YAMLAliasBomb is a 517 KB OpenAPI 3.0 document in YAML, with one operation,
+// whose one anchored 505 KB string is repeated by 1,500 aliases: 757 MB of
+// text once they are expanded. server is its server URL.
+func YAMLAliasBomb(server string) []byte {
+	var b strings.Builder
+	b.WriteString("openapi: 3.0.3\ninfo: {title: Alias bomb, version: '1'}\n")
+	b.WriteString("servers: [{url: '" + server + "'}]\n")
+	b.WriteString("paths:\n  /items:\n    get:\n      operationId: listItems\n      responses: {'200': {description: ok}}\n")
+	b.WriteString("x-filler: &big \"" + strings.Repeat("x", 505_000) + "\"\n")
+	b.WriteString("x-copies:\n")
+	for range 1500 {
+		b.WriteString("  - *big\n")
+	}
+	return []byte(b.String())
+}

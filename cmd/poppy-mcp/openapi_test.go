@@ -134,3 +134,21 @@ func TestOpenAPICommandPatterns(t *testing.T) {
 		t.Error("a pattern Unicode mode refuses reached the output")
 	}
 }
+
+// A YAML document whose aliases expand 1,500-fold (517 KB, 757 MB of JSON
+// once expanded) is refused with exit 1 and an error that names the alias
+// expansion. Before, the process grew past 2 GB converting it to JSON, and
+// died with "fatal error: out of memory" where memory was short.
+func TestOpenAPICommandYAMLAliasBomb(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bomb.yaml")
+	if err := os.WriteFile(path, poppytest.YAMLAliasBomb("https://api.example.com"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runBinary(t, nil, "openapi", path)
+	if code != 1 || !strings.Contains(errOut, "YAML alias expansion: the aliases of this 507 KiB document expand it past 3.0 MiB of text (at alias *big on line") {
+		t.Fatalf("exit %d, stdout %.200q, stderr %q", code, out, errOut)
+	}
+	if strings.Contains(errOut, "goroutine ") || strings.Contains(errOut, "panic") {
+		t.Errorf("stderr has a stack trace: %s", errOut)
+	}
+}
