@@ -27,13 +27,17 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/browser"
 	"github.com/poppy-mcp/poppy-mcp/conversation"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/metrics"
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
-// Version is poppy-mcp's version, reported to MCP clients.
-const Version = "0.1.0-dev"
+// Version is poppy-mcp's version, reported to MCP clients and by
+// `poppy-mcp version`. A release build stamps it (.goreleaser.yaml:
+// -ldflags "-X github.com/poppy-mcp/poppy-mcp/tools.Version=...");
+// a build from a checkout says 0.1.0-dev.
+var Version = "0.1.0-dev"
 
 // Options configure a Server. The zero value of each field is documented;
 // nil Options are all zero values.
@@ -76,6 +80,9 @@ type Options struct {
 	// with more, list_api_operations and call_api reach them. Zero means 30;
 	// negative means never.
 	MaxAPITools int
+	// Metrics records tool calls, waiting calls and device sign-ins
+	// (internal/metrics). Nil: nothing is recorded.
+	Metrics *metrics.Recorder
 	// Now is the clock of every time the tools read: when a sign-in or a
 	// join page expires, how long a progress notification waits. Nil means
 	// time.Now. (The protocol packages keep their own.)
@@ -93,6 +100,10 @@ type Server struct {
 	bg          *background   // device polling and relay retries; Close stops them
 	callTimeout time.Duration // Options.CallTimeout (deadline.go)
 	calls       calls         // the tool calls running, for Drain (deadline.go)
+	metrics     *metrics.Recorder
+	// builtinNames are the built-in tools' names: the only tool names that
+	// are metrics labels (metrics.go).
+	builtinNames map[string]bool
 
 	companies *companies      // discovery: each domain's documents (discover.go)
 	sessions  *sessions       // each Company's state and Session, by issuer (sessions.go)
@@ -116,7 +127,7 @@ func New(disc *discovery.Client, opts *Options) *Server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{bg: newBackground(), callTimeout: o.CallTimeout}
+	s := &Server{bg: newBackground(), callTimeout: o.CallTimeout, metrics: o.Metrics, builtinNames: map[string]bool{}}
 	base := slog.Handler(slog.DiscardHandler)
 	if o.Logger != nil {
 		base = o.Logger.Handler()
@@ -129,6 +140,7 @@ func New(disc *discovery.Client, opts *Options) *Server {
 	for _, t := range s.builtins {
 		s.mcp.AddTool(t.tool, t.handler)
 		s.names.builtins = append(s.names.builtins, t.tool.Name)
+		s.builtinNames[t.tool.Name] = true
 	}
 	s.people = &people{def: s.mcp, fresh: s.personMCP, restore: s.restorePerson, spawn: s.bg.Go,
 		servers: map[string]*server.MCPServer{}, handlers: map[string]*server.StreamableHTTPServer{}, restored: map[string]chan struct{}{}}
@@ -193,7 +205,7 @@ func (s *Server) build(disc *discovery.Client, o *Options) {
 	s.sessions = &sessions{companies: s.companies, agent: o.Agent, store: o.Store, choice: choice, log: s.log, noIdentity: o.NoIdentity,
 		ready: s.sessionReady, byCompany: map[personCompany]*companyState{}, agents: map[string]*auth.Agent{}}
 	s.signIn = &signIn{companies: s.companies, sessions: s.sessions, choice: choice, pages: o.Pages, bg: s.bg, mcp: s.mcp,
-		log: s.log, now: o.Now, flows: map[personCompany]*signInFlow{}}
+		log: s.log, now: o.Now, metrics: o.Metrics, flows: map[personCompany]*signInFlow{}}
 	s.convs = &conversations{sessions: s.sessions, signIn: s.signIn, companies: s.companies, store: o.Store, mcp: s.mcp,
 		log: s.log, now: o.Now, trackers: map[trackerKey]*conversation.Tracker{}}
 	s.apis = &apis{companies: s.companies, sessions: s.sessions, signIn: s.signIn, names: s.names, store: o.Store, mcp: s.mcpFor,
