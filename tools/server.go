@@ -33,11 +33,10 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
-// Version is poppy-mcp's version, reported to MCP clients and by
-// `poppy-mcp version`. A release build stamps it (.goreleaser.yaml:
-// -ldflags "-X github.com/poppy-mcp/poppy-mcp/tools.Version=...");
-// a build from a checkout says 0.1.0-dev.
-var Version = "0.1.0-dev"
+// Version is the version of a build from a checkout, reported to MCP
+// clients unless Options.Version says another (a release build's, which
+// cmd/poppy-mcp has stamped in: .goreleaser.yaml).
+const Version = "0.1.0-dev"
 
 // Options configure a Server. The zero value of each field is documented;
 // nil Options are all zero values.
@@ -80,6 +79,8 @@ type Options struct {
 	// with more, list_api_operations and call_api reach them. Zero means 30;
 	// negative means never.
 	MaxAPITools int
+	// Version is the version reported to MCP clients. Empty: Version.
+	Version string
 	// Metrics records tool calls, waiting calls and device sign-ins
 	// (internal/metrics). Nil: nothing is recorded.
 	Metrics *metrics.Recorder
@@ -101,6 +102,7 @@ type Server struct {
 	callTimeout time.Duration // Options.CallTimeout (deadline.go)
 	calls       calls         // the tool calls running, for Drain (deadline.go)
 	metrics     *metrics.Recorder
+	version     string // Options.Version
 	// builtinNames are the built-in tools' names: the only tool names that
 	// are metrics labels (metrics.go).
 	builtinNames map[string]bool
@@ -127,7 +129,10 @@ func New(disc *discovery.Client, opts *Options) *Server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{bg: newBackground(), callTimeout: o.CallTimeout, metrics: o.Metrics, builtinNames: map[string]bool{}}
+	if o.Version == "" {
+		o.Version = Version
+	}
+	s := &Server{bg: newBackground(), callTimeout: o.CallTimeout, metrics: o.Metrics, version: o.Version, builtinNames: map[string]bool{}}
 	base := slog.Handler(slog.DiscardHandler)
 	if o.Logger != nil {
 		base = o.Logger.Handler()
@@ -179,7 +184,7 @@ func (s *Server) restorePerson(ctx context.Context) {
 
 // newMCP returns an MCP server with poppy-mcp's options and no tools.
 func (s *Server) newMCP() *server.MCPServer {
-	return server.NewMCPServer("poppy-mcp", Version,
+	return server.NewMCPServer("poppy-mcp", s.version,
 		server.WithToolCapabilities(true),
 		server.WithLogging(),
 		server.WithRecovery(),

@@ -264,7 +264,7 @@ func (a *app) start(ctx context.Context, c *common, demo bool, o *appOptions) (e
 	}
 	opts := &tools.Options{
 		Agent: agent, Store: a.store, Pages: a.pages, Logger: logger,
-		PublicURL: c.publicURL, NoIdentity: a.noIdentity, Metrics: c.metrics,
+		PublicURL: c.publicURL, NoIdentity: a.noIdentity, Metrics: c.metrics, Version: version,
 	}
 	if c.browser != "" {
 		if opts.Browser, err = a.startBrowser(c.browser, guard); err != nil {
