@@ -102,8 +102,23 @@ func (c conn) count(err error) {
 	}
 }
 
-func (c conn) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
-	return c.e.QueryRowContext(ctx, c.d.rebind(q), args...)
+func (c conn) queryRow(ctx context.Context, q string, args ...any) row {
+	return row{r: c.e.QueryRowContext(ctx, c.d.rebind(q), args...), c: c}
+}
+
+// row is a *sql.Row whose Scan counts a failure (not sql.ErrNoRows) as a
+// store error.
+type row struct {
+	r *sql.Row
+	c conn
+}
+
+func (r row) Scan(dest ...any) error {
+	err := r.r.Scan(dest...)
+	if !errors.Is(err, sql.ErrNoRows) {
+		r.c.count(err)
+	}
+	return err
 }
 
 // now replaces the word NOW_NS in q with the database's clock. The lease

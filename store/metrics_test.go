@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func gathered(t *testing.T, rec *metrics.Recorder, name string) float64 {
 // TestMetrics: with Options.Metrics, the leases this process holds are
 // counted once each (acquiring one held already renews it), released or
 // lost ones no more; a statement the database fails counts as a store
-// error.
+// error, a lookup that finds no row does not.
 func TestMetrics(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()
@@ -46,6 +47,9 @@ func TestMetrics(t *testing.T) {
 		}
 		if _, err := st.ForUser("bob").AcquireLease(ctx, "refresh", "me", time.Minute); err != nil {
 			t.Fatal(err)
+		}
+		if _, err := st.AcquireLease(ctx, "refresh", "another", time.Minute); !errors.Is(err, ErrLeaseHeld) { // no row: no store error
+			t.Fatalf("another holder's acquire: %v", err)
 		}
 		if got := gathered(t, rec, "poppy_mcp_leases_held"); got != 2 {
 			t.Errorf("leases held: %v, want 2", got)

@@ -294,7 +294,6 @@ func (s *Store) Close() error {
 func (s *Store) Check(ctx context.Context) error {
 	var one int
 	if err := s.conn().queryRow(ctx, "SELECT 1").Scan(&one); err != nil {
-		s.conn().count(err)
 		return fmt.Errorf("store: the database does not answer: %w", err)
 	}
 	return nil
