@@ -306,3 +306,27 @@ func isHTTPS(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && u.Scheme == "https" && u.Host != ""
 }
+
+// ready reports nil when the metadata and keys were fetched within
+// keysMaxAge. When they are older, or were never fetched, it fetches them,
+// waiting until ctx ends (the fetch goes on for those who come after).
+func (k *keySet) ready(ctx context.Context) error {
+	_, fetched, _, seen := k.state()
+	if !fetched.IsZero() && k.now().Sub(fetched) <= keysMaxAge {
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- k.refresh(ctx, false, seen) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return err
+		}
+	case <-ctx.Done():
+		return &Error{Status: ErrUnavailable.Status, Description: "the issuer's keys are still being fetched"}
+	}
+	if _, fetched, _, _ = k.state(); fetched.IsZero() || k.now().Sub(fetched) > keysMaxAge {
+		return &Error{Status: ErrUnavailable.Status, Description: "the issuer's keys could not be fetched"} // another caller's fetch failed
+	}
+	return nil
+}

@@ -3,6 +3,7 @@ package mcpauth_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -130,5 +131,38 @@ func TestConcurrentFirstTokens(t *testing.T) {
 	wg.Wait()
 	if n := d.idp.Served("/keys"); n != 1 {
 		t.Errorf("10 first tokens fetched the key set %d times", n)
+	}
+}
+
+// TestReady: a Resource is not Ready before it has the issuer's keys, is
+// Ready once it fetched them (Ready fetches them itself), and again after
+// their lifetime by fetching them anew; once the issuer stops answering, it
+// is not Ready when the keys it holds grow older than their lifetime.
+func TestReady(t *testing.T) {
+	d := newDeployment(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.res.Ready(ctx); err != nil {
+		t.Fatalf("Ready, fetching the keys: %v", err)
+	}
+	fetched := d.idp.Served("/keys")
+	if fetched == 0 {
+		t.Fatal("Ready fetched no key set")
+	}
+	if err := d.res.Ready(ctx); err != nil || d.idp.Served("/keys") != fetched {
+		t.Fatalf("Ready with fresh keys: %v, %d more fetches", err, d.idp.Served("/keys")-fetched)
+	}
+	d.skew.Store(int64(61 * time.Minute)) // past the keys' hour
+	if err := d.res.Ready(ctx); err != nil {
+		t.Fatalf("Ready with old keys and the issuer up: %v", err)
+	}
+	if d.idp.Served("/keys") == fetched {
+		t.Fatal("old keys were not fetched again")
+	}
+	d.idp.Close()
+	d.skew.Store(int64(122 * time.Minute))
+	err := d.res.Ready(ctx)
+	if !errors.Is(err, mcpauth.ErrUnavailable) {
+		t.Fatalf("Ready with old keys and the issuer down: %v, want ErrUnavailable", err)
 	}
 }

@@ -400,3 +400,10 @@ func (r *Resource) Discover(ctx context.Context) error {
 // LogIDs are the pseudonymous IDs this deployment's logs name people by,
 // keyed by Options.Secret: give them to LogHandler.
 func (r *Resource) LogIDs() *LogIDs { return r.logIDs }
+
+// Ready reports whether the Resource can check tokens with current keys:
+// the issuer's metadata and key set were fetched within their lifetime (an
+// hour; a failed refetch keeps the old keys in use, but not Ready). When
+// they are older, or were never fetched, Ready fetches them, waiting until
+// ctx ends. It is meant for a readiness probe (serve's /readyz).
+func (r *Resource) Ready(ctx context.Context) error { return r.keys.ready(ctx) }

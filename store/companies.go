@@ -117,7 +117,7 @@ func (s *Store) Forget(ctx context.Context, issuer string) (Forgotten, error) {
 		return Forgotten{}, fmt.Errorf("store: forget %s: %w", issuer, err)
 	}
 	defer tx.Rollback()
-	c := conn{e: tx, d: s.d}
+	c := conn{e: tx, d: s.d, m: s.metrics}
 	f := Forgotten{}
 	if err := c.queryRow(ctx, `SELECT user_id FROM user_ids WHERE local_user = ? AND issuer = ?`,
 		s.user, issuer).Scan(&f.UserID); err != nil && !errors.Is(err, sql.ErrNoRows) {

@@ -102,7 +102,7 @@ func (s *Store) DeleteConversation(ctx context.Context, issuer, id string) error
 		return fmt.Errorf("store: delete conversation %s: %w", id, err)
 	}
 	defer tx.Rollback()
-	c := conn{e: tx, d: s.d}
+	c := conn{e: tx, d: s.d, m: s.metrics}
 	if _, err := c.exec(ctx, `DELETE FROM seen_events WHERE local_user = ? AND issuer = ? AND conversation_id = ?`,
 		s.user, issuer, id); err != nil {
 		return fmt.Errorf("store: delete conversation %s: %w", id, err)
@@ -134,7 +134,7 @@ func (s *Store) MarkSeen(ctx context.Context, issuer, conversationID string, eve
 	}
 	defer tx.Rollback()
 	for batch := range slices.Chunk(eventIDs, markSeenBatch) {
-		if err := s.markSeen(ctx, conn{e: tx, d: s.d}, issuer, conversationID, batch); err != nil {
+		if err := s.markSeen(ctx, conn{e: tx, d: s.d, m: s.metrics}, issuer, conversationID, batch); err != nil {
 			return err
 		}
 	}

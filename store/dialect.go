@@ -10,10 +10,13 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/metrics"
 )
 
 // dialect is what differs between the databases a Store runs on.
@@ -76,18 +79,46 @@ type execer interface {
 type conn struct {
 	e execer
 	d *dialect
+	m *metrics.Recorder // counts failed statements; nil counts nothing
 }
 
 func (c conn) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return c.e.ExecContext(ctx, c.d.rebind(q), args...)
+	res, err := c.e.ExecContext(ctx, c.d.rebind(q), args...)
+	c.count(err)
+	return res, err
 }
 
 func (c conn) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return c.e.QueryContext(ctx, c.d.rebind(q), args...)
+	rows, err := c.e.QueryContext(ctx, c.d.rebind(q), args...)
+	c.count(err)
+	return rows, err
 }
 
-func (c conn) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
-	return c.e.QueryRowContext(ctx, c.d.rebind(q), args...)
+// count counts err as a store error, unless there is none or the caller
+// gave up (a cancelled context is not the database's failure).
+func (c conn) count(err error) {
+	if err != nil && !errors.Is(err, context.Canceled) {
+		c.m.StoreError()
+	}
+}
+
+func (c conn) queryRow(ctx context.Context, q string, args ...any) row {
+	return row{r: c.e.QueryRowContext(ctx, c.d.rebind(q), args...), c: c}
+}
+
+// row is a *sql.Row whose Scan counts a failure (not sql.ErrNoRows) as a
+// store error.
+type row struct {
+	r *sql.Row
+	c conn
+}
+
+func (r row) Scan(dest ...any) error {
+	err := r.r.Scan(dest...)
+	if !errors.Is(err, sql.ErrNoRows) {
+		r.c.count(err)
+	}
+	return err
 }
 
 // now replaces the word NOW_NS in q with the database's clock. The lease

@@ -256,7 +256,7 @@ func (s *Store) createKey(ctx context.Context, kf *keyFinder) (key []byte, sourc
 	if f.key != nil {
 		return f.key, f.source, tx.Commit()
 	}
-	if _, err := metaValue(ctx, conn{e: tx, d: s.d}, metaKeyCheck); !errors.Is(err, ErrNotFound) {
+	if _, err := metaValue(ctx, conn{e: tx, d: s.d, m: s.metrics}, metaKeyCheck); !errors.Is(err, ErrNotFound) {
 		return nil, "", missingKeyError(kf, f, err)
 	}
 	key = make([]byte, keySize)

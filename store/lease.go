@@ -18,7 +18,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/metrics"
 )
 
 // ErrLeaseHeld is matched (with errors.Is) by AcquireLease's error when
@@ -81,6 +84,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 		WHERE leases.holder = excluded.holder OR leases.expires_at <= NOW_NS
 		RETURNING expires_at`), s.user, name, holder, ttl.Nanoseconds()).Scan(&expires)
 	if err == nil {
+		s.held.change(s.metrics, leaseKey(s.user, name)+"\x00"+holder, true)
 		return Lease{Name: name, Holder: holder, ExpiresAt: fromUnixNano(expires)}, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
@@ -161,6 +165,7 @@ func (s *Store) RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lea
 		WHERE local_user = ? AND name = ? AND holder = ? AND expires_at > NOW_NS
 		RETURNING expires_at`), ttl.Nanoseconds(), s.user, l.Name, l.Holder).Scan(&expires)
 	if errors.Is(err, sql.ErrNoRows) {
+		s.held.change(s.metrics, leaseKey(s.user, l.Name)+"\x00"+l.Holder, false)
 		return Lease{}, fmt.Errorf("store: renew lease %q: %w", l.Name, ErrLeaseLost)
 	}
 	if err != nil {
@@ -174,6 +179,7 @@ func (s *Store) RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lea
 // Releasing a lease that expired, or that another holder took since,
 // changes nothing and is not an error.
 func (s *Store) ReleaseLease(ctx context.Context, l Lease) error {
+	s.held.change(s.metrics, leaseKey(s.user, l.Name)+"\x00"+l.Holder, false) // held or not, it is not this process's any more
 	res, err := s.conn().exec(ctx, `DELETE FROM leases WHERE local_user = ? AND name = ? AND holder = ?`,
 		s.user, l.Name, l.Holder)
 	if err != nil {
@@ -237,4 +243,30 @@ func (s *Store) KeepLease(ctx context.Context, l Lease, ttl time.Duration) (held
 		cancel()
 		<-done
 	}
+}
+
+// heldLeases are the leases this process holds, for the metrics: one per
+// local user, name and holder. It is safe for concurrent use.
+type heldLeases struct {
+	// mu guards keys.
+	mu   sync.Mutex
+	keys map[string]struct{}
+}
+
+// change adds (held) or removes key, and tells m how many are held.
+func (h *heldLeases) change(m *metrics.Recorder, key string, held bool) {
+	if m == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.keys == nil {
+		h.keys = map[string]struct{}{}
+	}
+	if held {
+		h.keys[key] = struct{}{}
+	} else {
+		delete(h.keys, key)
+	}
+	m.LeasesHeld(len(h.keys))
 }

@@ -75,6 +75,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/metrics"
 )
 
 // ErrNotFound is matched (with errors.Is) by the error of every lookup of a
@@ -117,6 +119,10 @@ type Options struct {
 	// KeychainTimeout bounds each keychain call; a keychain that does not
 	// answer in time is skipped. Zero: 3 s.
 	KeychainTimeout time.Duration
+
+	// Metrics counts failed statements and the leases held
+	// (internal/metrics). Nil: nothing is recorded.
+	Metrics *metrics.Recorder
 }
 
 // Store is the Personal Agent's persistent state, seen as one local user
@@ -148,10 +154,12 @@ type state struct {
 	// pgConfig is PostgreSQL's connection settings, for the connection
 	// the notifications listen on; nil for SQLite.
 	pgConfig *pgx.ConnConfig
+	metrics  *metrics.Recorder
+	held     heldLeases
 }
 
 // conn returns the database with the dialect's placeholders.
-func (s *state) conn() conn { return conn{e: s.db, d: s.d} }
+func (s *state) conn() conn { return conn{e: s.db, d: s.d, m: s.metrics} }
 
 // ForUser returns a view of the state scoped to the local user key:
 // every per-person record it reads or writes is that person's (see the
@@ -230,7 +238,7 @@ func checkKeyOption(opts *Options) error {
 
 // newStore returns the default user's view of a state on db.
 func newStore(db *sql.DB, d *dialect, opts *Options) *Store {
-	s := &Store{state: &state{db: db, d: d, now: opts.Now, leaseRecheck: d.leaseRecheck}}
+	s := &Store{state: &state{db: db, d: d, now: opts.Now, leaseRecheck: d.leaseRecheck, metrics: opts.Metrics}}
 	if s.now == nil {
 		s.now = time.Now
 	}

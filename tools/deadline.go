@@ -18,6 +18,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/metrics"
 )
 
 const (
@@ -99,18 +101,22 @@ type answer struct {
 // not returned shortly after gets a result that says so, and finishes in the
 // background (whatever it returns then is dropped).
 func (s *Server) bound(next server.ToolHandlerFunc) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		if !s.calls.begin() {
+			s.metrics.ToolCall(s.toolLabel(req.Params.Name), metrics.OutcomeDraining, 0)
 			return draining(), nil
 		}
 		defer s.calls.end()
+		start := time.Now()
 		limit, waits := s.callLimit(req)
 		ctx, cancel := context.WithTimeoutCause(ctx, limit, errCallDeadline)
 		defer cancel()
+		defer func() { s.record(ctx, req, start, res, err) }()
 		if waits { // a shutdown ends the wait, not the call (Drain)
 			var stop context.CancelCauseFunc
 			ctx, stop = context.WithCancelCause(ctx)
 			defer s.calls.waiting(stop)()
+			defer s.metrics.Waiting()()
 		}
 		done := make(chan answer, 1)
 		go func() { done <- runTool(ctx, next, req) }()

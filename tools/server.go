@@ -27,12 +27,15 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/browser"
 	"github.com/poppy-mcp/poppy-mcp/conversation"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/metrics"
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
-// Version is poppy-mcp's version, reported to MCP clients.
+// Version is the version of a build from a checkout, reported to MCP
+// clients unless Options.Version says another (a release build's, which
+// cmd/poppy-mcp has stamped in: .goreleaser.yaml).
 const Version = "0.1.0-dev"
 
 // Options configure a Server. The zero value of each field is documented;
@@ -76,6 +79,11 @@ type Options struct {
 	// with more, list_api_operations and call_api reach them. Zero means 30;
 	// negative means never.
 	MaxAPITools int
+	// Version is the version reported to MCP clients. Empty: Version.
+	Version string
+	// Metrics records tool calls, waiting calls and device sign-ins
+	// (internal/metrics). Nil: nothing is recorded.
+	Metrics *metrics.Recorder
 	// Now is the clock of every time the tools read: when a sign-in or a
 	// join page expires, how long a progress notification waits. Nil means
 	// time.Now. (The protocol packages keep their own.)
@@ -102,6 +110,11 @@ type Server struct {
 	bg          *background   // device polling and relay retries; Close stops them
 	callTimeout time.Duration // Options.CallTimeout (deadline.go)
 	calls       calls         // the tool calls running, for Drain (deadline.go)
+	metrics     *metrics.Recorder
+	version     string // Options.Version
+	// builtinNames are the built-in tools' names: the only tool names that
+	// are metrics labels (metrics.go).
+	builtinNames map[string]bool
 
 	companies *companies      // discovery: each domain's documents (discover.go)
 	sessions  *sessions       // each Company's state and Session, by issuer (sessions.go)
@@ -126,7 +139,11 @@ func New(disc *discovery.Client, opts *Options) *Server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{bg: newBackground(), callTimeout: o.CallTimeout, policy: policy{toolsets: o.Toolsets, readOnly: o.ReadOnly}}
+	if o.Version == "" {
+		o.Version = Version
+	}
+	s := &Server{bg: newBackground(), callTimeout: o.CallTimeout, metrics: o.Metrics, version: o.Version, builtinNames: map[string]bool{},
+		policy: policy{toolsets: o.Toolsets, readOnly: o.ReadOnly}}
 	base := slog.Handler(slog.DiscardHandler)
 	if o.Logger != nil {
 		base = o.Logger.Handler()
@@ -139,6 +156,7 @@ func New(disc *discovery.Client, opts *Options) *Server {
 	for _, t := range s.builtins {
 		s.mcp.AddTool(t.tool, t.handler)
 		s.names.builtins = append(s.names.builtins, t.tool.Name)
+		s.builtinNames[t.tool.Name] = true
 	}
 	s.people = &people{def: s.mcp, fresh: s.personMCP, restore: s.restorePerson, spawn: s.bg.Go,
 		servers: map[string]*server.MCPServer{}, handlers: map[string]*server.StreamableHTTPServer{}, restored: map[string]chan struct{}{}}
@@ -177,7 +195,7 @@ func (s *Server) restorePerson(ctx context.Context) {
 
 // newMCP returns an MCP server with poppy-mcp's options and no tools.
 func (s *Server) newMCP() *server.MCPServer {
-	return server.NewMCPServer("poppy-mcp", Version,
+	return server.NewMCPServer("poppy-mcp", s.version,
 		server.WithToolCapabilities(true),
 		server.WithLogging(),
 		server.WithRecovery(),
@@ -204,7 +222,7 @@ func (s *Server) build(disc *discovery.Client, o *Options) {
 		ready: s.sessionReady, byCompany: map[personCompany]*companyState{}, agents: map[string]*auth.Agent{}}
 	s.signIn = &signIn{companies: s.companies, sessions: s.sessions, choice: choice, noTools: !s.policy.toolsets.Has(groupSignIn),
 		pages: o.Pages, bg: s.bg, mcp: s.mcp,
-		log: s.log, now: o.Now, flows: map[personCompany]*signInFlow{}}
+		log: s.log, now: o.Now, metrics: o.Metrics, flows: map[personCompany]*signInFlow{}}
 	s.convs = &conversations{sessions: s.sessions, signIn: s.signIn, companies: s.companies, store: o.Store, mcp: s.mcp,
 		log: s.log, now: o.Now, trackers: map[trackerKey]*conversation.Tracker{}}
 	s.apis = &apis{companies: s.companies, sessions: s.sessions, signIn: s.signIn, names: s.names, store: o.Store, mcp: s.mcpFor,

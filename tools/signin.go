@@ -27,6 +27,7 @@ import (
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/metrics"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 )
 
@@ -60,6 +61,7 @@ type signIn struct {
 	mcp       *server.MCPServer // progress notifications while sign_in_status waits
 	log       *slog.Logger
 	now       func() time.Time
+	metrics   *metrics.Recorder // device sign-ins polled; nil records nothing
 
 	// mu guards flows. It is never held during I/O.
 	mu sync.Mutex

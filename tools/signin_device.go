@@ -113,6 +113,7 @@ func (si *signIn) poll(cs *companyState, sess *auth.Session, f *signInFlow, kept
 	st := cs.store
 	started := si.bg.Go(func(bg context.Context) {
 		defer l.release()
+		defer si.metrics.SigningIn()()
 		stop := context.AfterFunc(bg, l.cancel) // Close stops polling
 		defer stop()
 		var in *auth.SignIn

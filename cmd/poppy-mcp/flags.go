@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/poppy-mcp/poppy-mcp/cache"
+	"github.com/poppy-mcp/poppy-mcp/internal/metrics"
 	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 	"github.com/poppy-mcp/poppy-mcp/store"
 	"github.com/poppy-mcp/poppy-mcp/tools"
@@ -30,6 +31,8 @@ type common struct {
 	publicURL string     // serve --public-url
 	browser   string     // serve --browser
 	tools     toolChoice // serve --read-only, --toolsets
+	// metrics records serve's metrics (--metrics-addr); nil elsewhere.
+	metrics *metrics.Recorder
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -57,14 +60,14 @@ func (c *common) openStore(ctx context.Context) (*store.Store, string, error) {
 			return nil, "--store", &startupError{what: setting + " must be a postgres:// URL",
 				todo: "give postgres://USER@HOST/DATABASE (the password in PGPASSWORD), or " + leave + " to keep the state in SQLite in --state-dir"}
 		}
-		st, err := store.OpenPostgres(ctx, c.store, nil)
+		st, err := store.OpenPostgres(ctx, c.store, &store.Options{Metrics: c.metrics})
 		return st, store.DescribePostgres(c.store), err
 	}
 	dir, err := c.stateDirectory()
 	if err != nil {
 		return nil, "", err
 	}
-	st, err := store.Open(ctx, dir, nil)
+	st, err := store.Open(ctx, dir, &store.Options{Metrics: c.metrics})
 	return st, dir, err
 }
 

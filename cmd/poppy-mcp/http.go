@@ -108,7 +108,7 @@ func serveHTTP(ctx context.Context, a *app, ln net.Listener, o httpOptions, logg
 	g := &gate{}
 	srv := &http.Server{Handler: a.httpMux(o, ln.Addr(), g, logger), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return base }}
-	logger.Info("serving MCP over streamable HTTP", "url", o.url, "token", tokenSource(o), "health", healthPath)
+	logger.Info("serving MCP over streamable HTTP", "url", o.url, "token", tokenSource(o), "health", healthPath, "ready", readyPath)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
@@ -143,7 +143,7 @@ func tokenSource(o httpOptions) string {
 
 // httpMux routes /mcp (behind the drain's gate, the Origin check, and the
 // bearer token or, in hosted mode, the authorization server's access
-// tokens), the health endpoint and, with --public-url, the agent's own
+// tokens), the liveness and readiness endpoints and, with --public-url, the agent's own
 // documents and local pages. Every request gets an ID (ops.go).
 func (a *app) httpMux(o httpOptions, bound net.Addr, g *gate, logger *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
@@ -154,7 +154,8 @@ func (a *app) httpMux(o httpOptions, bound net.Addr, g *gate, logger *slog.Logge
 	} else {
 		mux.Handle("/mcp", g.guard(checkOrigin(origins, requireToken(o.token, mcp))))
 	}
-	mux.Handle("GET "+healthPath, healthHandler(a.store, g, logger))
+	mux.Handle("GET "+healthPath, healthHandler())
+	mux.Handle("GET "+readyPath, readyHandler(a.readyChecks(), g, logger))
 	if o.publicURL != "" {
 		a.mountPublic(mux, o.publicURL, logger)
 	}

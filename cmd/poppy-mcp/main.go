@@ -21,6 +21,11 @@ func main() {
 	os.Exit(code)
 }
 
+// version is what `poppy-mcp version` prints and MCP clients are told: a
+// build from a checkout's, or the one a release build stamps in with
+// -ldflags "-X main.version=..." (.goreleaser.yaml).
+var version = tools.Version
+
 // commands is every subcommand, in the order `poppy-mcp help` lists them.
 // Adding a command is adding an entry here (see command): dispatch, the
 // help pages and `<command> --help` follow from it.
@@ -130,7 +135,7 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if len(args) > 0 {
 		return usageError(stderr, "version")
 	}
-	fmt.Fprintln(stdout, "poppy-mcp", tools.Version)
+	fmt.Fprintln(stdout, "poppy-mcp", version)
 	return 0
 }
 

@@ -1,8 +1,9 @@
 package main
 
-// This file is what running serve --http as a service needs: a health
-// endpoint for load balancers and orchestrators, an ID on every request
-// for its log lines, and a graceful drain on SIGTERM.
+// This file is what running serve --http as a service needs: a liveness
+// and a readiness endpoint for load balancers and orchestrators
+// (docs/operations.md), an ID on every request for its log lines, and a
+// graceful drain on SIGTERM.
 
 import (
 	"context"
@@ -17,10 +18,13 @@ import (
 )
 
 const (
-	// HealthPath is the health endpoint.
+	// healthPath is the liveness endpoint: the process answers.
 	healthPath = "/healthz"
-	// healthTimeout is how long the store has to answer a health check.
-	healthTimeout = time.Second
+	// readyPath is the readiness endpoint: the process can take work.
+	readyPath = "/readyz"
+	// readyTimeout is how long each readiness check has: the store's ping,
+	// the issuer's keys when they must be fetched again.
+	readyTimeout = time.Second
 	// drainRetryAfter is the Retry-After of a request refused while
 	// draining: by then another replica, or this one restarted, answers.
 	drainRetryAfter = 5 * time.Second
@@ -29,9 +33,12 @@ const (
 	defaultDrainTimeout = 25 * time.Second
 )
 
-// checker is what the health endpoint asks: the store.
-type checker interface {
-	Check(ctx context.Context) error
+// readyCheck is one thing /readyz asks: check fails with why, and reason
+// is the one line the response gives for it (never a person, a URL or an
+// error's text, which go to the log).
+type readyCheck struct {
+	reason string
+	check  func(ctx context.Context) error
 }
 
 // gate turns work away once draining begins. It is safe for concurrent use.
@@ -67,30 +74,54 @@ func (g *gate) guard(next http.Handler) http.Handler {
 	})
 }
 
-// healthHandler answers GET /healthz: 200 when the store answers a trivial
-// query within healthTimeout and the server is not draining, else 503. It
-// needs no credential and says nothing more than "ok" or "unavailable":
-// why is in the log.
-func healthHandler(st checker, g *gate, logger *slog.Logger) http.Handler {
+// healthHandler answers GET /healthz, the liveness probe: 200 "ok"
+// whenever the process answers, draining or not, whatever the store and
+// the issuer do (those are /readyz's). It needs no credential.
+func healthHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok\n"))
+	})
+}
+
+// readyHandler answers GET /readyz, the readiness probe: 200 "ready" while
+// the server is not draining and every check passes within readyTimeout,
+// else 503 with one line saying which failed first. It needs no credential
+// and says nothing about people: the error is in the log.
+func readyHandler(checks []readyCheck, g *gate, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if g.isClosed() {
 			w.Header().Set("Retry-After", strconv.Itoa(int(drainRetryAfter/time.Second)))
 			w.WriteHeader(http.StatusServiceUnavailable)
-			w.Write([]byte("unavailable\n"))
+			w.Write([]byte("unavailable: draining\n"))
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
-		defer cancel()
-		if err := st.Check(ctx); err != nil {
-			logger.WarnContext(r.Context(), "health check: the store does not answer", "err", err)
-			w.WriteHeader(http.StatusServiceUnavailable)
-			w.Write([]byte("unavailable\n"))
-			return
+		for _, c := range checks {
+			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+			err := c.check(ctx)
+			cancel()
+			if err != nil {
+				logger.WarnContext(r.Context(), "readiness: "+c.reason, "err", err)
+				w.WriteHeader(http.StatusServiceUnavailable)
+				w.Write([]byte("unavailable: " + c.reason + "\n"))
+				return
+			}
 		}
-		w.Write([]byte("ok\n"))
+		w.Write([]byte("ready\n"))
 	})
+}
+
+// readyChecks are what /readyz asks of a: the store answers; in hosted
+// mode, the authorization server's metadata and keys are current.
+func (a *app) readyChecks() []readyCheck {
+	checks := []readyCheck{{reason: "the store does not answer", check: a.store.Check}}
+	if a.hosted != nil {
+		checks = append(checks, readyCheck{reason: "the authorization server's keys are not current", check: a.hosted.resource.Ready})
+	}
+	return checks
 }
 
 // drainer is the tools' side of a drain.

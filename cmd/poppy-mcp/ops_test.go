@@ -35,8 +35,8 @@ func getWith(t *testing.T, u string, headers map[string]string) (*http.Response,
 	return resp, string(body)
 }
 
-// TestHealthAndRequestIDs: GET /healthz answers 200 "ok" without a
-// credential while the store answers; every response carries an
+// TestHealthAndRequestIDs: GET /healthz answers 200 "ok" and GET /readyz
+// 200 "ready" without a credential while the store answers; every response carries an
 // X-Request-Id, the caller's when well-formed; and the lines logged while
 // handling a request carry its ID.
 func TestHealthAndRequestIDs(t *testing.T) {
@@ -47,6 +47,9 @@ func TestHealthAndRequestIDs(t *testing.T) {
 	resp, body := getWith(t, health, map[string]string{"X-Request-Id": "lb-probe-7"})
 	if resp.StatusCode != 200 || body != "ok\n" || resp.Header.Get("X-Request-Id") != "lb-probe-7" {
 		t.Fatalf("healthz: %d %q, X-Request-Id %q", resp.StatusCode, body, resp.Header.Get("X-Request-Id"))
+	}
+	if resp, body := getWith(t, strings.TrimSuffix(u, "/mcp")+"/readyz", nil); resp.StatusCode != 200 || body != "ready\n" {
+		t.Fatalf("readyz: %d %q", resp.StatusCode, body)
 	}
 	resp, _ = getWith(t, health, map[string]string{"X-Request-Id": "forged\" level=ERROR"})
 	if id := resp.Header.Get("X-Request-Id"); id == "" || strings.ContainsAny(id, "\" =") {
@@ -70,9 +73,10 @@ func TestHealthAndRequestIDs(t *testing.T) {
 	}
 }
 
-// TestHealthWhenTheStoreFails: /healthz answers 503 "unavailable", and
-// nothing of why, when the store does not answer.
-func TestHealthWhenTheStoreFails(t *testing.T) {
+// TestReadyWhenTheStoreFails: /readyz answers 503 with the one line that
+// says what failed, and nothing of why, when the store does not answer;
+// /healthz, the liveness probe, still answers 200.
+func TestReadyWhenTheStoreFails(t *testing.T) {
 	st, err := store.Open(context.Background(), t.TempDir(), &store.Options{Key: make([]byte, 32), Keychain: store.NoKeychain{}})
 	if err != nil {
 		t.Fatal(err)
@@ -80,17 +84,23 @@ func TestHealthWhenTheStoreFails(t *testing.T) {
 	st.Close()
 	var logged testlog.Buffer
 	rec := httptest.NewRecorder()
-	healthHandler(st, &gate{}, testLogger(&logged)).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
-	if rec.Code != http.StatusServiceUnavailable || rec.Body.String() != "unavailable\n" {
-		t.Errorf("healthz on a closed store: %d %q", rec.Code, rec.Body.String())
+	a := &app{store: st}
+	readyHandler(a.readyChecks(), &gate{}, testLogger(&logged)).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if rec.Code != http.StatusServiceUnavailable || rec.Body.String() != "unavailable: the store does not answer\n" {
+		t.Errorf("readyz on a closed store: %d %q", rec.Code, rec.Body.String())
 	}
-	if !strings.Contains(logged.String(), "does not answer") {
-		t.Errorf("the reason was not logged: %q", logged.String())
+	if !strings.Contains(logged.String(), "database does not answer") {
+		t.Errorf("the error was not logged: %q", logged.String())
+	}
+	rec = httptest.NewRecorder()
+	healthHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if rec.Code != http.StatusOK {
+		t.Errorf("healthz on a closed store: %d %q, want 200: it is liveness", rec.Code, rec.Body.String())
 	}
 }
 
-// TestDrainOnSIGTERM: on SIGTERM, serve stops taking work (/healthz and new
-// MCP requests answer 503 with Retry-After) while the tool call in flight
+// TestDrainOnSIGTERM: on SIGTERM, serve stops taking work (/readyz and new
+// MCP requests answer 503 with Retry-After; /healthz, liveness, stays 200) while the tool call in flight
 // (a send_message waiting for the Company Agent's reply) finishes with its
 // result; then it exits 0, having stopped background work and closed the
 // store.
@@ -120,8 +130,14 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	health := strings.TrimSuffix(u, "/mcp") + "/healthz"
-	waitFor(t, 30*time.Second, "healthz to answer 503", func() bool { resp, _ := getWith(t, health, nil); return resp.StatusCode == 503 })
+	ready := strings.TrimSuffix(u, "/mcp") + "/readyz"
+	waitFor(t, 30*time.Second, "readyz to answer 503", func() bool { resp, _ := getWith(t, ready, nil); return resp.StatusCode == 503 })
+	if resp, body := getWith(t, ready, nil); resp.Header.Get("Retry-After") == "" || body != "unavailable: draining\n" {
+		t.Errorf("readyz while draining: %d %q, Retry-After %q", resp.StatusCode, body, resp.Header.Get("Retry-After"))
+	}
+	if resp, body := getWith(t, strings.TrimSuffix(u, "/mcp")+"/healthz", nil); resp.StatusCode != 200 {
+		t.Errorf("healthz while draining: %d %q, want 200: the process answers", resp.StatusCode, body)
+	}
 	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(initialize))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/metrics"
 	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 	"github.com/poppy-mcp/poppy-mcp/internal/requestid"
 	"github.com/poppy-mcp/poppy-mcp/internal/retryafter"
@@ -27,8 +28,9 @@ import (
 // serveConfig is serve's parsed command line.
 type serveConfig struct {
 	common
-	demo bool
-	http httpOptions
+	demo        bool
+	http        httpOptions
+	metricsAddr string // --metrics-addr or POPPY_METRICS_ADDR
 	// warnings are flags given that this mode ignores, to log at start.
 	warnings []string
 }
@@ -53,6 +55,8 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.StringVar(&cfg.http.auth.clientID, "auth-client-id", "", "with --auth-issuer: poppy-mcp's client `ID` there, to sign people's browsers in for their pages (secret in "+authClientSecretEnv+")")
 	fs.DurationVar(&cfg.http.drainTimeout, "drain-timeout", defaultDrainTimeout, "HTTP mode: on SIGTERM or SIGINT, how long the tool calls in flight have to finish (new MCP requests get 503 meanwhile)")
 	cfg.tools.register(fs)
+	fs.StringVar(&cfg.metricsAddr, "metrics-addr", os.Getenv("POPPY_METRICS_ADDR"), "serve Prometheus metrics at /metrics on `ADDR`, a listener of their own, without a token "+
+		"(or POPPY_METRICS_ADDR; a bare port binds 127.0.0.1; over stdio too)")
 	cfg.http.auth.clientSecret = os.Getenv(authClientSecretEnv)
 	return cfg
 }
@@ -76,6 +80,9 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	}
 	if cfg.pagesAddr != "" && !pages.IsLoopback(cfg.pagesAddr) {
 		return nil, fmt.Errorf("--pages-addr %q: local pages listen on loopback only (127.0.0.1:PORT); the user's pages go under --public-url", cfg.pagesAddr)
+	}
+	if err := cfg.checkMetricsAddr(); err != nil {
+		return nil, err
 	}
 	if cfg.http.addr == "" {
 		return cfg, cfg.stdioOnly(fs)
@@ -137,6 +144,13 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		defer ln.Close()
 		cfg.http.url = "http://" + ln.Addr().String() + "/mcp"
+	}
+	if cfg.metricsAddr != "" { // before the rest starts: the gauges answer from the start
+		stop, err := serveMetrics(cfg, logger)
+		if err != nil {
+			return startupFailure(stderr, err)
+		}
+		defer stop()
 	}
 	o := &appOptions{stderr: stderr, logger: logger}
 	if ln != nil {
@@ -223,8 +237,8 @@ func (a *app) start(ctx context.Context, c *common, demo bool, o *appOptions) (e
 	base := netguard.New(guard).Transport()
 	// Poppy 0.1 §4.3: a 429 on any endpoint holds it for every request.
 	holds := &retryafter.Holds{}
-	// One HTTP cache for every public document.
-	docs := discovery.New(documentClient(base), &discovery.Options{Holds: holds})
+	// One HTTP cache for every public document; what reaches the network is counted.
+	docs := discovery.New(documentClient(c.metrics.Transport(base, metrics.Fixed(metrics.EndpointDocument))), &discovery.Options{Holds: holds})
 	var dir string
 	if a.store, dir, err = c.openStore(ctx); err != nil {
 		return stateError(dir, err)
@@ -248,13 +262,13 @@ func (a *app) start(ctx context.Context, c *common, demo bool, o *appOptions) (e
 	if a.pages, err = newPages(c, o.http, a.hosted); err != nil {
 		return err
 	}
-	agent, err := a.newAgent(ctx, c, base, holds, logger)
+	agent, err := a.newAgent(ctx, c, c.metrics.Transport(base, metrics.EndpointKind), holds, logger)
 	if err != nil {
 		return err
 	}
 	opts := &tools.Options{
 		Agent: agent, Store: a.store, Pages: a.pages, Logger: logger,
-		PublicURL: c.publicURL, NoIdentity: a.noIdentity,
+		PublicURL: c.publicURL, NoIdentity: a.noIdentity, Metrics: c.metrics, Version: version,
 		ReadOnly: c.tools.readOnly, Toolsets: c.tools.toolsets,
 	}
 	c.tools.log(logger)

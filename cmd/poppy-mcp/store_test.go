@@ -43,7 +43,16 @@ func postgresURL(t testing.TB) string {
 	schema := "cmd_" + hex.EncodeToString(b)
 	mustExecSQL(t, db, "CREATE SCHEMA "+schema)
 	t.Cleanup(func() { mustExecSQL(t, db, "DROP SCHEMA "+schema+" CASCADE") })
-	q := url.Values{"search_path": {schema}, "sslmode": {"disable"}}
+	return pgURL(cfg, schema)
+}
+
+// pgURL is the postgres:// URL of the database cfg names, in schema (""
+// for the default one).
+func pgURL(cfg *pgx.ConnConfig, schema string) string {
+	q := url.Values{"sslmode": {"disable"}}
+	if schema != "" {
+		q.Set("search_path", schema)
+	}
 	host := cfg.Host
 	if filepath.IsAbs(host) { // a Unix socket's directory
 		q.Set("host", host)

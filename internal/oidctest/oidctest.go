@@ -146,6 +146,11 @@ func (p *Provider) count(next http.Handler) http.Handler {
 	})
 }
 
+// Close stops the Provider: from then on it answers nothing, as an
+// authorization server that went down. New closes it when the test ends
+// anyway.
+func (p *Provider) Close() { p.srv.Close() }
+
 // Issuer is the issuer identifier, https://Host.
 func (p *Provider) Issuer() string { return p.issuer }
 
