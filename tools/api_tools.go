@@ -267,8 +267,9 @@ func (ap *apis) describe(ctx context.Context, _ mcp.CallToolRequest, args operat
 		d.Tool = t.Name
 		d.Next += " Or call the tool " + t.Name + " with the same arguments."
 	}
-	return result(d, "%s %s (%s). %s\nArguments (JSON schema): %s\n%s",
-		t.Method, d.Path, apiTextNote, d.Description, t.InputSchema, d.Next)
+	// The description and input_schema are in the JSON that follows the summary (result), once.
+	return result(d, "%s %s: its description and input_schema (the JSON schema of its arguments) are below (%s). %s",
+		t.Method, d.Path, apiTextNote, d.Next)
 }
 
 func (ap *apis) call(ctx context.Context, _ mcp.CallToolRequest, args callArgs) *mcp.CallToolResult {
@@ -341,7 +342,8 @@ func (ap *apis) callOperation(ctx context.Context, domain, name string, args map
 	// are shown as escapes, never removed.
 	out := callResult{Domain: co.Domain, Operation: op, Status: res.Status, ContentType: untrusted.Text(res.ContentType, 200),
 		Body: untrusted.Escape(res.Body), Truncated: res.Truncated, Note: res.Note, CompanyText: apiTextNote}
-	r := result(out, "%s answered HTTP %d %s (%s):\n%s%s", op, res.Status, http.StatusText(res.Status), apiTextNote, out.Body, noteText(res.Note))
+	// The body is in the JSON that follows the summary (result), once.
+	r := result(out, "%s answered HTTP %d %s: its body is below (%s).%s", op, res.Status, http.StatusText(res.Status), apiTextNote, noteText(res.Note))
 	// An HTTP error is the Company's answer the model should read and act on.
 	r.IsError = res.Status >= 400
 	return r

@@ -41,9 +41,31 @@ type annotations struct {
 	readOnly, destructive, idempotent, openWorld bool
 }
 
-// result is structured content with a brief text for clients that read only text.
+// result is structured content with a brief text for the model to read
+// first, then the structured content serialized as JSON in a second text
+// block, so a client that passes the model only text content still gives it
+// every link, code and ID (docs/tools.md "Conventions of every tool"). MCP 2025-11-25
+// server/tools "Structured Content": "For backwards compatibility, a tool
+// that returns structured content SHOULD also return the serialized JSON in
+// a TextContent block."
 func result(structured any, format string, args ...any) *mcp.CallToolResult {
-	return mcp.NewToolResultStructured(structured, fmt.Sprintf(format, args...))
+	r := mcp.NewToolResultStructured(structured, fmt.Sprintf(format, args...))
+	if raw, err := marshalText(structured); err == nil {
+		r.Content = append(r.Content, mcp.NewTextContent(raw))
+	}
+	return r
+}
+
+// marshalText is v as compact JSON for a text block: <, > and & stay as they
+// are, since a model reads it, not an HTML page.
+func marshalText(v any) (string, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
 }
 
 // failure is a Company or input error the model should read and act on: an

@@ -1,0 +1,155 @@
+package tools_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// textOnly is a go-sdk client as many MCP clients are: it deletes
+// structuredContent from every tools/call result before anything reads it,
+// so the model has the text content alone.
+func (h *harness) textOnly(t *testing.T, revision string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-text-only", Version: "1"}, opts)
+	c.AddSendingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			res, err := next(ctx, method, req)
+			if r, ok := res.(*sdk.CallToolResult); ok {
+				r.StructuredContent = nil
+			}
+			return res, err
+		}
+	})
+	return h.connectClient(t, c, revision)
+}
+
+// callText calls a tool through a text-only client and returns its text.
+func callText(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) (*sdk.CallToolResult, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if res.StructuredContent != nil {
+		t.Fatalf("%s: the client kept structuredContent", name)
+	}
+	return res, textOf(res)
+}
+
+// find is the first submatch of re in text, or fails the test.
+func find(t *testing.T, what string, re *regexp.Regexp, text string) string {
+	t.Helper()
+	m := re.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no %s in the text:\n%s", what, text)
+	}
+	return m[1]
+}
+
+var (
+	userCodeRE = regexp.MustCompile(`enter the code ([A-Z0-9-]+)`)
+	localURLRE = regexp.MustCompile(`(http://127\.0\.0\.1:\d+/p/[A-Za-z0-9_-]+)`)
+	convIDRE   = regexp.MustCompile(`"conversation_id":"([^"]+)"`)
+)
+
+// TestTextOnlyClient: with the text content alone a model finishes device
+// sign-in, website joining, a conversation and an API call, and mediated
+// sign-in through the local page, at both revisions: every link, code and ID
+// is in the text. Before, sign_in_mediated said "Show the user the link"
+// without one, and open_website named a join_url it did not give.
+func TestTextOnlyClient(t *testing.T) {
+	for _, rev := range revisions {
+		t.Run(rev, func(t *testing.T) {
+			t.Parallel()
+			h := newSignInHarness(t, signInOpts(nil))
+			cs := h.textOnly(t, rev, nil)
+
+			res, text := callText(t, cs, "sign_in_device", map[string]any{"domain": domain, "scopes": []string{"poppy:read"}})
+			if err := h.company.ApproveDevice(find(t, "user code", userCodeRE, text), "acct_dana"); err != nil {
+				t.Fatal(err)
+			}
+			final, text := callText(t, cs, "sign_in_status", map[string]any{"domain": domain, "wait_seconds": 10})
+			if !strings.Contains(text, "device sign-in with example.com: complete") {
+				t.Fatalf("sign_in_status: %s", text)
+			}
+			scanForSecrets(t, h, res, final)
+
+			_, text = callText(t, cs, "open_website", map[string]any{"domain": domain, "url": "/orders"})
+			p := openJoin(t, find(t, "join_url", localURLRE, text))
+			if resp := postJoin(t, h, p); resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 ||
+				!strings.Contains(ordersPage(t, h, resp.Cookies()[0]), `data-signed-in="true"`) {
+				t.Fatalf("the join page did not join the signed-in Session: %d", resp.StatusCode)
+			}
+
+			_, text = callText(t, cs, "send_message", map[string]any{"domain": domain, "text": "Where is order 1042?", "wait_seconds": 5})
+			conv := find(t, "conversation_id", convIDRE, text)
+			if res, text := callText(t, cs, "read_events", map[string]any{"conversation_id": conv}); res.IsError {
+				t.Fatalf("read_events with the ID from the text: %s", text)
+			}
+
+			if _, text = callText(t, cs, "call_api", map[string]any{"domain": domain, "operation": "listOrders"}); !strings.Contains(text, "ord_1042") {
+				t.Fatalf("call_api: the body is not in the text: %s", text)
+			}
+		})
+	}
+}
+
+// TestTextOnlyMediated: the mediated sign-in's local page, from the text.
+func TestTextOnlyMediated(t *testing.T) {
+	for _, rev := range revisions {
+		t.Run(rev, func(t *testing.T) {
+			t.Parallel()
+			h := newSignInHarness(t, nil)
+			cs := h.textOnly(t, rev, nil)
+			res, text := callText(t, cs, "sign_in_mediated", map[string]any{"domain": domain, "scopes": []string{"poppy:read"}})
+			u := find(t, "sign-in page", regexp.MustCompile(`Show the user the link `+localURLRE.String()), text)
+			b := newUserBrowser(t)
+			page := b.fillCredentials(u, "sam@example.com", "sam-secret-42")
+			if done := codeStep(t, b, h.company, u, page); !strings.Contains(done, "You are signed in") {
+				t.Fatalf("after the code: %s", done)
+			}
+			final, text := callText(t, cs, "sign_in_status", map[string]any{"domain": domain, "wait_seconds": 5})
+			if !strings.Contains(text, "mediated sign-in with example.com: complete") {
+				t.Fatalf("sign_in_status: %s", text)
+			}
+			scanForSecrets(t, h, res, final)
+		})
+	}
+}
+
+// TestSignInElicitationFails: a client that declares URL elicitation and
+// answers it with an error gets the normal result, the code and the link in
+// its text. Before, sign_in_device answered JSON-RPC -32603 and no code.
+// Only the 2025 revision: there poppy-mcp asks (elicitation/create); at
+// 2026-07-28 the client fulfils the input request itself, and a go-sdk
+// client whose handler fails ends the call on its side.
+func TestSignInElicitationFails(t *testing.T) {
+	h := newSignInHarness(t, signInOpts(nil))
+	asked := 0
+	cs := h.textOnly(t, revisions[0], &sdk.ClientOptions{
+		Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			asked++
+			return nil, errors.New("this client cannot open links")
+		},
+	})
+	res, text := callText(t, cs, "sign_in_device", map[string]any{"domain": domain, "scopes": []string{"poppy:read"}})
+	if res.IsError || asked != 1 || !strings.Contains(text, `"elicitation":"failed"`) {
+		t.Fatalf("sign_in_device (elicitations %d): %s", asked, text)
+	}
+	find(t, "user code", userCodeRE, text)
+	_, text = callText(t, cs, "sign_in_mediated", map[string]any{"domain": domain, "scopes": []string{"poppy:read"}})
+	if asked != 2 || !localURLRE.MatchString(text) {
+		t.Fatalf("sign_in_mediated (elicitations %d): %s", asked, text)
+	}
+	scanForSecrets(t, h, res)
+}
