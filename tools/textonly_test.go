@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -33,12 +32,7 @@ func (h *harness) textOnly(t *testing.T, revision string, opts *sdk.ClientOption
 // callText calls a tool through a text-only client and returns its text.
 func callText(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) (*sdk.CallToolResult, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
+	res, _ := call2(t, cs, name, args)
 	if res.StructuredContent != nil {
 		t.Fatalf("%s: the client kept structuredContent", name)
 	}
