@@ -11,6 +11,7 @@ package tools
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"strings"
 	"sync"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -44,11 +46,16 @@ type apis struct {
 	log       *slog.Logger
 	maxTools  int // Options.MaxAPITools
 
-	// mu guards catalogs and exposed.
+	// mu guards catalogs, exposed and schemas.
 	mu       sync.Mutex
 	catalogs map[string]*loadedCatalog          // by catalogKey
 	exposed  map[personPrefix]map[string]string // person and Company prefix -> tool name -> its JSON
+	schemas  *lru.Cache[[32]byte, *argSchema]   // operations' input schemas by SHA-256, compiled on first call; nil until then
 }
+
+// maxOperationSchemas bounds the compiled input schemas kept: those of the
+// operations called most recently.
+const maxOperationSchemas = 256
 
 const (
 	defaultOperationLimit = 20
@@ -319,6 +326,16 @@ func (ap *apis) callOperation(ctx context.Context, domain, name string, args map
 	if t == nil {
 		return unknownOperation(co, name)
 	}
+	op := strings.TrimPrefix(t.Name, companyPrefix(co))
+	if args == nil {
+		args = map[string]any{}
+	}
+	// Unlike poppy-mcp's own tools' arguments, a null is sent on as given: the schema may allow it.
+	if err := ap.operationSchema(t).checkValue(args); err != nil {
+		return failure(map[string]string{"error": "invalid_arguments", "operation": op, "detail": err.Error()},
+			"The arguments of operation %s do not fit its input schema: %v. Call describe_api_operation with domain %s and operation %s for its arguments.",
+			op, err, co.Domain, op)
+	}
 	_, _, sess, err := ap.sessions.session(ctx, domain, false)
 	if err != nil {
 		return ap.sessions.failure(ctx, domain, err)
@@ -329,10 +346,6 @@ func (ap *apis) callOperation(ctx context.Context, domain, name string, args map
 			return failure(map[string]string{"error": "invalid_resource"},
 				"%s's API entry has a resource poppy-mcp cannot use: %v. Tell the Company.", co.Domain, err)
 		}
-	}
-	op := strings.TrimPrefix(t.Name, companyPrefix(co))
-	if args == nil {
-		args = map[string]any{}
 	}
 	res, err := a.cat.Call(ctx, client, t.Name, args, nil)
 	if err != nil {
@@ -347,6 +360,25 @@ func (ap *apis) callOperation(ctx context.Context, domain, name string, args map
 	// An HTTP error is the Company's answer the model should read and act on.
 	r.IsError = res.Status >= 400
 	return r
+}
+
+// operationSchema is the compiled input schema of operation t, as its own
+// tool publishes it and describe_api_operation gives it: compiled on the
+// first call, not when the catalog is translated or listed, so a Company
+// with a thousand operations pays only for those called.
+func (ap *apis) operationSchema(t *openapi2tools.Tool) *argSchema {
+	key := sha256.Sum256(t.InputSchema)
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
+	if ap.schemas == nil {
+		ap.schemas, _ = lru.New[[32]byte, *argSchema](maxOperationSchemas)
+	}
+	s, ok := ap.schemas.Get(key)
+	if !ok {
+		s = newArgSchema(t.InputSchema)
+		ap.schemas.Add(key, s)
+	}
+	return s
 }
 
 func noteText(note string) string {
