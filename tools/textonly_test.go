@@ -4,29 +4,18 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/textonly"
 )
 
-// textOnly is a go-sdk client as many MCP clients are: it deletes
-// structuredContent from every tools/call result before anything reads it,
-// so the model has the text content alone.
+// textOnly connects a client that passes the model only text content.
 func (h *harness) textOnly(t *testing.T, revision string, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
-	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-text-only", Version: "1"}, opts)
-	c.AddSendingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
-		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-			res, err := next(ctx, method, req)
-			if r, ok := res.(*sdk.CallToolResult); ok {
-				r.StructuredContent = nil
-			}
-			return res, err
-		}
-	})
-	return h.connectClient(t, c, revision)
+	return h.connectClient(t, textonly.NewClient("go-sdk-text-only", opts), revision)
 }
 
 // callText calls a tool through a text-only client and returns its text.
@@ -36,24 +25,8 @@ func callText(t *testing.T, cs *sdk.ClientSession, name string, args map[string]
 	if res.StructuredContent != nil {
 		t.Fatalf("%s: the client kept structuredContent", name)
 	}
-	return res, textOf(res)
+	return res, textonly.Text(res)
 }
-
-// find is the first submatch of re in text, or fails the test.
-func find(t *testing.T, what string, re *regexp.Regexp, text string) string {
-	t.Helper()
-	m := re.FindStringSubmatch(text)
-	if m == nil {
-		t.Fatalf("no %s in the text:\n%s", what, text)
-	}
-	return m[1]
-}
-
-var (
-	userCodeRE = regexp.MustCompile(`enter the code ([A-Z0-9-]+)`)
-	localURLRE = regexp.MustCompile(`(http://127\.0\.0\.1:\d+/p/[A-Za-z0-9_-]+)`)
-	convIDRE   = regexp.MustCompile(`"conversation_id":"([^"]+)"`)
-)
 
 // TestTextOnlyClient: with the text content alone a model finishes device
 // sign-in, website joining, a conversation and an API call, and mediated
@@ -68,7 +41,7 @@ func TestTextOnlyClient(t *testing.T) {
 			cs := h.textOnly(t, rev, nil)
 
 			res, text := callText(t, cs, "sign_in_device", map[string]any{"domain": domain, "scopes": []string{"poppy:read"}})
-			if err := h.company.ApproveDevice(find(t, "user code", userCodeRE, text), "acct_dana"); err != nil {
+			if err := h.company.ApproveDevice(textonly.Find(t, "user code", textonly.UserCode, text), "acct_dana"); err != nil {
 				t.Fatal(err)
 			}
 			final, text := callText(t, cs, "sign_in_status", map[string]any{"domain": domain, "wait_seconds": 10})
@@ -78,14 +51,14 @@ func TestTextOnlyClient(t *testing.T) {
 			scanForSecrets(t, h, res, final)
 
 			_, text = callText(t, cs, "open_website", map[string]any{"domain": domain, "url": "/orders"})
-			p := openJoin(t, find(t, "join_url", localURLRE, text))
+			p := openJoin(t, textonly.Find(t, "join_url", textonly.LocalPage, text))
 			if resp := postJoin(t, h, p); resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 ||
 				!strings.Contains(ordersPage(t, h, resp.Cookies()[0]), `data-signed-in="true"`) {
 				t.Fatalf("the join page did not join the signed-in Session: %d", resp.StatusCode)
 			}
 
 			_, text = callText(t, cs, "send_message", map[string]any{"domain": domain, "text": "Where is order 1042?", "wait_seconds": 5})
-			conv := find(t, "conversation_id", convIDRE, text)
+			conv := textonly.Find(t, "conversation_id", textonly.ConversationID, text)
 			if res, text := callText(t, cs, "read_events", map[string]any{"conversation_id": conv}); res.IsError {
 				t.Fatalf("read_events with the ID from the text: %s", text)
 			}
@@ -105,7 +78,7 @@ func TestTextOnlyMediated(t *testing.T) {
 			h := newSignInHarness(t, nil)
 			cs := h.textOnly(t, rev, nil)
 			res, text := callText(t, cs, "sign_in_mediated", map[string]any{"domain": domain, "scopes": []string{"poppy:read"}})
-			u := find(t, "sign-in page", regexp.MustCompile(`Show the user the link `+localURLRE.String()), text)
+			u := textonly.Find(t, "sign-in page", textonly.SignInPage, text)
 			b := newUserBrowser(t)
 			page := b.fillCredentials(u, "sam@example.com", "sam-secret-42")
 			if done := codeStep(t, b, h.company, u, page); !strings.Contains(done, "You are signed in") {
@@ -140,9 +113,9 @@ func TestSignInElicitationFails(t *testing.T) {
 	if res.IsError || asked != 1 || !strings.Contains(text, `"elicitation":"failed"`) {
 		t.Fatalf("sign_in_device (elicitations %d): %s", asked, text)
 	}
-	find(t, "user code", userCodeRE, text)
+	textonly.Find(t, "user code", textonly.UserCode, text)
 	_, text = callText(t, cs, "sign_in_mediated", map[string]any{"domain": domain, "scopes": []string{"poppy:read"}})
-	if asked != 2 || !localURLRE.MatchString(text) {
+	if asked != 2 || !textonly.LocalPage.MatchString(text) {
 		t.Fatalf("sign_in_mediated (elicitations %d): %s", asked, text)
 	}
 	scanForSecrets(t, h, res)
