@@ -3,9 +3,12 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/discovery"
 )
 
 // FuzzArgSchema: whatever schema a Company's document gives an operation and
@@ -76,4 +79,21 @@ func BenchmarkOperationSchema(b *testing.B) {
 			b.ReportMetric(float64(len(cat.Tools)), "operations")
 		}
 	})
+}
+
+// TestBuiltinSchemasCompile: every built-in tool's published schema
+// compiles, so none of them goes unchecked (check lets a schema that does
+// not compile through, for a Company's operations).
+func TestBuiltinSchemasCompile(t *testing.T) {
+	s := New(discovery.New(http.DefaultClient, nil), nil)
+	defer s.Close()
+	all := s.tools(true)
+	if len(all) < 15 {
+		t.Fatalf("%d built-in tools", len(all))
+	}
+	for _, tl := range all {
+		if err := newArgSchema(tl.tool.RawInputSchema).compile(); err != nil {
+			t.Errorf("%s: %v", tl.tool.Name, err)
+		}
+	}
 }
