@@ -11,6 +11,7 @@ package tools
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"strings"
 	"sync"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -45,11 +47,16 @@ type apis struct {
 	maxTools  int    // Options.MaxAPITools
 	policy    policy // under read-only, only GET and HEAD operations are called or get tools (toolsets.go)
 
-	// mu guards catalogs and exposed.
+	// mu guards catalogs, exposed and schemas.
 	mu       sync.Mutex
 	catalogs map[string]*loadedCatalog          // by catalogKey
 	exposed  map[personPrefix]map[string]string // person and Company prefix -> tool name -> its JSON
+	schemas  *lru.Cache[[32]byte, *argSchema]   // operations' input schemas by SHA-256, compiled on first call; nil until then
 }
+
+// maxOperationSchemas bounds the compiled input schemas kept: those of the
+// operations called most recently.
+const maxOperationSchemas = 256
 
 const (
 	defaultOperationLimit = 20
@@ -275,10 +282,9 @@ func (ap *apis) describe(ctx context.Context, _ mcp.CallToolRequest, args operat
 		d.Tool = t.Name
 		d.Next += " Or call the tool " + t.Name + " with the same arguments."
 	}
-	// The description's lines stay in structured content; the text keeps
-	// the Company's words on one line, marked.
-	return result(d, "%s %s (%s). %s\nArguments (JSON schema): %s\n%s",
-		t.Method, untrusted.Quote(d.Path, 500), apiTextNote, untrusted.Quote(d.Description, 0), oneLine(t.InputSchema), d.Next)
+	// The description and input_schema are in the JSON that follows the summary (result), once.
+	return result(d, "%s %s: its description and input_schema (the JSON schema of its arguments) are below (%s). %s",
+		t.Method, untrusted.Quote(d.Path, 500), apiTextNote, d.Next)
 }
 
 func (ap *apis) call(ctx context.Context, _ mcp.CallToolRequest, args callArgs) *mcp.CallToolResult {
@@ -331,6 +337,16 @@ func (ap *apis) callOperation(ctx context.Context, domain, name string, args map
 	if !ap.policy.operation(t.Method) {
 		return readOnlyRefusal(co, t)
 	}
+	op := strings.TrimPrefix(t.Name, companyPrefix(co))
+	if args == nil {
+		args = map[string]any{}
+	}
+	// Unlike poppy-mcp's own tools' arguments, a null is sent on as given: the schema may allow it.
+	if err := ap.operationSchema(t).checkValue(args); err != nil {
+		return failure(map[string]string{"error": "invalid_arguments", "operation": op, "detail": err.Error()},
+			"The arguments of operation %s do not fit its input schema: %s. Call describe_api_operation with domain %s and operation %s for its arguments.",
+			op, untrusted.Quote(err.Error(), 1000), co.Domain, op)
+	}
 	_, _, sess, err := ap.sessions.session(ctx, domain, false)
 	if err != nil {
 		return ap.sessions.failure(ctx, domain, err)
@@ -342,10 +358,6 @@ func (ap *apis) callOperation(ctx context.Context, domain, name string, args map
 				"%s's API entry has a resource poppy-mcp cannot use: %v. Tell the Company.", co.Domain, err)
 		}
 	}
-	op := strings.TrimPrefix(t.Name, companyPrefix(co))
-	if args == nil {
-		args = map[string]any{}
-	}
 	res, err := a.cat.Call(ctx, client, t.Name, args, nil)
 	if err != nil {
 		return ap.callFailure(ctx, co, t, op, err)
@@ -354,10 +366,8 @@ func (ap *apis) callOperation(ctx context.Context, domain, name string, args map
 	// are shown as escapes, never removed.
 	out := callResult{Domain: co.Domain, Operation: op, Status: res.Status, ContentType: untrusted.Text(res.ContentType, 200),
 		Body: untrusted.Escape(res.Body), Truncated: res.Truncated, Note: res.Note, CompanyText: apiTextNote}
-	// The body is the Company's: on one line in the text, so that none of
-	// its lines passes as poppy-mcp's (the body as sent is in body).
-	r := result(out, "%s answered HTTP %d %s (%s), body on one line:\n%s%s", op, res.Status, http.StatusText(res.Status), apiTextNote,
-		oneLine([]byte(out.Body)), noteText(res.Note))
+	// The body is in the JSON that follows the summary (result), once.
+	r := result(out, "%s answered HTTP %d %s: its body is below (%s).%s", op, res.Status, http.StatusText(res.Status), apiTextNote, noteText(res.Note))
 	// An HTTP error is the Company's answer the model should read and act on.
 	r.IsError = res.Status >= 400
 	return r
@@ -370,6 +380,25 @@ func readOnlyRefusal(co *discovery.Company, t *openapi2tools.Tool) *mcp.CallTool
 	return failure(map[string]string{"error": "read_only", "operation": op, "method": t.Method},
 		"This poppy-mcp server is read-only (serve --read-only): it calls only GET and HEAD operations, and %s is %s. "+
 			"Nothing was sent to %s. Tell the user; whoever runs poppy-mcp can serve it without --read-only.", op, t.Method, co.Domain)
+}
+
+// operationSchema is the compiled input schema of operation t, as its own
+// tool publishes it and describe_api_operation gives it: compiled on the
+// first call, not when the catalog is translated or listed, so a Company
+// with a thousand operations pays only for those called.
+func (ap *apis) operationSchema(t *openapi2tools.Tool) *argSchema {
+	key := sha256.Sum256(t.InputSchema)
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
+	if ap.schemas == nil {
+		ap.schemas, _ = lru.New[[32]byte, *argSchema](maxOperationSchemas)
+	}
+	s, ok := ap.schemas.Get(key)
+	if !ok {
+		s = newArgSchema(t.InputSchema)
+		ap.schemas.Add(key, s)
+	}
+	return s
 }
 
 func noteText(note string) string {

@@ -193,7 +193,7 @@ func journey(t *testing.T, h *harness, cs *sdk.ClientSession, jo journeyOptions)
 	step := func(name string, args map[string]any, want string) map[string]any {
 		t.Helper()
 		res, got := call(t, cs, name, args)
-		text := res.Content[0].(*sdk.TextContent).Text
+		text := textOf(res) // the summary, then the structured content as JSON
 		if res.IsError || !strings.Contains(text, want) {
 			t.Fatalf("%s: isError=%v, text %q lacks %q", name, res.IsError, text, want)
 		}

@@ -179,9 +179,14 @@ func (h *harness) connect(t *testing.T, revision string) *sdk.ClientSession {
 // connectWith is connect with client options (elicitation handlers, ...).
 func (h *harness) connectWith(t *testing.T, revision string, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
+	return h.connectClient(t, sdk.NewClient(&sdk.Implementation{Name: "go-sdk-test", Version: "1"}, opts), revision)
+}
+
+// connectClient connects the client c at one revision.
+func (h *harness) connectClient(t *testing.T, c *sdk.Client, revision string) *sdk.ClientSession {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-test", Version: "1"}, opts)
 	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: h.url, MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: revision})
 	if err != nil {
 		t.Fatalf("connect at %s: %v", revision, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 	"github.com/poppy-mcp/poppy-mcp/internal/nettest"
+	"github.com/poppy-mcp/poppy-mcp/internal/textonly"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
@@ -253,15 +254,8 @@ func callWithServer(t *testing.T, h *harness, cs *sdk.ClientSession, server stri
 	return textOf(res)
 }
 
-func textOf(res *sdk.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*sdk.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
+// textOf is all of res's text: the summary, then the structured content as JSON.
+func textOf(res *sdk.CallToolResult) string { return textonly.Text(res) }
 
 // newLocalService is a service on loopback (TLS or plain) that counts the
 // connections it accepts: what a hostile Company would like poppy-mcp to

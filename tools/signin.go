@@ -295,10 +295,8 @@ func (si *signIn) begin(ctx context.Context, req mcp.CallToolRequest, args signI
 		return nil, si.sessions.failure(ctx, domain, err)
 	}
 	if f, action := si.elicited(req, cs); f != nil {
-		// The local page's URL went only to the client: declined, it is closed.
-		if f.page != "" && action != "accept" && f.end(statusFailed, nil, nil, "The user did not open the sign-in page ("+action+").") {
-			f.close()
-		}
+		// Declined or not answered: the result is the one without
+		// elicitation, the link and any code with it.
 		return nil, si.flowResult(cs, f, action)
 	}
 	scopes := args.Scopes.sorted()

@@ -70,7 +70,7 @@ func (si *signIn) offerDevice(ctx context.Context, cs *companyState, f *signInFl
 		if u == "" {
 			u = f.device.VerificationURI
 		}
-		return elicitURL(f, u, fmt.Sprintf("Sign in to %s to let your assistant use your account. Check that the page shows the code %s.",
+		return si.elicitURL(ctx, cs, f, u, fmt.Sprintf("Sign in to %s to let your assistant use your account. Check that the page shows the code %s.",
 			f.domain, f.device.UserCode))
 	}
 	return si.flowResult(cs, f, "")

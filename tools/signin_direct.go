@@ -82,7 +82,7 @@ func (si *signIn) direct(ctx context.Context, req mcp.CallToolRequest, args sign
 	si.replace(cs, f)
 	si.log.InfoContext(ctx, "direct sign-in started", "issuer", cs.issuer, "scopes", strings.Join(scopes, " "))
 	if elicitsURL(ctx) {
-		return elicitURL(f, f.page, "Sign in to "+whereTo(start.co, "")+" on its own page, to let your assistant use your account.")
+		return si.elicitURL(ctx, cs, f, f.page, "Sign in to "+whereTo(start.co, "")+" on its own page, to let your assistant use your account.")
 	}
 	return si.flowResult(cs, f, "")
 }

@@ -72,7 +72,7 @@ func (si *signIn) mediated(ctx context.Context, req mcp.CallToolRequest, args si
 	si.replace(cs, f)
 	si.log.InfoContext(ctx, "mediated sign-in page opened", "issuer", cs.issuer)
 	if elicitsURL(ctx) {
-		return elicitURL(f, url, "Sign in to "+whereTo(co, m.Endpoint)+" on this page of poppy-mcp's own: what you type goes only to "+
+		return si.elicitURL(ctx, cs, f, url, "Sign in to "+whereTo(co, m.Endpoint)+" on this page of poppy-mcp's own: what you type goes only to "+
 			mp.endpoint+", never to your assistant.")
 	}
 	return si.flowResult(cs, f, "")

@@ -195,7 +195,10 @@ func TestSignInMediatedElicitation(t *testing.T) {
 	}
 }
 
-// TestSignInMediatedDeclined: the user declines to open the page.
+// TestSignInMediatedDeclined: the user declines to open the page the
+// client offered. The result is the one without elicitation: the page stays
+// open and its link is in the text, for the model to show if the user still
+// wants to sign in (before, the page was closed and the sign-in failed).
 func TestSignInMediatedDeclined(t *testing.T) {
 	h := newSignInHarness(t, nil)
 	cs := h.connectWith(t, revisions[1], &sdk.ClientOptions{
@@ -205,7 +208,8 @@ func TestSignInMediatedDeclined(t *testing.T) {
 		},
 	})
 	res, got := startMediated(t, cs)
-	if !res.IsError || got["status"] != "failed" || got["elicitation"] != "decline" {
+	link, _ := got["sign_in_url"].(string)
+	if res.IsError || got["status"] != "pending" || got["elicitation"] != "decline" || link == "" || !strings.Contains(textOf(res), link) {
 		t.Fatalf("sign_in_mediated = %v", got)
 	}
 }

@@ -53,7 +53,9 @@ type statusResult struct {
 	// authorization URL: its state and code_challenge are not the model's.
 	SignInURL string `json:"sign_in_url,omitempty"`
 	// Elicitation is the client's answer when the URL was offered by
-	// URL-mode elicitation: accept, decline or cancel.
+	// URL-mode elicitation: accept, decline or cancel, or failed when it
+	// answered with an error. Unless it is accept, the result holds the
+	// link (and any code) for the model to show, as without elicitation.
 	Elicitation string `json:"elicitation,omitempty"`
 	Detail      string `json:"detail,omitempty"`
 	Notice      string `json:"notice,omitempty"`
@@ -160,7 +162,7 @@ func (si *signIn) flowResult(cs *companyState, f *signInFlow, elicited string) *
 		res.Missing = []string{}
 	}
 	if status == statusPending {
-		si.pendingFields(&res, f, elicited != "")
+		si.pendingFields(&res, f, elicited == "accept")
 	}
 	res.Next = nextStep(&res)
 	text := fmt.Sprintf("%s sign-in with %s: %s.", f.kind, f.domain, status)
@@ -192,7 +194,7 @@ func notRequested(granted, requested []string) []string {
 }
 
 // pendingFields adds what the user needs while a sign-in is pending.
-func (si *signIn) pendingFields(res *statusResult, f *signInFlow, elicited bool) {
+func (si *signIn) pendingFields(res *statusResult, f *signInFlow, accepted bool) {
 	left := int64(f.expires.Sub(si.now()) / time.Second)
 	if left > 0 {
 		res.ExpiresIn = left
@@ -201,7 +203,7 @@ func (si *signIn) pendingFields(res *statusResult, f *signInFlow, elicited bool)
 	case f.device != nil:
 		res.VerificationURI, res.UserCode = f.device.VerificationURI, f.device.UserCode
 		res.VerificationURIComplete = f.device.VerificationURIComplete
-	case f.page != "" && !elicited:
+	case f.page != "" && !accepted:
 		res.SignInURL = f.page
 	}
 }
@@ -215,12 +217,18 @@ func nextStep(r *statusResult) string {
 		}
 		return "Go on with the task."
 	case statusPending:
-		show := "Show the user the link"
+		show := "Show the user the link " + r.SignInURL
 		switch {
+		case r.UserCode != "" && r.VerificationURIComplete != "":
+			show = fmt.Sprintf("Ask the user to open %s (or %s and enter the code %s)", r.VerificationURIComplete, r.VerificationURI, r.UserCode)
 		case r.UserCode != "":
 			show = fmt.Sprintf("Ask the user to open %s and enter the code %s", companyWord(r.VerificationURI), companyWord(r.UserCode))
 		case r.Elicitation == "accept":
 			show = "The user was shown the page"
+		case r.Elicitation != "":
+			show = fmt.Sprintf("The user did not open the sign-in page the client offered (%s): show them the link %s if they still want to sign in", r.Elicitation, r.SignInURL)
+		case r.SignInURL == "":
+			show = "The sign-in page was offered to the user; if they did not open it, start the sign-in again"
 		}
 		return show + "; then call sign_in_status with domain " + r.Domain + " and wait_seconds 30."
 	case statusDenied:
@@ -245,12 +253,27 @@ func elicitsURL(ctx context.Context) bool {
 }
 
 // elicitURL asks the client to open url (URL mode; MCP forbids form mode for
-// passwords and codes). The client answers by calling the tool again with
-// the answer and f.id as requestState; see elicited.
-func elicitURL(f *signInFlow, url, message string) *mcp.CallToolResult {
-	return server.NewInputRequestBuilder(f.id).Elicit("sign_in", mcp.ElicitationParams{
-		Mode: mcp.ElicitationModeURL, Message: message, ElicitationID: f.id, URL: url,
-	}).ToolResult()
+// passwords and codes). A 2026-07-28 client answers by calling the tool
+// again with the answer and f.id as requestState; see elicited. An earlier
+// client is asked here, with elicitation/create: whatever it answers, an
+// error included, the result is the normal one (flowResult), so the model
+// still gets the code and the link.
+func (si *signIn) elicitURL(ctx context.Context, cs *companyState, f *signInFlow, url, message string) *mcp.CallToolResult {
+	params := mcp.ElicitationParams{Mode: mcp.ElicitationModeURL, Message: message, ElicitationID: f.id, URL: url}
+	if mcp.IsModernProtocol(server.RequestProtocolVersion(ctx)) {
+		return server.NewInputRequestBuilder(f.id).Elicit("sign_in", params).ToolResult()
+	}
+	srv := server.ServerFromContext(ctx)
+	if srv == nil {
+		srv = si.mcp
+	}
+	res, err := srv.RequestElicitation(ctx, mcp.ElicitationRequest{
+		Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)}, Params: params})
+	if err != nil || res == nil {
+		si.log.InfoContext(ctx, "the client did not answer the sign-in elicitation", "type", f.kind, "err", err)
+		return si.flowResult(cs, f, "failed")
+	}
+	return si.flowResult(cs, f, string(res.Action))
 }
 
 // elicited returns the flow a retried call answers, and the client's

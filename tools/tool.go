@@ -45,9 +45,31 @@ type annotations struct {
 	readOnly, destructive, idempotent, openWorld bool
 }
 
-// result is structured content with a brief text for clients that read only text.
+// result is structured content with a brief text for the model to read
+// first, then the structured content serialized as JSON in a second text
+// block, so a client that passes the model only text content still gives it
+// every link, code and ID (docs/tools.md "Conventions of every tool"). MCP 2025-11-25
+// server/tools "Structured Content": "For backwards compatibility, a tool
+// that returns structured content SHOULD also return the serialized JSON in
+// a TextContent block."
 func result(structured any, format string, args ...any) *mcp.CallToolResult {
-	return mcp.NewToolResultStructured(structured, fmt.Sprintf(format, args...))
+	r := mcp.NewToolResultStructured(structured, fmt.Sprintf(format, args...))
+	if raw, err := marshalText(structured); err == nil {
+		r.Content = append(r.Content, mcp.NewTextContent(raw))
+	}
+	return r
+}
+
+// marshalText is v as compact JSON for a text block: <, > and & stay as they
+// are, since a model reads it, not an HTML page.
+func marshalText(v any) (string, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
 }
 
 // failure is a Company or input error the model should read and act on: an
@@ -106,18 +128,74 @@ func newTool[A any](name, description string, a annotations, h handler[A]) tool 
 		IdempotentHint:  mcp.ToBoolPtr(a.idempotent),
 		OpenWorldHint:   mcp.ToBoolPtr(a.openWorld),
 	}
-	return tool{tool: t, handler: bind(name, h)}
+	return tool{tool: t, handler: bind(name, newArgSchema(t.RawInputSchema), h)}
 }
 
-// bind decodes a call's arguments into an A and runs h with them.
-func bind[A any](name string, h handler[A]) server.ToolHandlerFunc {
+// bind checks a call's arguments against schema, the tool's published input
+// schema, decodes them into an A and runs h with them.
+func bind[A any](name string, schema *argSchema, h handler[A]) server.ToolHandlerFunc {
+	spaced := scopeArguments(reflect.TypeFor[A]())
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if err := checkArguments(schema, req.Params.Arguments, spaced); err != nil {
+			return invalidArguments(name, err), nil
+		}
 		var args A
 		if err := req.BindArguments(&args); err != nil {
 			return invalidArguments(name, err), nil
 		}
 		return h(ctx, req, args), nil
 	}
+}
+
+// checkArguments checks args against schema as the decoder of this file
+// reads them (docs/tools.md "Conventions of every tool"): a null stands for
+// an optional argument left out, and an argument of spaced (a scopeList)
+// may be one string of scopes separated by spaces.
+func checkArguments(schema *argSchema, args any, spaced []string) error {
+	v, err := decodeArguments(args)
+	if err != nil {
+		return err
+	}
+	if obj, ok := v.(map[string]any); ok {
+		dropNulls(obj)
+		for _, name := range spaced {
+			if one, ok := obj[name].(string); ok {
+				many := []any{}
+				for _, sc := range strings.Fields(one) {
+					many = append(many, sc)
+				}
+				obj[name] = many
+			}
+		}
+	}
+	return schema.check(v)
+}
+
+// dropNulls removes the null members of obj and of the objects within it.
+func dropNulls(obj map[string]any) {
+	for k, v := range obj {
+		switch v := v.(type) {
+		case nil:
+			delete(obj, k)
+		case map[string]any:
+			dropNulls(v)
+		}
+	}
+}
+
+// scopeArguments are the names of t's arguments that are a scopeList.
+func scopeArguments(t reflect.Type) []string {
+	var out []string
+	for _, f := range reflect.VisibleFields(t) {
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); ft == reflect.TypeFor[scopeList]() && name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // invalidArguments says which argument does not fit the tool's schema.
@@ -131,7 +209,7 @@ func invalidArguments(name string, err error) *mcp.CallToolResult {
 	case errors.As(err, &te) && te.Field != "":
 		why = fmt.Sprintf("%s must be %s, not %s", te.Field, jsonType(te.Type), te.Value)
 	}
-	return failure(map[string]string{"error": "invalid_arguments", "next": "Call " + name + " again with arguments as its input schema gives them."},
+	return failure(map[string]string{"error": "invalid_arguments", "detail": why, "next": "Call " + name + " again with arguments as its input schema gives them."},
 		"The arguments of %s do not fit its input schema: %s. Call it again with arguments as the schema gives them.", name, why)
 }
 

@@ -27,12 +27,18 @@ type demoSession struct {
 
 func startDemoServe(t *testing.T) *demoSession {
 	t.Helper()
+	return startDemoServeWith(t, sdk.NewClient(&sdk.Implementation{Name: "go-sdk-test", Version: "1"}, nil), nil)
+}
+
+// startDemoServeWith is startDemoServe with the client c and session options.
+func startDemoServeWith(t *testing.T, c *sdk.Client, opts *sdk.ClientSessionOptions) *demoSession {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	cmd := exec.Command(binary, "serve", "--demo", "--state-dir", t.TempDir())
 	stderr := &testlog.Buffer{}
 	cmd.Stderr = stderr
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "go-sdk-test", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	cs, err := c.Connect(ctx, &sdk.CommandTransport{Command: cmd}, opts)
 	if err != nil {
 		t.Fatalf("connect: %v\nstderr: %s", err, stderr.String())
 	}
