@@ -200,6 +200,7 @@ func (s *Server) newMCP() *server.MCPServer {
 		server.WithLogging(),
 		server.WithRecovery(),
 		server.WithToolHandlerMiddleware(s.bound), // every call gets a deadline (deadline.go)
+		server.WithToolHandlerMiddleware(s.policy.noteUnoffered), // advice naming a tool not served says so (toolsets.go)
 		server.WithInstructions(s.policy.instructions()),
 	)
 }

@@ -12,9 +12,13 @@ package tools
 // guarantee.
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // The tool groups (serve --toolsets).
@@ -186,4 +190,78 @@ func (p policy) instructions() string {
 	}
 	return instructions + " This poppy-mcp is read-only: it sends no message and calls only GET and HEAD API operations; " +
 		"tell the user when a task needs more."
+}
+
+// unoffered are the built-in tools the table has that this policy does not
+// serve, sorted.
+func (p policy) unoffered() []string {
+	var out []string
+	for name, e := range toolTable() {
+		if !p.builtin(e) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// why is what hides a tool, as the model is told: read-only or the groups.
+func (p policy) why() string {
+	switch {
+	case p.readOnly && p.toolsets.on != nil:
+		return "it is read-only and serves only the tool groups " + p.toolsets.String()
+	case p.readOnly:
+		return "it is read-only"
+	}
+	return "it serves only the tool groups " + p.toolsets.String()
+}
+
+// noteUnoffered is tool-call middleware: a result whose summary names a
+// built-in tool this Server does not serve (advice such as "reply with
+// send_message" is written once, for every policy) gets a sentence that
+// says so, so that the model tells the user instead of calling a tool that
+// is not there.
+func (p policy) noteUnoffered(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	hidden := p.unoffered()
+	if len(hidden) == 0 {
+		return next
+	}
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := next(ctx, req)
+		if err != nil || res == nil || len(res.Content) == 0 {
+			return res, err
+		}
+		tc, ok := res.Content[0].(mcp.TextContent)
+		if !ok {
+			return res, err
+		}
+		var named []string
+		for _, name := range hidden {
+			if namesTool(tc.Text, name) {
+				named = append(named, name)
+			}
+		}
+		if len(named) > 0 {
+			tc.Text += fmt.Sprintf("\nThis poppy-mcp does not offer %s: %s. Tell the user when a task needs it.", strings.Join(named, ", "), p.why())
+			res.Content[0] = tc
+		}
+		return res, err
+	}
+}
+
+// namesTool reports whether text names the tool as a word of its own, not
+// as part of a longer name.
+func namesTool(text, name string) bool {
+	word := func(b byte) bool { return b == '_' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' }
+	for i := 0; ; {
+		j := strings.Index(text[i:], name)
+		if j < 0 {
+			return false
+		}
+		at, end := i+j, i+j+len(name)
+		if (at == 0 || !word(text[at-1])) && (end == len(text) || !word(text[end])) {
+			return true
+		}
+		i = end
+	}
 }

@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -241,3 +242,49 @@ func FuzzParseToolsets(f *testing.F) {
 		}
 	})
 }
+
+// TestAdviceNamesUnofferedTools: advice is written once for every choice,
+// so a result that names a tool this server does not serve ("start one
+// with send_message" under read-only) says that the tool is not offered
+// and why, and the model tells the user instead of calling a tool that is
+// not there.
+func TestAdviceNamesUnofferedTools(t *testing.T) {
+	for _, tc := range []struct {
+		readOnly bool
+		toolsets string
+		call     string
+		args     map[string]any
+		hidden   string
+		why      string
+	}{
+		{true, "", "list_conversations", map[string]any{"domain": "example.com"}, "send_message", "it is read-only"},
+		{false, "signin,apis", "sign_in_status", map[string]any{"domain": "example.com"}, "", ""},
+		{false, "conversations", "list_conversations", map[string]any{"domain": "example.com"}, "", ""},
+	} {
+		for _, rev := range revisions {
+			t.Run(fmt.Sprintf("%v/%s/%s/%s", tc.readOnly, tc.toolsets, tc.call, rev), func(t *testing.T) {
+				_, cs := toolsetHarness(t, rev, tc.readOnly, tc.toolsets)
+				res, _ := call(t, cs, tc.call, tc.args)
+				text := res.Content[0].(*sdk.TextContent).Text
+				served := map[string]bool{}
+				for _, tool := range listTools(t, cs) {
+					served[tool.Name] = true
+				}
+				summary, note, _ := strings.Cut(text, "\nThis poppy-mcp does not offer ")
+				for _, name := range builtinToolNames {
+					if !served[name] && strings.Contains(summary, name) && !strings.Contains(note, name) {
+						t.Errorf("%s names %s, which is not served, and does not say so:\n%s", tc.call, name, text)
+					}
+				}
+				if tc.hidden != "" && (!strings.Contains(note, tc.hidden) || !strings.Contains(note, tc.why)) {
+					t.Errorf("%s: no note that %s is not offered (%s):\n%s", tc.call, tc.hidden, tc.why, text)
+				}
+			})
+		}
+	}
+}
+
+// builtinToolNames are poppy-mcp's own tools, every group's.
+var builtinToolNames = []string{"discover_company", "start_session", "sign_in_device", "sign_in_mediated", "sign_in_direct",
+	"sign_in_status", "sign_out", "send_message", "read_events", "request_human", "close_conversation", "list_conversations",
+	"start_direct_conversation", "list_api_operations", "describe_api_operation", "call_api", "open_website", "browse_page"}
