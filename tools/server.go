@@ -199,7 +199,7 @@ func (s *Server) newMCP() *server.MCPServer {
 		server.WithToolCapabilities(true),
 		server.WithLogging(),
 		server.WithRecovery(),
-		server.WithToolHandlerMiddleware(s.bound), // every call gets a deadline (deadline.go)
+		server.WithToolHandlerMiddleware(s.bound),                // every call gets a deadline (deadline.go)
 		server.WithToolHandlerMiddleware(s.policy.noteUnoffered), // advice naming a tool not served says so (toolsets.go)
 		server.WithInstructions(s.policy.instructions()),
 	)
