@@ -30,6 +30,6 @@ func ExampleClient_Discover() {
 	}
 	fmt.Println("usable:", co.OK())
 	// Output:
-	// error §3.2: the metadata's poppy_domains ["example.org"] does not include "example.com"
+	// error §3.2: the metadata's poppy_domains [Company text "example.org"] does not include Company text "example.com"
 	// usable: false
 }

@@ -272,12 +272,12 @@ func (c *Client) fetchJSON(ctx context.Context, rawURL, section string, refresh 
 	if ct := f.Header.Get("Content-Type"); !httpbody.IsJSON(ct) {
 		if !jsonObject(f.Body) {
 			// A storefront that answers every path with its HTML page is the common case.
-			fs.errorf(section, "%s answered with Content-Type %q, not JSON (a soft 404 page?)", f.URL, ct)
+			fs.errorf(section, "%s answered with Content-Type %s, not JSON (a soft 404 page?)", f.URL, quote(ct))
 			return nil, fs, nil
 		}
 		// A document on a file host is often served as text/plain: what
 		// parses as a JSON object is still the Company's document.
-		fs.warnf(section, "%s is served with Content-Type %q instead of application/json; it was read because its body is a JSON object", f.URL, ct)
+		fs.warnf(section, "%s is served with Content-Type %s instead of application/json; it was read because its body is a JSON object", f.URL, quote(ct))
 	}
 	return &document{url: f.URL, body: f.Body}, fs, nil
 }

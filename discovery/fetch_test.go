@@ -127,7 +127,7 @@ func TestDiscoverLenientContentType(t *testing.T) {
 		t.Fatalf("findings %v", co.Findings)
 	}
 	for _, f := range co.Findings {
-		if f.Severity != discovery.Warning || !strings.Contains(f.Message, `Content-Type "text/plain; charset=utf-8"`) {
+		if f.Severity != discovery.Warning || !strings.Contains(f.Message, `Content-Type Company text "text/plain; charset=utf-8"`) {
 			t.Errorf("finding %v", f)
 		}
 	}

@@ -3,6 +3,8 @@ package discovery
 import (
 	"fmt"
 	"strings"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
 
 // Severity says how badly a finding breaks the spec: an Error breaks a
@@ -91,4 +93,18 @@ func (e *RefusedError) Error() string {
 		msgs[i] = fmt.Sprintf("§%s %s", f.Section, f.Message)
 	}
 	return fmt.Sprintf("discovery: %s is not usable: %s", e.Domain, strings.Join(msgs, "; "))
+}
+
+// quote is a value the Company wrote, as a finding's words name it:
+// cleaned, on one line and marked as the Company's (Company text "…"),
+// since findings reach the model inside poppy-mcp's own sentences.
+func quote(s string) string { return untrusted.Quote(s, 300) }
+
+// quoteAll is each of a list of the Company's values quoted, in brackets.
+func quoteAll(list []string) string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = quote(s)
+	}
+	return "[" + strings.Join(out, ", ") + "]"
 }

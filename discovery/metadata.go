@@ -43,7 +43,7 @@ func ResourceMetadataURL(resource string) (string, error) {
 func wellKnown(raw, suffix string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return "", fmt.Errorf("discovery: %q is not an HTTPS URL", raw)
+		return "", fmt.Errorf("discovery: %s is not an HTTPS URL", quote(raw))
 	}
 	path := strings.TrimSuffix(u.EscapedPath(), "/")
 	return "https://" + u.Host + "/.well-known/" + suffix + path, nil
@@ -55,11 +55,11 @@ func CheckMetadata(md *Metadata, doc *Document) []Finding {
 	a := doc.Auth
 	// Poppy 0.1 §3.2: the agent "MUST check that its issuer exactly matches auth.issuer".
 	if md.Issuer != a.Issuer {
-		fs.errorf("3.2", "the metadata's issuer %q does not exactly match auth.issuer %q", md.Issuer, a.Issuer)
+		fs.errorf("3.2", "the metadata's issuer %s does not exactly match auth.issuer %s", quote(md.Issuer), quote(a.Issuer))
 	}
 	// Poppy 0.1 §3.2: "... and that poppy_domains includes organization.domain".
 	if doc.Organization != nil && !slices.Contains(md.PoppyDomains, doc.Organization.Domain) {
-		fs.errorf("3.2", "the metadata's poppy_domains %q does not include %q", md.PoppyDomains, doc.Organization.Domain)
+		fs.errorf("3.2", "the metadata's poppy_domains %s does not include %s", quoteAll(md.PoppyDomains), quote(doc.Organization.Domain))
 	}
 	endpoint := func(field, value string, required bool, why string) {
 		switch {
@@ -82,11 +82,11 @@ func CheckResourceMetadata(md *ResourceMetadata, api API, issuer string) []Findi
 	// RFC 9728 §3.3: the resource value MUST be identical to the resource the
 	// metadata was requested for.
 	if md.Resource != api.URL {
-		fs.errorf("6", "the protected resource metadata of %s names resource %q (RFC 9728 §3.3)", api.URL, md.Resource)
+		fs.errorf("6", "the protected resource metadata of %s names resource %s (RFC 9728 §3.3)", api.URL, quote(md.Resource))
 	}
 	// Poppy 0.1 §6: "its authorization_servers MUST include auth.issuer".
 	if !slices.Contains(md.AuthorizationServers, issuer) {
-		fs.errorf("6", "the protected resource metadata of %s does not list %q in authorization_servers", api.URL, issuer)
+		fs.errorf("6", "the protected resource metadata of %s does not list %s in authorization_servers", api.URL, quote(issuer))
 	}
 	return fs
 }

@@ -40,7 +40,7 @@ func decode(data []byte, v any, section string) []Finding {
 	switch {
 	case err == nil:
 	case asErr(err, &typeErr):
-		fs.errorf(section, "field %q has the wrong type: %s where %s belongs", typeErr.Field, typeErr.Value, typeErr.Type)
+		fs.errorf(section, "field %s has the wrong type: %s where %s belongs", quote(typeErr.Field), typeErr.Value, typeErr.Type)
 	default:
 		fs.errorf(section, "the document is not valid JSON: %v", err)
 	}
@@ -75,10 +75,10 @@ func checkVersion(fs *findings, v string) {
 	case v == "":
 		fs.errorf("3.1", "protocol_version is missing")
 	case m == nil:
-		fs.errorf("3.1", "protocol_version %q is not major.minor", v)
+		fs.errorf("3.1", "protocol_version %s is not major.minor", quote(v))
 	case m[1] != SupportedMajor:
 		// Poppy 0.1 §3.1: agents must not use a document whose major version they don't support.
-		fs.errorf("3.1", "protocol_version %q has major version %s; this agent supports %s.x", v, m[1], SupportedMajor)
+		fs.errorf("3.1", "protocol_version %s has major version %s; this agent supports %s.x", quote(v), m[1], SupportedMajor)
 	}
 }
 
@@ -99,7 +99,7 @@ func checkOrganization(fs *findings, org *Organization, requestedHost string) {
 	if SameDomain(org.Domain, requestedHost) {
 		return
 	}
-	fs.errorf("3.1", "organization.domain %q does not match the requested domain %q", org.Domain, hostOnly(requestedHost))
+	fs.errorf("3.1", "organization.domain %s does not match the requested domain %s", quote(org.Domain), quote(hostOnly(requestedHost)))
 }
 
 // SameDomain reports whether two domains are the same, ignoring case, a port,
@@ -136,7 +136,7 @@ func checkAuth(fs *findings, a *Auth) {
 		fs.errorf("3.1", "auth.issuer is missing")
 	} else if checkHTTPS(fs, "3.1", "auth.issuer", a.Issuer) {
 		if u, _ := url.Parse(a.Issuer); u.RawQuery != "" || u.Fragment != "" {
-			fs.errorf("3.2", "auth.issuer %q has a query or fragment (RFC 8414 §2)", a.Issuer)
+			fs.errorf("3.2", "auth.issuer %s has a query or fragment (RFC 8414 §2)", quote(a.Issuer))
 		}
 	}
 	types := []struct {
@@ -154,7 +154,7 @@ func checkAuth(fs *findings, a *Auth) {
 	for name := range a.CustomScopes {
 		if strings.HasPrefix(name, "poppy:") {
 			// Poppy 0.1 §4.4: "Names starting with poppy: are reserved for this protocol".
-			fs.errorf("4.4", "auth.custom_scopes defines %q, but names starting with poppy: are reserved", name)
+			fs.errorf("4.4", "auth.custom_scopes defines %s, but names starting with poppy: are reserved", quote(name))
 		}
 	}
 }
@@ -174,9 +174,9 @@ func checkMediated(fs *findings, m *Mediated, custom map[string]string) {
 		case f.Name == "":
 			fs.errorf("4.7", "auth.mediated.fields[%d] has no name", i)
 		case seen[f.Name]:
-			fs.errorf("4.7", "auth.mediated.fields names %q twice", f.Name)
+			fs.errorf("4.7", "auth.mediated.fields names %s twice", quote(f.Name))
 		case f.Label == "":
-			fs.warnf("4.7", "auth.mediated.fields %q has no label to ask the User with", f.Name)
+			fs.warnf("4.7", "auth.mediated.fields %s has no label to ask the User with", quote(f.Name))
 		}
 		seen[f.Name] = true
 	}
@@ -192,11 +192,11 @@ func checkScopes(fs *findings, field string, scopes []string, custom map[string]
 		switch {
 		case s == "poppy:read" || s == "poppy:write":
 		case strings.HasPrefix(s, "poppy:"):
-			fs.errorf("4.4", "%s lists %q, but only poppy:read and poppy:write may start with poppy:", field, s)
+			fs.errorf("4.4", "%s lists %s, but only poppy:read and poppy:write may start with poppy:", field, quote(s))
 		case s == "" || strings.ContainsAny(s, " \t\"\\"):
-			fs.errorf("4.4", "%s lists %q, which is not a valid OAuth scope", field, s)
+			fs.errorf("4.4", "%s lists %s, which is not a valid OAuth scope", field, quote(s))
 		case custom[s] == "":
-			fs.warnf("4.4", "%s lists %q, which auth.custom_scopes does not describe", field, s)
+			fs.warnf("4.4", "%s lists %s, which auth.custom_scopes does not describe", field, quote(s))
 		}
 	}
 }
@@ -212,7 +212,7 @@ func checkAgent(fs *findings, a *Agent) {
 	for i, p := range a.Protocols {
 		if p.Type != "poppy" {
 			// Poppy 0.1 §7.1: the agent "skips unfamiliar types".
-			fs.warnf("7.1", "agent.protocols[%d] has type %q, which this agent does not support: skipped", i, p.Type)
+			fs.warnf("7.1", "agent.protocols[%d] has type %s, which this agent does not support: skipped", i, quote(p.Type))
 			continue
 		}
 		supported = true
@@ -235,7 +235,7 @@ func checkAPIs(fs *findings, apis []API) {
 		case "openapi", "mcp":
 		default:
 			// Poppy 0.1 §6: "Personal Agents SHOULD skip API types they don't recognize".
-			fs.warnf("6", "%s has type %q, which this agent does not recognize: skipped", field, a.Type)
+			fs.warnf("6", "%s has type %s, which this agent does not recognize: skipped", field, quote(a.Type))
 			continue
 		}
 		if a.URL == "" {
@@ -260,16 +260,16 @@ func checkExtensions(fs *findings, exts map[string]json.RawMessage) {
 	for name, raw := range exts {
 		if !knownExtensions[name] && !domainPrefixed(name) {
 			// Poppy 0.1 §3.3: "Anyone else MUST start an extension's name with a domain they control".
-			fs.skippedf("3.3", "extension %q is neither defined with the protocol nor starts with a domain", name)
+			fs.skippedf("3.3", "extension %s is neither defined with the protocol nor starts with a domain", quote(name))
 		}
 		var e Extension
 		if json.Unmarshal(raw, &e) != nil {
-			fs.skippedf("3.3", "extension %q is not an object", name)
+			fs.skippedf("3.3", "extension %s is not an object", quote(name))
 			continue
 		}
 		if e.Version == nil {
 			// Poppy 0.1 §3.3: "Each entry has a version, the extension's major version."
-			fs.skippedf("3.3", "extension %q has no version", name)
+			fs.skippedf("3.3", "extension %s has no version", quote(name))
 		}
 	}
 }
@@ -301,11 +301,11 @@ func checkHTTPS(fs *findings, section, field, raw string) bool {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		fs.errorf(section, "%s %q is not a URL", field, raw)
+		fs.errorf(section, "%s %s is not a URL", field, quote(raw))
 	case u.Scheme != "https":
-		fs.errorf(section, "%s %q is not an HTTPS URL", field, raw)
+		fs.errorf(section, "%s %s is not an HTTPS URL", field, quote(raw))
 	case u.Host == "" || u.User != nil:
-		fs.errorf(section, "%s %q has no valid host", field, raw)
+		fs.errorf(section, "%s %s has no valid host", field, quote(raw))
 	default:
 		return true
 	}

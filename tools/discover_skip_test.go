@@ -70,7 +70,7 @@ func TestDiscoverTextPlain(t *testing.T) {
 		t.Fatalf("discover_company: %v", got)
 	}
 	for _, f := range findings {
-		if f := f.(map[string]any); f["severity"] != "warning" || !strings.Contains(f["message"].(string), `Content-Type "text/plain"`) {
+		if f := f.(map[string]any); f["severity"] != "warning" || !strings.Contains(f["message"].(string), `Content-Type Company text "text/plain"`) {
 			t.Errorf("finding %v", f)
 		}
 	}
