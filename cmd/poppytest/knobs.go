@@ -74,6 +74,7 @@ var options = []option{
 	intOption("mediated_attempts", "Wrong codes or credentials Mediated Sign-In takes (§4.7). Default 3.", func(o *poppytest.Options) *int { return &o.MediatedAttempts }),
 	{name: "mediated_http_status", typ: typeObject, doc: `HTTP status of Mediated Sign-In answers by what their body says, such as {"code_required": 202}.`,
 		set: setMediatedStatus, extra: map[string]any{"additionalProperties": map[string]any{"type": "integer", "minimum": 100, "maximum": 599}}},
+	intOption("mediated_redirect", "Hostile: answer every Mediated Sign-In post with this redirect (307 or 308) to another path; following it is the agent's violation of §4.7. Default: none.", func(o *poppytest.Options) *int { return &o.MediatedRedirect }),
 	boolOption("no_account_tokens", "Sign-ins issue no Account Token, breaking §4.4.", func(o *poppytest.Options) *bool { return &o.NoAccountTokens }),
 	boolOption("rotate_refresh_tokens", "Each refresh_token grant returns a new Account Token; the old one is refused (§4.8).", func(o *poppytest.Options) *bool { return &o.RotateRefreshTokens }),
 	boolOption("end_sessions_on_sign_out", "Sign-out ends the Sessions instead of signing them out (§4.9).", func(o *poppytest.Options) *bool { return &o.EndSessionsOnSignOut }),

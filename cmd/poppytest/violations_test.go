@@ -368,3 +368,34 @@ func TestDirectSignInThroughAdmin(t *testing.T) {
 		t.Errorf("violations %+v", got)
 	}
 }
+
+// TestMediatedRedirectOption: a run with mediated_redirect answers a
+// mediated post with that redirect to poppytest.MediatedMovedPath, so an
+// agent tested through serve can be caught following it (§4.7), as Go
+// tests catch it with Options.MediatedRedirect.
+func TestMediatedRedirectOption(t *testing.T) {
+	s := startServe(t)
+	a := newMiniAgent(t, s, "https://agent.m.test/agent.json", "m.poppytest.test")
+	body := map[string]any{"name": "m", "client_id": a.id, "agent": a.docs(), "options": json.RawMessage(`{"mediated_redirect": 307}`)}
+	if status := s.admin(t, "POST", "/admin/runs", body, nil); status != 201 {
+		t.Fatalf("creating run m: %d", status)
+	}
+	a.learnNonce("auth.m.poppytest.test")
+	a.session, _ = a.startSession()
+	u := "https://auth.m.poppytest.test/poppy/sign-in"
+	a.learnNonce("auth.m.poppytest.test")
+	req, _ := http.NewRequest("POST", u, strings.NewReader(`{"email": "dana@example.com", "password": "x"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "DPoP "+a.session)
+	req.Header.Set("DPoP", a.proof("POST", u, a.session))
+	c := *a.c
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusTemporaryRedirect || !strings.HasSuffix(res.Header.Get("Location"), "/poppy/sign-in-moved") {
+		t.Errorf("mediated post with mediated_redirect 307: %d, Location %q", res.StatusCode, res.Header.Get("Location"))
+	}
+}
