@@ -175,8 +175,7 @@ func (s *Server) handOff(cv *convRecord) {
 	// Poppy 0.1 §7.7: "While the conversation is queued, responder stays agent."
 	s.setState(cv, StatusQueued, ResponderAgent)
 	if !s.opts.NoHumans {
-		s.joinLater(cv) // with Options.HumanJoins; else a Person joins when the test says so
-		return
+		return // a Person joins when the test says so (or Options.OnEvent's watcher does)
 	}
 	s.afterDelay(cv, func() {
 		if cv.Status != StatusQueued {

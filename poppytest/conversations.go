@@ -330,7 +330,6 @@ func (s *Server) acceptMessage(cv *convRecord, c *Caller, m Message) {
 	switch {
 	case cv.Responder != ResponderAgent || cv.Status == StatusQueued:
 		// a person has joined or is awaited: the Company Agent stays quiet
-		s.personReplies(cv)
 	case m.Text != "" || m.Data != nil:
 		s.startTurn(cv, agentTask{caller: c, text: m.Text, data: m.Data})
 	default:

@@ -259,6 +259,13 @@ func (s *Server) addEvent(cv *convRecord, ev Event) {
 	cv.events = append(cv.events, ev)
 	close(cv.changed)
 	cv.changed = make(chan struct{})
+	if f := s.opts.OnEvent; f != nil {
+		if ev.Message != nil {
+			m := *ev.Message
+			ev.Message = &m
+		}
+		f(cv.ID, ev)
+	}
 }
 
 // setState changes status and responder, adding a state event if either

@@ -80,6 +80,7 @@ type SentCode struct {
 	Account  string    `json:"account"`
 	SentTo   string    `json:"sent_to"`
 	Code     string    `json:"code"`
+	Sent     time.Time `json:"sent_at"`
 	Expires  time.Time `json:"expires_at"`
 	Finished bool      `json:"finished"` // completed, failed or expired
 }
@@ -92,7 +93,7 @@ func (s *Server) SentCodes() []SentCode {
 	out := make([]SentCode, 0, len(s.signIn.signIns))
 	for id, si := range s.signIn.signIns {
 		out = append(out, SentCode{SignInID: id, Account: si.account, SentTo: si.sentTo, Code: si.code,
-			Expires: si.expires, Finished: si.finished || !now.Before(si.expires)})
+			Sent: si.expires.Add(-signInLife), Expires: si.expires, Finished: si.finished || !now.Before(si.expires)})
 	}
 	slices.SortFunc(out, func(a, b SentCode) int { return a.Expires.Compare(b.Expires) })
 	return out

@@ -119,11 +119,13 @@ type Options struct {
 	// and the Company Agent says why (§7.9). Zero: a handoff stays queued
 	// until the test's Person joins.
 	NoHumans bool
-	// HumanJoins has a person join every handoff by itself, and answer
-	// messages, for demos where no test drives a Person (demo.go); ignored
-	// with NoHumans. Nil: a handoff stays queued until the test's Person
-	// joins.
-	HumanJoins *HumanJoin
+	// OnEvent is called with every event the Company adds to a
+	// conversation, in order, while the Server holds the conversations'
+	// lock: it must return at once and must not call the Server (start a
+	// timer or goroutine for that, as the demo Company's person does to
+	// join a handoff, package democompany). The Event is a copy. Nil: no
+	// one is told.
+	OnEvent func(conversationID string, e Event)
 	// EventPageSize is the most events one read returns; a read that has
 	// more sets has_more (§7.5). Zero: 100.
 	EventPageSize int
