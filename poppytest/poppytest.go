@@ -272,8 +272,6 @@ type Server struct {
 	hosts     []string                           // every host with handlers, in Hosts order
 	handlers  map[string]map[string]http.Handler // host -> pattern -> handler
 	muxes     map[string]*http.ServeMux          // host -> mux built from handlers
-	docs      map[string]*document               // host+path -> served document; nil: removed
-	agentDocs []string                           // paths of SetAgentDocuments on AgentHost
 	reqs      []Request
 	arriving  map[*http.Request]int // requests being served -> their index in reqs
 	viols     []Violation
@@ -303,6 +301,10 @@ type Server struct {
 	client    *http.Client    // set once by NewUnstartedServer
 	inflight  sync.WaitGroup  // requests the Front is handing to the Server
 
+	// The concerns, each a type with its own files, which reaches the
+	// others and the core above through its Server (concerns.go).
+	*documents // discovery documents and those a test sets (documents.go)
+
 	// The MCP server (mcpserver*.go).
 	mcpSrv *mcpState // set once by installMCPServer; has its own lock
 
@@ -331,11 +333,12 @@ func NewServer(t T, opts *Options) *Server {
 func NewUnstartedServer(t T, opts *Options) *Server {
 	t.Helper()
 	s := &Server{t: t, handlers: map[string]map[string]http.Handler{},
-		muxes: map[string]*http.ServeMux{}, docs: map[string]*document{},
+		muxes: map[string]*http.ServeMux{},
 		secretSet: map[string]struct{}{}, arriving: map[*http.Request]int{}, served: map[string]int{}, limits: map[string]*rateLimit{}, extension: map[string]string{}, slow: map[string]time.Duration{},
 		grants: map[string]grantFunc{}, clients: map[string]*client{}, jtis: map[string]time.Time{},
 		nonces: map[string]string{}, sessions: map[string]*Session{}, tokens: map[string]*token{},
 		usedSeq: map[string]uint64{}}
+	s.documents = &documents{Server: s, docs: map[string]*document{}}
 	if opts != nil {
 		s.opts = *opts
 	}
