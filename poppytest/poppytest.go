@@ -333,7 +333,7 @@ func NewServer(t T, opts *Options) *Server {
 func NewUnstartedServer(t T, opts *Options) *Server {
 	t.Helper()
 	s := &Server{t: t, handlers: map[string]map[string]http.Handler{},
-		muxes: map[string]*http.ServeMux{},
+		muxes:     map[string]*http.ServeMux{},
 		secretSet: map[string]struct{}{}, arriving: map[*http.Request]int{}, served: map[string]int{}, limits: map[string]*rateLimit{}, extension: map[string]string{}, slow: map[string]time.Duration{},
 		grants: map[string]grantFunc{}, clients: map[string]*client{}, jtis: map[string]time.Time{},
 		nonces: map[string]string{}, sessions: map[string]*Session{}, tokens: map[string]*token{},
