@@ -6,7 +6,6 @@ package poppytest
 // one-time codes the Company "sent", and the counts of every answer served. poppytest serve's admin API reads them.
 
 import (
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -97,12 +96,4 @@ func (s *Server) SentCodes() []SentCode {
 	}
 	slices.SortFunc(out, func(a, b SentCode) int { return a.Expires.Compare(b.Expires) })
 	return out
-}
-
-// ServedCounts returns every Served counter: how many answers of each kind
-// the Server has given.
-func (s *Server) ServedCounts() map[string]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return maps.Clone(s.served)
 }

@@ -266,21 +266,12 @@ type Server struct {
 	tls       *authority
 
 	// mu guards every field from here to front.
-	mu        sync.Mutex
-	started   bool                               // set once, by Start
-	closed    bool                               // set once, by Close
-	hosts     []string                           // every host with handlers, in Hosts order
-	handlers  map[string]map[string]http.Handler // host -> pattern -> handler
-	muxes     map[string]*http.ServeMux          // host -> mux built from handlers
-	reqs      []Request
-	arriving  map[*http.Request]int // requests being served -> their index in reqs
-	viols     []Violation
-	secrets   []string            // IssuedSecrets, in order
-	secretSet map[string]struct{} // the same, as a set
-	served    map[string]int      // Served counters
-	limits    map[string]*rateLimit
-	extension map[string]string        // RequireExtension: host+path -> extension
-	slow      map[string]time.Duration // SlowBody intervals by host+path
+	mu       sync.Mutex
+	started  bool                               // set once, by Start
+	closed   bool                               // set once, by Close
+	hosts    []string                           // every host with handlers, in Hosts order
+	handlers map[string]map[string]http.Handler // host -> pattern -> handler
+	muxes    map[string]*http.ServeMux          // host -> mux built from handlers
 
 	grants       map[string]grantFunc // grant_type -> handler; written by install only, so read without mu
 	clients      map[string]*client   // client_id -> fetched documents
@@ -304,6 +295,8 @@ type Server struct {
 	// The concerns, each a type with its own files, which reaches the
 	// others and the core above through its Server (concerns.go).
 	*documents // discovery documents and those a test sets (documents.go)
+	*recorder  // what the Server received, answered and found (record.go, violation.go, errors.go)
+	*faults    // rate limits, required extensions, slow bodies (faults.go)
 
 	// The MCP server (mcpserver*.go).
 	mcpSrv *mcpState // set once by installMCPServer; has its own lock
@@ -333,12 +326,13 @@ func NewServer(t T, opts *Options) *Server {
 func NewUnstartedServer(t T, opts *Options) *Server {
 	t.Helper()
 	s := &Server{t: t, handlers: map[string]map[string]http.Handler{},
-		muxes:     map[string]*http.ServeMux{},
-		secretSet: map[string]struct{}{}, arriving: map[*http.Request]int{}, served: map[string]int{}, limits: map[string]*rateLimit{}, extension: map[string]string{}, slow: map[string]time.Duration{},
+		muxes:  map[string]*http.ServeMux{},
 		grants: map[string]grantFunc{}, clients: map[string]*client{}, jtis: map[string]time.Time{},
 		nonces: map[string]string{}, sessions: map[string]*Session{}, tokens: map[string]*token{},
 		usedSeq: map[string]uint64{}}
 	s.documents = &documents{Server: s, docs: map[string]*document{}}
+	s.recorder = &recorder{Server: s, secretSet: map[string]struct{}{}, arriving: map[*http.Request]int{}, served: map[string]int{}}
+	s.faults = &faults{Server: s, limits: map[string]*rateLimit{}, extension: map[string]string{}, slow: map[string]time.Duration{}}
 	if opts != nil {
 		s.opts = *opts
 	}
