@@ -59,7 +59,7 @@ func (c *jwtClaims) audiences() ([]string, bool) {
 
 // timeProblem describes what is wrong with the assertion's times, or "".
 // Every assertion needs exp; needIat also requires iat.
-func (s *Server) timeProblem(c *jwtClaims, maxLife time.Duration, needIat bool) string {
+func (s *sessionTokens) timeProblem(c *jwtClaims, maxLife time.Duration, needIat bool) string {
 	now := s.timeNow()
 	switch {
 	case c.Exp == nil:
@@ -85,7 +85,7 @@ func (s *Server) timeProblem(c *jwtClaims, maxLife time.Duration, needIat bool) 
 
 // useJTI records that an assertion or proof with this jti was accepted, and
 // reports whether it was seen before. It remembers the jti until forget.
-func (s *Server) useJTI(kind, jti string, forget time.Time) (reused bool) {
+func (s *sessionTokens) useJTI(kind, jti string, forget time.Time) (reused bool) {
 	now := s.timeNow()
 	key := kind + "\x00" + jti
 	s.mu.Lock()
@@ -106,7 +106,7 @@ func (s *Server) useJTI(kind, jti string, forget time.Time) (reused bool) {
 // RFC 7523 §2.2) and returns the agent it authenticates. endpoint is the URL
 // the request was sent to, accepted as aud beside the token endpoint and the
 // issuer.
-func (s *Server) authenticateClient(r *http.Request, form url.Values, endpoint string) (*client, *oauthError) {
+func (s *sessionTokens) authenticateClient(r *http.Request, form url.Values, endpoint string) (*client, *oauthError) {
 	if t := form.Get("client_assertion_type"); t != clientAssertionType {
 		// Poppy 0.1 §4.1: the agent "authenticates at the token endpoint with a client assertion"
 		return nil, s.agentBug(r, "4.1", "invalid_client", "client_assertion_type %q, want %s", t, clientAssertionType)
@@ -150,7 +150,7 @@ func (s *Server) authenticateClient(r *http.Request, form url.Values, endpoint s
 }
 
 // checkClientClaims applies RFC 7523 §3 to a client assertion's claims.
-func (s *Server) checkClientClaims(r *http.Request, c *jwtClaims, clientID, endpoint string) *oauthError {
+func (s *sessionTokens) checkClientClaims(r *http.Request, c *jwtClaims, clientID, endpoint string) *oauthError {
 	if c.Iss != clientID || c.Sub != clientID {
 		// RFC 7523 §3: for client authentication, sub "MUST be the client_id"
 		return s.agentBug(r, "4.1", "invalid_client", "client assertion iss %q and sub %q must both be the client_id %q", c.Iss, c.Sub, clientID)
@@ -182,7 +182,7 @@ var personalData = regexp.MustCompile(`@|^\+?[0-9][0-9 ().-]{6,}$`)
 
 // checkSessionAssertion checks the assertion of a JWT bearer grant (Poppy
 // 0.1 §4.2) from the authenticated agent c, and returns its claims.
-func (s *Server) checkSessionAssertion(r *http.Request, form url.Values, c *client) (*jwtClaims, *oauthError) {
+func (s *sessionTokens) checkSessionAssertion(r *http.Request, form url.Values, c *client) (*jwtClaims, *oauthError) {
 	raw := form.Get("assertion")
 	if raw == "" {
 		return nil, s.agentBug(r, "4.2", "invalid_request", "JWT bearer grant without an assertion")
@@ -210,7 +210,7 @@ func (s *Server) checkSessionAssertion(r *http.Request, form url.Values, c *clie
 }
 
 // checkSessionClaims applies Poppy 0.1 §4.2 to a Session assertion's claims.
-func (s *Server) checkSessionClaims(r *http.Request, c *jwtClaims, clientID string) *oauthError {
+func (s *sessionTokens) checkSessionClaims(r *http.Request, c *jwtClaims, clientID string) *oauthError {
 	f := s.flaws()
 	if c.Iss != clientID && !f.ForeignIssuer {
 		// Poppy 0.1 §4.2: the Company "checks that the assertion's iss is the authenticated client_id"

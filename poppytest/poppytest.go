@@ -273,16 +273,6 @@ type Server struct {
 	handlers map[string]map[string]http.Handler // host -> pattern -> handler
 	muxes    map[string]*http.ServeMux          // host -> mux built from handlers
 
-	grants       map[string]grantFunc // grant_type -> handler; written by install only, so read without mu
-	clients      map[string]*client   // client_id -> fetched documents
-	jtis         map[string]time.Time // kind+jti -> until when it is remembered
-	nonces       map[string]string    // host -> current DPoP nonce
-	sessions     map[string]*Session
-	sessionOrder []string
-	tokens       map[string]*token // access token -> what it is bound to
-	tokenSeq     uint64            // the seq of the latest token issued
-	usedSeq      map[string]uint64 // token use -> the latest seq used at a resource
-
 	front   *Front             // set by Start, or by NewUnstartedServer from Options.Front
 	ca      *certAuthority     // the Server's own CA; nil on a shared Front
 	life    context.Context    // ends at Close: requests in flight see it
@@ -294,9 +284,10 @@ type Server struct {
 
 	// The concerns, each a type with its own files, which reaches the
 	// others and the core above through its Server (concerns.go).
-	*documents // discovery documents and those a test sets (documents.go)
-	*recorder  // what the Server received, answered and found (record.go, violation.go, errors.go)
-	*faults    // rate limits, required extensions, slow bodies (faults.go)
+	*documents     // discovery documents and those a test sets (documents.go)
+	*recorder      // what the Server received, answered and found (record.go, violation.go, errors.go)
+	*faults        // rate limits, required extensions, slow bodies (faults.go)
+	*sessionTokens // Sessions, their tokens and the checks of every proof (token.go, dpop.go, assertion.go, client.go, resource.go, flaws.go)
 
 	// The MCP server (mcpserver*.go).
 	mcpSrv *mcpState // set once by installMCPServer; has its own lock
@@ -326,12 +317,12 @@ func NewServer(t T, opts *Options) *Server {
 func NewUnstartedServer(t T, opts *Options) *Server {
 	t.Helper()
 	s := &Server{t: t, handlers: map[string]map[string]http.Handler{},
-		muxes:  map[string]*http.ServeMux{},
-		grants: map[string]grantFunc{}, clients: map[string]*client{}, jtis: map[string]time.Time{},
-		nonces: map[string]string{}, sessions: map[string]*Session{}, tokens: map[string]*token{},
-		usedSeq: map[string]uint64{}}
+		muxes: map[string]*http.ServeMux{},
+	}
 	s.documents = &documents{Server: s, docs: map[string]*document{}}
 	s.recorder = &recorder{Server: s, secretSet: map[string]struct{}{}, arriving: map[*http.Request]int{}, served: map[string]int{}}
+	s.sessionTokens = &sessionTokens{Server: s, grants: map[string]grantFunc{}, clients: map[string]*client{}, jtis: map[string]time.Time{},
+		nonces: map[string]string{}, sessions: map[string]*Session{}, tokens: map[string]*token{}, usedSeq: map[string]uint64{}}
 	s.faults = &faults{Server: s, limits: map[string]*rateLimit{}, extension: map[string]string{}, slow: map[string]time.Duration{}}
 	if opts != nil {
 		s.opts = *opts

@@ -40,7 +40,7 @@ func (c *Caller) HasScopes(scopes ...string) bool {
 }
 
 // installResource registers the whoami endpoint.
-func (s *Server) installResource() {
+func (s *sessionTokens) installResource() {
 	s.HandleFunc("api."+s.domain, "GET "+whoamiPath, func(w http.ResponseWriter, r *http.Request) {
 		if c, ok := s.Authenticate(w, r, ""); ok {
 			writeJSON(w, http.StatusOK, c)
@@ -57,7 +57,7 @@ func (s *Server) installResource() {
 // resource; otherwise the url or resource of an apis entry of poppy.json,
 // which takes only tokens issued for it. An MCP url also takes Bearer tokens
 // and is answered with Bearer challenges.
-func (s *Server) Authenticate(w http.ResponseWriter, r *http.Request, resource string) (*Caller, bool) {
+func (s *sessionTokens) Authenticate(w http.ResponseWriter, r *http.Request, resource string) (*Caller, bool) {
 	bearerOK := resource != "" && slices.Contains(s.mcpURLs(), resource)
 	c, e := s.authenticate(r, resource, bearerOK)
 	if e != nil {
@@ -70,7 +70,7 @@ func (s *Server) Authenticate(w http.ResponseWriter, r *http.Request, resource s
 	return c, true
 }
 
-func (s *Server) authenticate(r *http.Request, resource string, bearerOK bool) (*Caller, *oauthError) {
+func (s *sessionTokens) authenticate(r *http.Request, resource string, bearerOK bool) (*Caller, *oauthError) {
 	host := hostOnly(r.Host)
 	authz := r.Header.Values("Authorization")
 	if qs, qv, ok := s.queryToken(r); ok && len(authz) == 0 {
@@ -115,7 +115,7 @@ func (s *Server) authenticate(r *http.Request, resource string, bearerOK bool) (
 }
 
 // lookupToken returns a copy of the token and its Session, or nil.
-func (s *Server) lookupToken(value string) (*token, *Session) {
+func (s *sessionTokens) lookupToken(value string) (*token, *Session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.tokens[value]
@@ -128,7 +128,7 @@ func (s *Server) lookupToken(value string) (*token, *Session) {
 }
 
 // unknownToken answers a token this Server never issued.
-func (s *Server) unknownToken(r *http.Request, value string) *oauthError {
+func (s *sessionTokens) unknownToken(r *http.Request, value string) *oauthError {
 	if iss, ok := otherCompanies.Load(value); ok && iss != s.Issuer() {
 		// Poppy 0.1 §3.2: tokens belong to one Company, identified by its issuer
 		return s.agentBug(r, "4.3", "invalid_token", "a Session Token issued by %s sent to %s", iss, s.Issuer())
@@ -137,7 +137,7 @@ func (s *Server) unknownToken(r *http.Request, value string) *oauthError {
 }
 
 // checkBinding checks the token's scheme and its proof-of-possession.
-func (s *Server) checkBinding(r *http.Request, host, value string, tok *token, isDPoP bool) *oauthError {
+func (s *sessionTokens) checkBinding(r *http.Request, host, value string, tok *token, isDPoP bool) *oauthError {
 	f := s.flaws()
 	if !isDPoP {
 		if tok.jkt != "" && !f.BearerAnywhere {
@@ -164,7 +164,7 @@ func (s *Server) checkBinding(r *http.Request, host, value string, tok *token, i
 }
 
 // checkTokenUse checks the token's life, Session and resource.
-func (s *Server) checkTokenUse(r *http.Request, host, resource string, tok *token, sess *Session) *oauthError {
+func (s *sessionTokens) checkTokenUse(r *http.Request, host, resource string, tok *token, sess *Session) *oauthError {
 	now := s.timeNow()
 	switch {
 	case tok.revoked || !now.Before(tok.expires):
@@ -188,7 +188,7 @@ func (s *Server) checkTokenUse(r *http.Request, host, resource string, tok *toke
 
 // useLatest records that tok is being used, and reports false when a newer
 // token for the same use has been used already.
-func (s *Server) useLatest(tok *token) bool {
+func (s *sessionTokens) useLatest(tok *token) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := tok.use()
@@ -202,7 +202,7 @@ func (s *Server) useLatest(tok *token) bool {
 // RequireScopes reports whether c may act with scopes. If not, it writes
 // sign_in_required (401) for a signed-out caller, or insufficient_scope (403)
 // naming the scopes (Poppy 0.1 §6), and returns false.
-func (s *Server) RequireScopes(w http.ResponseWriter, c *Caller, scopes ...string) bool {
+func (s *sessionTokens) RequireScopes(w http.ResponseWriter, c *Caller, scopes ...string) bool {
 	bearer := c.TokenType == "Bearer"
 	switch {
 	case !c.SignedIn && len(scopes) > 0:
