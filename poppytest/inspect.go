@@ -24,12 +24,12 @@ type DeviceRequest struct {
 }
 
 // DeviceRequests returns every device sign-in, oldest first.
-func (s *Server) DeviceRequests() []DeviceRequest {
+func (s *signInState) DeviceRequests() []DeviceRequest {
 	now := s.timeNow()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]DeviceRequest, 0, len(s.signIn.devices))
-	for _, d := range s.signIn.devices {
+	out := make([]DeviceRequest, 0, len(s.devices))
+	for _, d := range s.devices {
 		r := DeviceRequest{UserCode: d.userCode, ClientID: d.client.id, Scopes: slices.Clone(d.scopes),
 			Account: d.account, Created: d.created, Expires: d.expires}
 		switch {
@@ -59,11 +59,11 @@ type AuthorizationRequest struct {
 
 // AuthorizationRequests returns the Direct Sign-Ins waiting for the User,
 // by state, for ApproveAuthorization and DenyAuthorization.
-func (s *Server) AuthorizationRequests() []AuthorizationRequest {
+func (s *signInState) AuthorizationRequests() []AuthorizationRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := []AuthorizationRequest{}
-	for _, ar := range s.signIn.authRequests {
+	for _, ar := range s.authRequests {
 		if !ar.done {
 			out = append(out, AuthorizationRequest{State: ar.state, ClientID: ar.client.id, RedirectURI: ar.redirectURI, Scopes: slices.Clone(ar.scopes)})
 		}
@@ -85,12 +85,12 @@ type SentCode struct {
 }
 
 // SentCodes returns every one-time code sent, oldest first.
-func (s *Server) SentCodes() []SentCode {
+func (s *signInState) SentCodes() []SentCode {
 	now := s.timeNow()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]SentCode, 0, len(s.signIn.signIns))
-	for id, si := range s.signIn.signIns {
+	out := make([]SentCode, 0, len(s.signIns))
+	for id, si := range s.signIns {
 		out = append(out, SentCode{SignInID: id, Account: si.account, SentTo: si.sentTo, Code: si.code,
 			Sent: si.expires.Add(-signInLife), Expires: si.expires, Finished: si.finished || !now.Before(si.expires)})
 	}

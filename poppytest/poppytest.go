@@ -287,6 +287,7 @@ type Server struct {
 	*documents     // discovery documents and those a test sets (documents.go)
 	*recorder      // what the Server received, answered and found (record.go, violation.go, errors.go)
 	*faults        // rate limits, required extensions, slow bodies (faults.go)
+	*signInState   // accounts and every sign-in type, Account Tokens (accounts.go, device.go, authorize.go, consent.go, mediated.go, refresh.go, inspect.go)
 	*sessionTokens // Sessions, their tokens and the checks of every proof (token.go, dpop.go, assertion.go, client.go, resource.go, flaws.go)
 
 	// The MCP server (mcpserver*.go).
@@ -295,9 +296,6 @@ type Server struct {
 	// Conversations and the shop (conversations*.go, companyagent.go, sse.go, shop.go).
 	conv *convState // set once by installConversations; has its own lock
 	shop *shop      // set once by installConversations; has its own lock
-
-	// Sign-in (accounts.go, device.go, authorize.go, consent.go, mediated.go, refresh.go).
-	signIn signInState // set up by installSignIn; guarded by mu
 
 	// Web browsing (web.go, web_site.go).
 	web *webState // set once by installWeb; has its own lock
@@ -323,6 +321,7 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 	s.recorder = &recorder{Server: s, secretSet: map[string]struct{}{}, arriving: map[*http.Request]int{}, served: map[string]int{}}
 	s.sessionTokens = &sessionTokens{Server: s, grants: map[string]grantFunc{}, clients: map[string]*client{}, jtis: map[string]time.Time{},
 		nonces: map[string]string{}, sessions: map[string]*Session{}, tokens: map[string]*token{}, usedSeq: map[string]uint64{}}
+	s.signInState = &signInState{Server: s} // filled in by installSignIn
 	s.faults = &faults{Server: s, limits: map[string]*rateLimit{}, extension: map[string]string{}, slow: map[string]time.Duration{}}
 	if opts != nil {
 		s.opts = *opts
