@@ -18,7 +18,7 @@ import (
 // streamEvents streams the events after the cursor, or after Last-Event-ID,
 // until the client leaves, the conversation closes, the stream's lifetime
 // ends or the Server closes.
-func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string, c *Caller, q readQuery) {
+func (s *convState) streamEvents(w http.ResponseWriter, r *http.Request, id string, c *Caller, q readQuery) {
 	cursor, drop, ok := s.startStream(w, r, id, c, q)
 	if !ok {
 		return
@@ -45,7 +45,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		}
 		for _, ev := range evs {
 			if sent == drop {
-				s.dropStream(w, rc, ev)
+				s.breakStream(w, rc, ev)
 			}
 			if writeSSEEvent(w, ev) != nil || rc.Flush() != nil {
 				return
@@ -69,7 +69,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 // startStream checks the stream's cursor, takes the DropStreamAfter knob
 // and writes the stream's header. On failure it writes the error and
 // returns false.
-func (s *Server) startStream(w http.ResponseWriter, r *http.Request, id string, c *Caller, q readQuery) (string, int, bool) {
+func (s *convState) startStream(w http.ResponseWriter, r *http.Request, id string, c *Caller, q readQuery) (string, int, bool) {
 	cursor := q.cursor
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		cursor = last // Poppy 0.1 §7.6: "The Personal Agent reconnects with Last-Event-ID ... in place of cursor."
@@ -79,7 +79,7 @@ func (s *Server) startStream(w http.ResponseWriter, r *http.Request, id string, 
 		if _, _, ok := cv.after(cursor, 1); !ok {
 			return newConvError("cursor_expired", "Last-Event-ID or cursor %q names no event the Company holds", cursor)
 		}
-		drop, s.conv.dropStream = s.conv.dropStream, -1
+		drop, s.convState.dropStream = s.convState.dropStream, -1
 		return nil
 	})
 	if e != nil {
@@ -96,7 +96,7 @@ func (s *Server) startStream(w http.ResponseWriter, r *http.Request, id string, 
 // streamBatch returns a copy of the events after cursor, whether the
 // conversation is closed, the channel that signals the next event, and
 // false when the cursor names no event held.
-func (s *Server) streamBatch(id string, c *Caller, cursor string) ([]Event, bool, chan struct{}, bool) {
+func (s *convState) streamBatch(id string, c *Caller, cursor string) ([]Event, bool, chan struct{}, bool) {
 	var evs []Event
 	var changed chan struct{}
 	closed, held := false, false
@@ -110,11 +110,11 @@ func (s *Server) streamBatch(id string, c *Caller, cursor string) ([]Event, bool
 }
 
 // flood writes the pieces FloodDeltas asked for, each of a new message.
-func (s *Server) flood(w http.ResponseWriter) error {
-	s.conv.mu.Lock()
-	n := s.conv.floodDeltas
-	s.conv.floodDeltas = 0
-	s.conv.mu.Unlock()
+func (s *convState) flood(w http.ResponseWriter) error {
+	s.convState.mu.Lock()
+	n := s.convState.floodDeltas
+	s.convState.floodDeltas = 0
+	s.convState.mu.Unlock()
 	for i := range n {
 		if err := writeTextDelta(w, fmt.Sprintf("msg_flood%d", i), "piece "); err != nil {
 			return err
@@ -125,7 +125,7 @@ func (s *Server) flood(w http.ResponseWriter) error {
 
 // streamReplay returns the events a stream from cursor sends again before
 // its first new ones (Options.ReplayEvents).
-func (s *Server) streamReplay(id string, c *Caller, cursor string) []Event {
+func (s *convState) streamReplay(id string, c *Caller, cursor string) []Event {
 	var evs []Event
 	_ = s.withConv(id, c, func(cv *convRecord) *convError {
 		evs = cv.replay(cursor, s.replayCount())
@@ -134,9 +134,9 @@ func (s *Server) streamReplay(id string, c *Caller, cursor string) []Event {
 	return evs
 }
 
-// dropStream breaks the stream before ev, after the first piece of its text
+// breakStream breaks the stream before ev, after the first piece of its text
 // when it is a Company message, so the agent holds part of a message.
-func (s *Server) dropStream(w http.ResponseWriter, rc *http.ResponseController, ev Event) {
+func (s *convState) breakStream(w http.ResponseWriter, rc *http.ResponseController, ev Event) {
 	if pieces := textPieces(ev); len(pieces) > 0 {
 		_ = writeTextDelta(w, ev.Message.ID, pieces[0])
 		_ = rc.Flush()
