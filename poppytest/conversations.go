@@ -105,7 +105,7 @@ type convState struct {
 
 // installConversations sets up the shop and the conversation API.
 func (s *convState) installConversations() {
-	s.shop = newShop(s.timeNow())
+	s.shop = newShop(s.Server, s.timeNow())
 	s.convs, s.sent, s.dropStream = map[string]*convRecord{}, map[string]*sentMessage{}, -1
 	s.t.Cleanup(s.stopConversations) // registered before Close, so it runs after it
 	s.installConversationsOn("api." + s.domain)

@@ -288,14 +288,12 @@ type Server struct {
 	*recorder      // what the Server received, answered and found (record.go, violation.go, errors.go)
 	*faults        // rate limits, required extensions, slow bodies (faults.go)
 	*convState     // conversations and the scripted Company Agent; its own lock (conversations*.go, companyagent.go, sse.go)
+	*shop          // the store's orders, returns and exchanges; its own lock; set by installConversations (shop.go)
 	*signInState   // accounts and every sign-in type, Account Tokens (accounts.go, device.go, authorize.go, consent.go, mediated.go, refresh.go, inspect.go)
 	*sessionTokens // Sessions, their tokens and the checks of every proof (token.go, dpop.go, assertion.go, client.go, resource.go, flaws.go)
 
 	// The MCP server (mcpserver*.go).
 	mcpSrv *mcpState // set once by installMCPServer; has its own lock
-
-	// Conversations and the shop (conversations*.go, companyagent.go, sse.go, shop.go).
-	shop *shop // set once by installConversations; has its own lock
 
 	// Web browsing (web.go, web_site.go).
 	web *webState // set once by installWeb; has its own lock
