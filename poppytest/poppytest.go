@@ -287,13 +287,11 @@ type Server struct {
 	*documents     // discovery documents and those a test sets (documents.go)
 	*recorder      // what the Server received, answered and found (record.go, violation.go, errors.go)
 	*faults        // rate limits, required extensions, slow bodies (faults.go)
+	*mcpState      // the Company's MCP server; its own lock (mcpserver*.go)
 	*convState     // conversations and the scripted Company Agent; its own lock (conversations*.go, companyagent.go, sse.go)
 	*shop          // the store's orders, returns and exchanges; its own lock; set by installConversations (shop.go)
 	*signInState   // accounts and every sign-in type, Account Tokens (accounts.go, device.go, authorize.go, consent.go, mediated.go, refresh.go, inspect.go)
 	*sessionTokens // Sessions, their tokens and the checks of every proof (token.go, dpop.go, assertion.go, client.go, resource.go, flaws.go)
-
-	// The MCP server (mcpserver*.go).
-	mcpSrv *mcpState // set once by installMCPServer; has its own lock
 
 	// Web browsing (web.go, web_site.go).
 	web *webState // set once by installWeb; has its own lock
@@ -320,6 +318,7 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 	s.sessionTokens = &sessionTokens{Server: s, grants: map[string]grantFunc{}, clients: map[string]*client{}, jtis: map[string]time.Time{},
 		nonces: map[string]string{}, sessions: map[string]*Session{}, tokens: map[string]*token{}, usedSeq: map[string]uint64{}}
 	s.signInState = &signInState{Server: s} // filled in by installSignIn
+	s.mcpState = &mcpState{Server: s}       // filled in by installMCPServer
 	s.convState = &convState{Server: s}     // filled in by installConversations
 	s.faults = &faults{Server: s, limits: map[string]*rateLimit{}, extension: map[string]string{}, slow: map[string]time.Duration{}}
 	if opts != nil {
