@@ -290,11 +290,10 @@ type Server struct {
 	*mcpState      // the Company's MCP server; its own lock (mcpserver*.go)
 	*convState     // conversations and the scripted Company Agent; its own lock (conversations*.go, companyagent.go, sse.go)
 	*shop          // the store's orders, returns and exchanges; its own lock; set by installConversations (shop.go)
+	*webState      // the website and the browser-session endpoint (Poppy 0.1 §5); its own lock (web.go, web_site.go)
 	*signInState   // accounts and every sign-in type, Account Tokens (accounts.go, device.go, authorize.go, consent.go, mediated.go, refresh.go, inspect.go)
 	*sessionTokens // Sessions, their tokens and the checks of every proof (token.go, dpop.go, assertion.go, client.go, resource.go, flaws.go)
 
-	// Web browsing (web.go, web_site.go).
-	web *webState // set once by installWeb; has its own lock
 }
 
 // NewServer returns a started Server. Its Close is registered with t.Cleanup.
@@ -319,6 +318,7 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 		nonces: map[string]string{}, sessions: map[string]*Session{}, tokens: map[string]*token{}, usedSeq: map[string]uint64{}}
 	s.signInState = &signInState{Server: s} // filled in by installSignIn
 	s.mcpState = &mcpState{Server: s}       // filled in by installMCPServer
+	s.webState = &webState{Server: s}       // filled in by installWeb
 	s.convState = &convState{Server: s}     // filled in by installConversations
 	s.faults = &faults{Server: s, limits: map[string]*rateLimit{}, extension: map[string]string{}, slow: map[string]time.Duration{}}
 	if opts != nil {
