@@ -287,6 +287,7 @@ type Server struct {
 	*documents     // discovery documents and those a test sets (documents.go)
 	*recorder      // what the Server received, answered and found (record.go, violation.go, errors.go)
 	*faults        // rate limits, required extensions, slow bodies (faults.go)
+	*storeAPI      // the store API, an OpenAPI document and its operations (openapi.go, openapi_api.go)
 	*mcpState      // the Company's MCP server; its own lock (mcpserver*.go)
 	*convState     // conversations and the scripted Company Agent; its own lock (conversations*.go, companyagent.go, sse.go)
 	*shop          // the store's orders, returns and exchanges; its own lock; set by installConversations (shop.go)
@@ -319,7 +320,8 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 	s.signInState = &signInState{Server: s} // filled in by installSignIn
 	s.mcpState = &mcpState{Server: s}       // filled in by installMCPServer
 	s.webState = &webState{Server: s}       // filled in by installWeb
-	s.convState = &convState{Server: s}     // filled in by installConversations
+	s.storeAPI = &storeAPI{Server: s}
+	s.convState = &convState{Server: s} // filled in by installConversations
 	s.faults = &faults{Server: s, limits: map[string]*rateLimit{}, extension: map[string]string{}, slow: map[string]time.Duration{}}
 	if opts != nil {
 		s.opts = *opts
