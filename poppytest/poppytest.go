@@ -266,12 +266,9 @@ type Server struct {
 	tls       *authority
 
 	// mu guards every field from here to front.
-	mu       sync.Mutex
-	started  bool                               // set once, by Start
-	closed   bool                               // set once, by Close
-	hosts    []string                           // every host with handlers, in Hosts order
-	handlers map[string]map[string]http.Handler // host -> pattern -> handler
-	muxes    map[string]*http.ServeMux          // host -> mux built from handlers
+	mu      sync.Mutex
+	started bool // set once, by Start
+	closed  bool // set once, by Close
 
 	front   *Front             // set by Start, or by NewUnstartedServer from Options.Front
 	ca      *certAuthority     // the Server's own CA; nil on a shared Front
@@ -284,6 +281,7 @@ type Server struct {
 
 	// The concerns, each a type with its own files, which reaches the
 	// others and the core above through its Server (concerns.go).
+	*router        // the hosts and their handlers, and every request's way to one (routes.go)
 	*documents     // discovery documents and those a test sets (documents.go)
 	*recorder      // what the Server received, answered and found (record.go, violation.go, errors.go)
 	*faults        // rate limits, required extensions, slow bodies (faults.go)
@@ -310,9 +308,8 @@ func NewServer(t T, opts *Options) *Server {
 // t.Cleanup, and is safe to call on a Server that never started.
 func NewUnstartedServer(t T, opts *Options) *Server {
 	t.Helper()
-	s := &Server{t: t, handlers: map[string]map[string]http.Handler{},
-		muxes: map[string]*http.ServeMux{},
-	}
+	s := &Server{t: t}
+	s.router = &router{Server: s, handlers: map[string]map[string]http.Handler{}, muxes: map[string]*http.ServeMux{}}
 	s.documents = &documents{Server: s, docs: map[string]*document{}}
 	s.recorder = &recorder{Server: s, secretSet: map[string]struct{}{}, arriving: map[*http.Request]int{}, served: map[string]int{}}
 	s.sessionTokens = &sessionTokens{Server: s, grants: map[string]grantFunc{}, clients: map[string]*client{}, jtis: map[string]time.Time{},
@@ -479,89 +476,6 @@ func (s *Server) Issuer() string { return s.URL("auth."+s.domain, "") }
 // URL returns "https://" + host + path. It has no port: Client and Transport
 // dial every port of the Server's hosts to its listener.
 func (s *Server) URL(host, path string) string { return "https://" + host + path }
-
-// Hosts lists the hosts the Server answers for: Domain, www.Domain,
-// auth.Domain, api.Domain, mcp.Domain, AgentHost, the same hosts of each of
-// OtherDomains, then any added by Handle. On a shared Front, AgentHost is
-// answered only once it serves something (see Start).
-func (s *Server) Hosts() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.hosts...)
-}
-
-// Handle registers h for pattern (an http.ServeMux pattern without a host,
-// such as "POST /oauth/token") on host, replacing a handler registered
-// before with the same pattern. A new host must be one of Domains, AgentHost
-// or one of their subdomains, the names the certificate covers. Like ServeMux, it
-// panics on a pattern that conflicts with another.
-func (s *Server) Handle(host, pattern string, h http.Handler) {
-	host = strings.ToLower(host)
-	if !s.tls.covers(host) {
-		panic("poppytest: Handle: host " + host + " is not covered by the certificate")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started && !s.closed {
-		if err := s.front.take(s, host); err != nil {
-			panic("poppytest: Handle: " + err.Error())
-		}
-	}
-	s.addHost(host)
-	s.handlers[host][pattern] = h
-	mux := http.NewServeMux()
-	for p, hh := range s.handlers[host] {
-		mux.Handle(p, hh)
-	}
-	s.muxes[host] = mux
-}
-
-// HandleFunc is Handle for a function.
-func (s *Server) HandleFunc(host, pattern string, f func(http.ResponseWriter, *http.Request)) {
-	s.Handle(host, pattern, http.HandlerFunc(f))
-}
-
-// addHost adds host to the served hosts; the caller holds mu or owns s.
-func (s *Server) addHost(host string) {
-	if _, ok := s.handlers[host]; ok {
-		return
-	}
-	s.hosts = append(s.hosts, host)
-	s.handlers[host] = map[string]http.Handler{}
-	s.muxes[host] = http.NewServeMux()
-}
-
-// ServeHTTP records the request, runs the checks that apply to every request,
-// and routes it by host. An unknown host gets 421 Misdirected Request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	host := hostOnly(r.Host)
-	s.record(r, host)
-	defer s.finished(r)
-	s.checkEveryRequest(r, host)
-	if !s.opts.NoNonce && host != s.agentHost {
-		w.Header().Set("DPoP-Nonce", s.nonce(host)) // RFC 9449 §8.2: a new nonce may come on any response
-	}
-	if s.checkRateLimit(w, r, host) || s.checkExtension(w, r, host) {
-		return
-	}
-	s.mu.Lock()
-	mux := s.muxes[host]
-	s.mu.Unlock()
-	if mux == nil {
-		http.Error(w, "poppytest: no such host "+host, http.StatusMisdirectedRequest)
-		return
-	}
-	mux.ServeHTTP(s.slowed(w, r, host), r)
-}
-
-// hostOnly lowercases a Host header and strips its port.
-func hostOnly(hostport string) string {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	return strings.ToLower(strings.TrimSuffix(host, "."))
-}
 
 // newTransport returns a transport that trusts only the Server's CA and dials
 // every name the certificate covers, at any port, to the listener.
