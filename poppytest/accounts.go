@@ -78,32 +78,32 @@ type accountToken struct {
 }
 
 // signInState is the Server's concern of sign-in: its accounts, every
-// sign-in type (Poppy 0.1 §4.4 to §4.7) and the Account Tokens they issue. Every field is guarded by
-// the Server's mu, except accounts, which is set by install only.
+// sign-in type (Poppy 0.1 §4.4 to §4.7), the pages a person signs in on
+// (consent.go), and the Account Tokens they issue. Every field is guarded
+// by the Server's mu, except accounts, which is set by install only.
 type signInState struct {
 	*Server
 	accounts       []Account
 	accountTokens  map[string]*accountToken // Account Token value -> record
 	sessionFamily  map[string]string        // Session ID -> family it is signed in with
 	sessionAccount map[string]string        // Session ID -> the account it has ever been signed in to
-	devices        map[string]*deviceRequest
-	userCodes      map[string]*deviceRequest
-	slowDowns      int // polls still to answer slow_down (SlowDown)
-	authRequests   map[string]*authRequest
-	authCodes      map[string]*authCode
-	signIns        map[string]*mediatedSignIn
-	failures       map[string]*credentialFailures // client_id + User ID -> wrong credentials
+
+	// The ways in, each with its own file.
+	*deviceFlow   // Device Sign-In (device.go)
+	*directFlow   // Direct Sign-In (authorize.go)
+	*mediatedFlow // Mediated Sign-In (mediated.go)
 }
 
 // installSignIn registers every sign-in capability: the account endpoint,
 // Device, Direct and Mediated Sign-In, Account Tokens and revocation.
 func (s *signInState) installSignIn() {
-	*s = signInState{Server: s.Server, accounts: DefaultAccounts(),
+	srv := s.Server
+	*s = signInState{Server: srv, accounts: DefaultAccounts(),
 		accountTokens: map[string]*accountToken{}, sessionFamily: map[string]string{},
-		sessionAccount: map[string]string{}, devices: map[string]*deviceRequest{},
-		userCodes: map[string]*deviceRequest{}, authRequests: map[string]*authRequest{},
-		authCodes: map[string]*authCode{}, signIns: map[string]*mediatedSignIn{},
-		failures: map[string]*credentialFailures{}}
+		sessionAccount: map[string]string{},
+		deviceFlow:     &deviceFlow{Server: srv, devices: map[string]*deviceRequest{}, userCodes: map[string]*deviceRequest{}},
+		directFlow:     &directFlow{Server: srv, authRequests: map[string]*authRequest{}, authCodes: map[string]*authCode{}},
+		mediatedFlow:   &mediatedFlow{Server: srv, signIns: map[string]*mediatedSignIn{}, failures: map[string]*credentialFailures{}}}
 	if s.opts.Accounts != nil {
 		s.accounts = slices.Clone(s.opts.Accounts)
 	}

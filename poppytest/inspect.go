@@ -3,7 +3,9 @@ package poppytest
 // This file shows a test harness what only a person at the Company would
 // see: the device sign-ins waiting on the verification page (never their
 // device codes), the Direct Sign-Ins waiting on the consent page, the
-// one-time codes the Company "sent", and the counts of every answer served. poppytest serve's admin API reads them.
+// one-time codes the Company "sent". poppytest serve's admin API reads them,
+// with the recorder's counters (errors.go). Each is a method of the sign-in
+// flow it shows.
 
 import (
 	"slices"
@@ -24,7 +26,7 @@ type DeviceRequest struct {
 }
 
 // DeviceRequests returns every device sign-in, oldest first.
-func (s *signInState) DeviceRequests() []DeviceRequest {
+func (s *deviceFlow) DeviceRequests() []DeviceRequest {
 	now := s.timeNow()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -59,7 +61,7 @@ type AuthorizationRequest struct {
 
 // AuthorizationRequests returns the Direct Sign-Ins waiting for the User,
 // by state, for ApproveAuthorization and DenyAuthorization.
-func (s *signInState) AuthorizationRequests() []AuthorizationRequest {
+func (s *directFlow) AuthorizationRequests() []AuthorizationRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := []AuthorizationRequest{}
@@ -85,7 +87,7 @@ type SentCode struct {
 }
 
 // SentCodes returns every one-time code sent, oldest first.
-func (s *signInState) SentCodes() []SentCode {
+func (s *mediatedFlow) SentCodes() []SentCode {
 	now := s.timeNow()
 	s.mu.Lock()
 	defer s.mu.Unlock()

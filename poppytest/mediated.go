@@ -22,6 +22,14 @@ import (
 	"time"
 )
 
+// mediatedFlow is sign-in's concern of Mediated Sign-In (Poppy 0.1 §4.7).
+// Its fields are guarded by the Server's mu.
+type mediatedFlow struct {
+	*Server
+	signIns  map[string]*mediatedSignIn
+	failures map[string]*credentialFailures // client_id + User ID -> wrong credentials
+}
+
 const (
 	// maxMediatedBody bounds a mediated sign-in request body.
 	maxMediatedBody = 16 << 10
@@ -61,18 +69,18 @@ type mediatedField struct {
 }
 
 // installMediated registers the mediated sign-in endpoint and its code step.
-func (s *signInState) installMediated() { s.installMediatedOn("auth." + s.domain) }
+func (s *mediatedFlow) installMediated() { s.installMediatedOn("auth." + s.domain) }
 
 // installMediatedOn registers the mediated sign-in endpoint and its code
 // step on the host auth.
-func (s *signInState) installMediatedOn(auth string) {
+func (s *mediatedFlow) installMediatedOn(auth string) {
 	s.HandleFunc(auth, "POST "+mediatedPath, s.handleMediated)
 	s.HandleFunc(auth, "POST "+mediatedPath+"/{id}", s.handleMediatedCode)
 	s.HandleFunc(auth, "POST "+MediatedMovedPath, s.handleMovedMediated)
 }
 
 // mediatedAttempts is Options.MediatedAttempts, 3 when zero.
-func (s *signInState) mediatedAttempts() int {
+func (s *mediatedFlow) mediatedAttempts() int {
 	if s.opts.MediatedAttempts > 0 {
 		return s.opts.MediatedAttempts
 	}
@@ -80,7 +88,7 @@ func (s *signInState) mediatedAttempts() int {
 }
 
 // mediatedFields returns auth.mediated.fields of the served poppy.json.
-func (s *signInState) mediatedFields() []mediatedField {
+func (s *mediatedFlow) mediatedFields() []mediatedField {
 	m, _ := s.poppyAuth()["mediated"].(map[string]any)
 	raw, _ := json.Marshal(m["fields"])
 	var fields []mediatedField
@@ -89,7 +97,7 @@ func (s *signInState) mediatedFields() []mediatedField {
 }
 
 // writeMediated writes a mediated sign-in answer that is not complete.
-func (s *signInState) writeMediated(w http.ResponseWriter, status int, body map[string]any) {
+func (s *mediatedFlow) writeMediated(w http.ResponseWriter, status int, body map[string]any) {
 	key, _ := body["status"].(string)
 	code, ok := body["error"].(string)
 	if ok {
@@ -105,7 +113,7 @@ func (s *signInState) writeMediated(w http.ResponseWriter, status int, body map[
 // mediatedStatus is the status line of a mediated answer whose body says
 // key: Options.MediatedHTTPStatus's, or def. A 401 gets the challenge RFC
 // 9110 §15.5.2 requires ("MUST send a WWW-Authenticate header field").
-func (s *signInState) mediatedStatus(w http.ResponseWriter, key string, def int) int {
+func (s *mediatedFlow) mediatedStatus(w http.ResponseWriter, key string, def int) int {
 	status, ok := s.opts.MediatedHTTPStatus[key]
 	if !ok {
 		return def
@@ -123,7 +131,7 @@ func failed(e *oauthError) map[string]any {
 
 // readMediatedBody reads a JSON request body into v, recording the values
 // of every credential not marked "secret": false as secrets first.
-func (s *signInState) readMediatedBody(r *http.Request, v any) *oauthError {
+func (s *mediatedFlow) readMediatedBody(r *http.Request, v any) *oauthError {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 		return s.agentBug(r, "4.7", "invalid_request", "Content-Type %q, want application/json", r.Header.Get("Content-Type"))
 	}
@@ -163,7 +171,7 @@ const MediatedMovedPath = "/poppy/sign-in-moved"
 // mediated endpoint pointed (Options.MediatedRedirect), as the endpoint
 // would, so that an agent that follows it gets signed in and the test
 // sees it did; it is the agent's violation.
-func (s *signInState) handleMovedMediated(w http.ResponseWriter, r *http.Request) {
+func (s *mediatedFlow) handleMovedMediated(w http.ResponseWriter, r *http.Request) {
 	// Poppy 0.1 §4.7: "Personal Agents MUST NOT send credentials to any endpoint other than the Company's auth.mediated.endpoint."
 	s.violate(r, "4.7", "", "credentials sent to %s, where a redirect of auth.mediated.endpoint pointed", MediatedMovedPath)
 	s.takeCredentials(w, r)
@@ -171,7 +179,7 @@ func (s *signInState) handleMovedMediated(w http.ResponseWriter, r *http.Request
 
 // handleMediated takes credentials (Poppy 0.1 §4.7), or redirects them
 // elsewhere (Options.MediatedRedirect).
-func (s *signInState) handleMediated(w http.ResponseWriter, r *http.Request) {
+func (s *mediatedFlow) handleMediated(w http.ResponseWriter, r *http.Request) {
 	if status := s.opts.MediatedRedirect; status != 0 {
 		http.Redirect(w, r, MediatedMovedPath, status)
 		return
@@ -180,7 +188,7 @@ func (s *signInState) handleMediated(w http.ResponseWriter, r *http.Request) {
 }
 
 // takeCredentials signs a Session in with the credentials posted.
-func (s *signInState) takeCredentials(w http.ResponseWriter, r *http.Request) {
+func (s *mediatedFlow) takeCredentials(w http.ResponseWriter, r *http.Request) {
 	c, ok := &Caller{}, true
 	if len(r.Header.Values("Authorization")) > 0 || !s.flaws().MediatedWithoutToken {
 		c, ok = s.Authenticate(w, r, "")
@@ -234,7 +242,7 @@ func deref(p *string) string {
 
 // checkCredentialFields checks that credentials has every field of
 // auth.mediated.fields and no other.
-func (s *signInState) checkCredentialFields(r *http.Request, creds map[string]string) *oauthError {
+func (s *mediatedFlow) checkCredentialFields(r *http.Request, creds map[string]string) *oauthError {
 	var names []string
 	for _, f := range s.mediatedFields() {
 		names = append(names, f.Name)
@@ -255,7 +263,7 @@ func (s *signInState) checkCredentialFields(r *http.Request, creds map[string]st
 // credentialGate answers 429 when the client and User are locked out after
 // too many wrong credentials. Poppy 0.1 §4.7: "A Company that offers
 // Mediated Sign-In MUST rate-limit attempts".
-func (s *signInState) credentialGate(w http.ResponseWriter, r *http.Request, key string) bool {
+func (s *mediatedFlow) credentialGate(w http.ResponseWriter, r *http.Request, key string) bool {
 	now := s.timeNow()
 	s.mu.Lock()
 	f := s.failures[key]
@@ -281,7 +289,7 @@ func (s *signInState) credentialGate(w http.ResponseWriter, r *http.Request, key
 }
 
 // credentialFailed counts wrong credentials of key, locking it out at the limit.
-func (s *signInState) credentialFailed(key string) {
+func (s *mediatedFlow) credentialFailed(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.failures[key]
@@ -296,7 +304,7 @@ func (s *signInState) credentialFailed(key string) {
 
 // askForCode starts a sign-in waiting for a one-time code (Poppy 0.1 §4.7
 // "One-time codes").
-func (s *signInState) askForCode(w http.ResponseWriter, host string, c *Caller, a Account, scopes []string) {
+func (s *mediatedFlow) askForCode(w http.ResponseWriter, host string, c *Caller, a Account, scopes []string) {
 	id := "sgn_" + randomString(9)
 	si := &mediatedSignIn{sessionID: c.SessionID, clientID: c.ClientID, host: host, account: a.ID, scopes: scopes,
 		code: sixDigits(), sentTo: a.SentTo, expires: s.timeNow().Add(signInLife)}
@@ -321,7 +329,7 @@ func sixDigits() string {
 
 // completeMediated signs the caller's Session in and writes complete with
 // the tokens of §4.4; the new Session Token is bound to the caller's key.
-func (s *signInState) completeMediated(w http.ResponseWriter, r *http.Request, c *Caller, account string, scopes []string) {
+func (s *mediatedFlow) completeMediated(w http.ResponseWriter, r *http.Request, c *Caller, account string, scopes []string) {
 	res, _, e := s.signInSession(r, "4.7", c.SessionID, c.ClientID, account, scopes)
 	if e != nil {
 		s.writeMediated(w, e.status, failed(e))
@@ -335,7 +343,7 @@ func (s *signInState) completeMediated(w http.ResponseWriter, r *http.Request, c
 }
 
 // handleMediatedCode takes a one-time code for a sign-in (Poppy 0.1 §4.7).
-func (s *signInState) handleMediatedCode(w http.ResponseWriter, r *http.Request) {
+func (s *mediatedFlow) handleMediatedCode(w http.ResponseWriter, r *http.Request) {
 	c, ok := s.Authenticate(w, r, "")
 	if !ok {
 		return
@@ -381,7 +389,7 @@ func (s *signInState) handleMediatedCode(w http.ResponseWriter, r *http.Request)
 
 // checkCodeLocked decides a code submitted for si by the caller: a refusal,
 // code_required again, or (nil, false) to complete. The caller holds mu.
-func (s *signInState) checkCodeLocked(si *mediatedSignIn, c *Caller, code string) (*refusal, bool) {
+func (s *mediatedFlow) checkCodeLocked(si *mediatedSignIn, c *Caller, code string) (*refusal, bool) {
 	switch {
 	case si == nil:
 		return &refusal{code: "not_found", desc: "no such sign-in", bug: true}, false
@@ -407,7 +415,7 @@ func (s *signInState) checkCodeLocked(si *mediatedSignIn, c *Caller, code string
 
 // LastCode returns the one-time code sent for the mediated sign-in
 // signInID, as the User would read it from their phone, or "".
-func (s *signInState) LastCode(signInID string) string {
+func (s *mediatedFlow) LastCode(signInID string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if si := s.signIns[signInID]; si != nil {
