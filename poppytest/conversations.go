@@ -89,6 +89,9 @@ type sentMessage struct {
 // convState is every conversation of the Server and the test's fault knobs.
 type convState struct {
 	*Server
+	*companyAgent // the scripted Company Agent (companyagent.go)
+	*eventStreams // server-sent events (sse.go)
+
 	// mu guards every field below and every convRecord. In convState's
 	// methods, s.mu is this lock; s.Server.mu is the Server's.
 	mu          sync.Mutex

@@ -318,7 +318,7 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 	s.mcpState = &mcpState{Server: s}       // filled in by installMCPServer
 	s.webState = &webState{Server: s}       // filled in by installWeb
 	s.storeAPI = &storeAPI{Server: s}
-	s.convState = &convState{Server: s} // filled in by installConversations
+	s.convState = &convState{Server: s, companyAgent: &companyAgent{s}, eventStreams: &eventStreams{s}} // filled in by installConversations
 	s.faults = &faults{Server: s, limits: map[string]*rateLimit{}, extension: map[string]string{}, slow: map[string]time.Duration{}}
 	if opts != nil {
 		s.opts = *opts

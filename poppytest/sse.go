@@ -15,10 +15,17 @@ import (
 	"time"
 )
 
+// eventStreams is the conversations' concern of event streams. It holds
+// no state of its own: the knobs it obeys (DropStreamAfter, FloodDeltas)
+// are convState's, under its lock.
+type eventStreams struct {
+	*Server
+}
+
 // streamEvents streams the events after the cursor, or after Last-Event-ID,
 // until the client leaves, the conversation closes, the stream's lifetime
 // ends or the Server closes.
-func (s *convState) streamEvents(w http.ResponseWriter, r *http.Request, id string, c *Caller, q readQuery) {
+func (s *eventStreams) streamEvents(w http.ResponseWriter, r *http.Request, id string, c *Caller, q readQuery) {
 	cursor, drop, ok := s.startStream(w, r, id, c, q)
 	if !ok {
 		return
@@ -69,7 +76,7 @@ func (s *convState) streamEvents(w http.ResponseWriter, r *http.Request, id stri
 // startStream checks the stream's cursor, takes the DropStreamAfter knob
 // and writes the stream's header. On failure it writes the error and
 // returns false.
-func (s *convState) startStream(w http.ResponseWriter, r *http.Request, id string, c *Caller, q readQuery) (string, int, bool) {
+func (s *eventStreams) startStream(w http.ResponseWriter, r *http.Request, id string, c *Caller, q readQuery) (string, int, bool) {
 	cursor := q.cursor
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		cursor = last // Poppy 0.1 §7.6: "The Personal Agent reconnects with Last-Event-ID ... in place of cursor."
@@ -96,7 +103,7 @@ func (s *convState) startStream(w http.ResponseWriter, r *http.Request, id strin
 // streamBatch returns a copy of the events after cursor, whether the
 // conversation is closed, the channel that signals the next event, and
 // false when the cursor names no event held.
-func (s *convState) streamBatch(id string, c *Caller, cursor string) ([]Event, bool, chan struct{}, bool) {
+func (s *eventStreams) streamBatch(id string, c *Caller, cursor string) ([]Event, bool, chan struct{}, bool) {
 	var evs []Event
 	var changed chan struct{}
 	closed, held := false, false
@@ -110,7 +117,7 @@ func (s *convState) streamBatch(id string, c *Caller, cursor string) ([]Event, b
 }
 
 // flood writes the pieces FloodDeltas asked for, each of a new message.
-func (s *convState) flood(w http.ResponseWriter) error {
+func (s *eventStreams) flood(w http.ResponseWriter) error {
 	s.convState.mu.Lock()
 	n := s.convState.floodDeltas
 	s.convState.floodDeltas = 0
@@ -125,7 +132,7 @@ func (s *convState) flood(w http.ResponseWriter) error {
 
 // streamReplay returns the events a stream from cursor sends again before
 // its first new ones (Options.ReplayEvents).
-func (s *convState) streamReplay(id string, c *Caller, cursor string) []Event {
+func (s *eventStreams) streamReplay(id string, c *Caller, cursor string) []Event {
 	var evs []Event
 	_ = s.withConv(id, c, func(cv *convRecord) *convError {
 		evs = cv.replay(cursor, s.replayCount())
@@ -136,7 +143,7 @@ func (s *convState) streamReplay(id string, c *Caller, cursor string) []Event {
 
 // breakStream breaks the stream before ev, after the first piece of its text
 // when it is a Company message, so the agent holds part of a message.
-func (s *convState) breakStream(w http.ResponseWriter, rc *http.ResponseController, ev Event) {
+func (s *eventStreams) breakStream(w http.ResponseWriter, rc *http.ResponseController, ev Event) {
 	if pieces := textPieces(ev); len(pieces) > 0 {
 		_ = writeTextDelta(w, ev.Message.ID, pieces[0])
 		_ = rc.Flush()
