@@ -312,8 +312,10 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 	s.router = &router{Server: s, handlers: map[string]map[string]http.Handler{}, muxes: map[string]*http.ServeMux{}}
 	s.documents = &documents{Server: s, docs: map[string]*document{}}
 	s.recorder = &recorder{Server: s, secretSet: map[string]struct{}{}, arriving: map[*http.Request]int{}, served: map[string]int{}}
-	s.sessionTokens = &sessionTokens{Server: s, grants: map[string]grantFunc{}, clients: map[string]*client{}, jtis: map[string]time.Time{},
-		nonces: map[string]string{}, sessions: map[string]*Session{}, tokens: map[string]*token{}, usedSeq: map[string]uint64{}}
+	s.sessionTokens = &sessionTokens{Server: s, grants: map[string]grantFunc{}, sessions: map[string]*Session{}, tokens: map[string]*token{},
+		clientAuth:   &clientAuth{Server: s, clients: map[string]*client{}, jtis: map[string]time.Time{}},
+		dpopProofs:   &dpopProofs{Server: s, nonces: map[string]string{}},
+		resourceAuth: &resourceAuth{Server: s, usedSeq: map[string]uint64{}}}
 	s.signInState = &signInState{Server: s} // filled in by installSignIn
 	s.mcpState = &mcpState{Server: s}       // filled in by installMCPServer
 	s.webState = &webState{Server: s}       // filled in by installWeb

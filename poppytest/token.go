@@ -28,14 +28,15 @@ import (
 type sessionTokens struct {
 	*Server
 	grants       map[string]grantFunc // grant_type -> handler; written by install only, so read without mu
-	clients      map[string]*client   // client_id -> fetched documents
-	jtis         map[string]time.Time // kind+jti -> until when it is remembered
-	nonces       map[string]string    // host -> current DPoP nonce
 	sessions     map[string]*Session
 	sessionOrder []string
 	tokens       map[string]*token // access token -> what it is bound to
 	tokenSeq     uint64            // the seq of the latest token issued
-	usedSeq      map[string]uint64 // token use -> the latest seq used at a resource
+
+	// The checks, each with its own file.
+	*clientAuth   // client assertions and the agents' documents (assertion.go, client.go)
+	*dpopProofs   // DPoP proofs and nonces (dpop.go)
+	*resourceAuth // Session Tokens at resources (resource.go)
 }
 
 // maxTokenRequest bounds a token request body.
