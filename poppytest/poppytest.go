@@ -19,9 +19,12 @@
 // poppytest imports none of the agent's packages: it checks the agent with its
 // own code, so one misreading of the spec cannot hide on both sides.
 //
-// Features are files: each one registers its handlers with Server.Handle from
-// an install method called by NewUnstartedServer (see install below), and
-// tests can override any endpoint the same way. Token grants register in
+// The Server is split by concern (documents, Sessions and tokens, sign-in,
+// conversations, the shop and its API, MCP, the website, what it recorded):
+// each is a type with its own files, which the Server embeds (concerns.go).
+// Each registers its handlers with Server.Handle from an install method
+// called by NewUnstartedServer (see install below), and tests can override
+// any endpoint the same way. Token grants register in
 // s.grants the same way; the token endpoint checks the DPoP proof and client
 // assertion before calling them. Resource handlers call Server.Authenticate.
 package poppytest
@@ -265,7 +268,8 @@ type Server struct {
 	timeNow   func() time.Time
 	tls       *authority
 
-	// mu guards every field from here to front.
+	// mu guards started and closed, and the fields of every concern below
+	// but those with a lock of their own.
 	mu      sync.Mutex
 	started bool // set once, by Start
 	closed  bool // set once, by Close
@@ -279,20 +283,18 @@ type Server struct {
 	client    *http.Client    // set once by NewUnstartedServer
 	inflight  sync.WaitGroup  // requests the Front is handing to the Server
 
-	// The concerns, each a type with its own files, which reaches the
-	// others and the core above through its Server (concerns.go).
+	// The concerns (concerns.go), each a type with its own files.
 	*router        // the hosts and their handlers, and every request's way to one (routes.go)
 	*documents     // discovery documents and those a test sets (documents.go)
 	*recorder      // what the Server received, answered and found (record.go, violation.go, errors.go)
 	*faults        // rate limits, required extensions, slow bodies (faults.go)
+	*sessionTokens // Sessions and their tokens, and the checks of every request for one (token.go, flaws.go, assertion.go, client.go, dpop.go, resource.go)
+	*signInState   // accounts, every sign-in type and Account Tokens (accounts.go, refresh.go, consent.go, device.go, authorize.go, mediated.go, inspect.go)
+	*convState     // conversations, the scripted Company Agent and event streams; its own lock (conversations*.go, companyagent.go, sse.go)
+	*shop          // the store's orders, returns and exchanges; its own lock (shop.go)
 	*storeAPI      // the store API, an OpenAPI document and its operations (openapi.go, openapi_api.go)
 	*mcpState      // the Company's MCP server; its own lock (mcpserver*.go)
-	*convState     // conversations and the scripted Company Agent; its own lock (conversations*.go, companyagent.go, sse.go)
-	*shop          // the store's orders, returns and exchanges; its own lock; set by installConversations (shop.go)
 	*webState      // the website and the browser-session endpoint (Poppy 0.1 §5); its own lock (web.go, web_site.go)
-	*signInState   // accounts and every sign-in type, Account Tokens (accounts.go, device.go, authorize.go, consent.go, mediated.go, refresh.go, inspect.go)
-	*sessionTokens // Sessions, their tokens and the checks of every proof (token.go, dpop.go, assertion.go, client.go, resource.go, flaws.go)
-
 }
 
 // NewServer returns a started Server. Its Close is registered with t.Cleanup.
@@ -309,19 +311,7 @@ func NewServer(t T, opts *Options) *Server {
 func NewUnstartedServer(t T, opts *Options) *Server {
 	t.Helper()
 	s := &Server{t: t}
-	s.router = &router{Server: s, handlers: map[string]map[string]http.Handler{}, muxes: map[string]*http.ServeMux{}}
-	s.documents = &documents{Server: s, docs: map[string]*document{}}
-	s.recorder = &recorder{Server: s, secretSet: map[string]struct{}{}, arriving: map[*http.Request]int{}, served: map[string]int{}}
-	s.sessionTokens = &sessionTokens{Server: s, grants: map[string]grantFunc{}, sessions: map[string]*Session{}, tokens: map[string]*token{},
-		clientAuth:   &clientAuth{Server: s, clients: map[string]*client{}, jtis: map[string]time.Time{}},
-		dpopProofs:   &dpopProofs{Server: s, nonces: map[string]string{}},
-		resourceAuth: &resourceAuth{Server: s, usedSeq: map[string]uint64{}}}
-	s.signInState = &signInState{Server: s} // filled in by installSignIn
-	s.mcpState = &mcpState{Server: s}       // filled in by installMCPServer
-	s.webState = &webState{Server: s}       // filled in by installWeb
-	s.storeAPI = &storeAPI{Server: s}
-	s.convState = &convState{Server: s, companyAgent: &companyAgent{s}, eventStreams: &eventStreams{s}} // filled in by installConversations
-	s.faults = &faults{Server: s, limits: map[string]*rateLimit{}, extension: map[string]string{}, slow: map[string]time.Duration{}}
+	s.newConcerns()
 	if opts != nil {
 		s.opts = *opts
 	}
