@@ -122,26 +122,18 @@ func (s *clientAuth) authenticateClient(r *http.Request, form url.Values, endpoi
 		return nil, s.agentBug(r, "4.1", "invalid_client", "client_assertion_type %q, want %s", t, clientAssertionType)
 	}
 	raw := form.Get("client_assertion")
-	if raw == "" {
-		return nil, s.agentBug(r, "4.1", "invalid_client", "no client_assertion")
+	iss, e := s.assertionIssuer(r, form, raw)
+	if e != nil {
+		return nil, e
 	}
-	s.addSecret(raw)
-	var unverified jwtClaims
-	if jws, err := jose.ParseSignedCompact(raw, assertionAlgs); err != nil ||
-		json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &unverified) != nil {
-		return nil, s.agentBug(r, "4.1", "invalid_client", "client_assertion is not a JWT signed with %v", assertionAlgs)
-	}
-	if id := form.Get("client_id"); id != "" && id != unverified.Iss {
-		return nil, s.agentBug(r, "4.1", "invalid_client", "client_id %q differs from the client assertion's iss %q", id, unverified.Iss)
-	}
-	c, cached, e := s.loadClient(r, unverified.Iss, false)
+	c, cached, e := s.loadClient(r, iss, false)
 	if e != nil {
 		return nil, e
 	}
 	_, payload, err := verifyJWT(raw, c.keys)
 	if err != nil && cached {
 		// The agent may have rotated its keys: fetch them again, once.
-		if c, _, e = s.loadClient(r, unverified.Iss, true); e != nil {
+		if c, _, e = s.loadClient(r, iss, true); e != nil {
 			return nil, e
 		}
 		_, payload, err = verifyJWT(raw, c.keys)
@@ -157,6 +149,24 @@ func (s *clientAuth) authenticateClient(r *http.Request, form url.Values, endpoi
 		return nil, e
 	}
 	return c, nil
+}
+
+// assertionIssuer is the iss of the client assertion raw, read before its
+// signature is checked, so that its keys can be fetched.
+func (s *clientAuth) assertionIssuer(r *http.Request, form url.Values, raw string) (string, *oauthError) {
+	if raw == "" {
+		return "", s.agentBug(r, "4.1", "invalid_client", "no client_assertion")
+	}
+	s.addSecret(raw)
+	var unverified jwtClaims
+	if jws, err := jose.ParseSignedCompact(raw, assertionAlgs); err != nil ||
+		json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &unverified) != nil {
+		return "", s.agentBug(r, "4.1", "invalid_client", "client_assertion is not a JWT signed with %v", assertionAlgs)
+	}
+	if id := form.Get("client_id"); id != "" && id != unverified.Iss {
+		return "", s.agentBug(r, "4.1", "invalid_client", "client_id %q differs from the client assertion's iss %q", id, unverified.Iss)
+	}
+	return unverified.Iss, nil
 }
 
 // checkClientClaims applies RFC 7523 §3 to a client assertion's claims.

@@ -189,10 +189,7 @@ func (s *mediatedFlow) handleMediated(w http.ResponseWriter, r *http.Request) {
 
 // takeCredentials signs a Session in with the credentials posted.
 func (s *mediatedFlow) takeCredentials(w http.ResponseWriter, r *http.Request) {
-	c, ok := &Caller{}, true
-	if len(r.Header.Values("Authorization")) > 0 || !s.flaws().MediatedWithoutToken {
-		c, ok = s.Authenticate(w, r, "")
-	}
+	c, ok := s.mediatedCaller(w, r)
 	if !ok {
 		return
 	}
@@ -216,21 +213,41 @@ func (s *mediatedFlow) takeCredentials(w http.ResponseWriter, r *http.Request) {
 		s.writeMediated(w, e.status, failed(e))
 		return
 	}
-	a, ok := s.loginMediated(req.Credentials)
+	a, ok := s.checkLogin(w, key, req.Credentials)
 	if !ok {
-		s.credentialFailed(key)
-		// docs/spec-readings.md (our reading): wrong credentials are status failed with error invalid_credentials, HTTP 400 here
-		s.writeMediated(w, http.StatusBadRequest, failed(newError("invalid_credentials", "wrong credentials")))
 		return
 	}
-	s.mu.Lock()
-	delete(s.failures, key)
-	s.mu.Unlock()
 	if a.RequiresCode {
 		s.askForCode(w, hostOnly(r.Host), c, a, scopes)
 		return
 	}
 	s.completeMediated(w, r, c, a.ID, scopes)
+}
+
+// mediatedCaller authenticates a post of credentials, which needs a Session
+// Token (Poppy 0.1 §4.7) unless Flaws.MediatedWithoutToken.
+func (s *mediatedFlow) mediatedCaller(w http.ResponseWriter, r *http.Request) (*Caller, bool) {
+	if len(r.Header.Values("Authorization")) > 0 || !s.flaws().MediatedWithoutToken {
+		return s.Authenticate(w, r, "")
+	}
+	return &Caller{}, true
+}
+
+// checkLogin finds the account of credentials, counting a wrong answer
+// against key (client_id and User ID) and answering it, or clearing key's
+// failures.
+func (s *mediatedFlow) checkLogin(w http.ResponseWriter, key string, credentials map[string]string) (Account, bool) {
+	a, ok := s.loginMediated(credentials)
+	if !ok {
+		s.credentialFailed(key)
+		// docs/spec-readings.md (our reading): wrong credentials are status failed with error invalid_credentials, HTTP 400 here
+		s.writeMediated(w, http.StatusBadRequest, failed(newError("invalid_credentials", "wrong credentials")))
+		return Account{}, false
+	}
+	s.mu.Lock()
+	delete(s.failures, key)
+	s.mu.Unlock()
+	return a, true
 }
 
 func deref(p *string) string {
@@ -348,29 +365,14 @@ func (s *mediatedFlow) handleMediatedCode(w http.ResponseWriter, r *http.Request
 	if !ok {
 		return
 	}
-	var req struct {
-		Code        string          `json:"code"`
-		Credentials json.RawMessage `json:"credentials"`
-	}
-	e := s.readMediatedBody(r, &req)
-	if e == nil && req.Credentials != nil {
-		// Poppy 0.1 §4.7: the agent "submits only the code, not the credentials again"
-		e = s.agentBug(r, "4.7", "invalid_request", "the code step carries credentials")
-	}
 	id := r.PathValue("id")
-	s.mu.Lock()
-	si := s.signIns[id]
-	s.mu.Unlock()
-	if e == nil && si != nil && si.host != hostOnly(r.Host) {
-		// Poppy 0.1 §4.7: the code goes to the endpoint the credentials went to (its example: POST https://auth.example.com/poppy/sign-in/sgn_3Hq8)
-		e = s.agentBug(r, "4.7", "invalid_request", "the code of a sign-in started at %s was sent to %s", si.host, hostOnly(r.Host))
-	}
+	code, si, e := s.readCodeStep(r, id)
 	if e != nil {
 		s.writeMediated(w, e.status, failed(e))
 		return
 	}
 	s.mu.Lock()
-	ref, again := s.checkCodeLocked(si, c, req.Code)
+	ref, again := s.checkCodeLocked(si, c, code)
 	s.mu.Unlock()
 	switch {
 	case ref != nil:
@@ -385,6 +387,28 @@ func (s *mediatedFlow) handleMediatedCode(w http.ResponseWriter, r *http.Request
 	default:
 		s.completeMediated(w, r, c, si.account, si.scopes)
 	}
+}
+
+// readCodeStep reads the code step of the mediated sign-in id: its code,
+// and the sign-in (nil if there is none).
+func (s *mediatedFlow) readCodeStep(r *http.Request, id string) (string, *mediatedSignIn, *oauthError) {
+	var req struct {
+		Code        string          `json:"code"`
+		Credentials json.RawMessage `json:"credentials"`
+	}
+	e := s.readMediatedBody(r, &req)
+	if e == nil && req.Credentials != nil {
+		// Poppy 0.1 §4.7: the agent "submits only the code, not the credentials again"
+		e = s.agentBug(r, "4.7", "invalid_request", "the code step carries credentials")
+	}
+	s.mu.Lock()
+	si := s.signIns[id]
+	s.mu.Unlock()
+	if e == nil && si != nil && si.host != hostOnly(r.Host) {
+		// Poppy 0.1 §4.7: the code goes to the endpoint the credentials went to (its example: POST https://auth.example.com/poppy/sign-in/sgn_3Hq8)
+		e = s.agentBug(r, "4.7", "invalid_request", "the code of a sign-in started at %s was sent to %s", si.host, hostOnly(r.Host))
+	}
+	return req.Code, si, e
 }
 
 // checkCodeLocked decides a code submitted for si by the caller: a refusal,

@@ -326,8 +326,23 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 	if s.timeNow == nil {
 		s.timeNow = time.Now
 	}
-	// Certificates follow the real clock, which TLS clients check, not Options.Now.
 	s.others = otherDomains(s.domain, s.opts.OtherDomains)
+	s.issueCertificate()
+	if s.opts.Scenario != nil {
+		s.applyScenario()
+	}
+	s.life, s.endLife = context.WithCancel(context.Background())
+	s.transport = s.newTransport()
+	s.client = &http.Client{Transport: s.transport}
+	s.install()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// issueCertificate gives s its certificate: from its Front's CA, or from a
+// CA of its own.
+func (s *Server) issueCertificate() {
+	// Certificates follow the real clock, which TLS clients check, not Options.Now.
 	var auth *authority
 	var err error
 	if s.front = s.opts.Front; s.front != nil {
@@ -339,15 +354,6 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 		panic("poppytest: " + err.Error()) // only a broken crypto/rand gets here
 	}
 	s.tls = auth
-	if s.opts.Scenario != nil {
-		s.applyScenario()
-	}
-	s.life, s.endLife = context.WithCancel(context.Background())
-	s.transport = s.newTransport()
-	s.client = &http.Client{Transport: s.transport}
-	s.install()
-	t.Cleanup(s.Close)
-	return s
 }
 
 // install registers the handlers of every feature. Each feature lives in its

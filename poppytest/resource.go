@@ -79,21 +79,11 @@ func (s *resourceAuth) Authenticate(w http.ResponseWriter, r *http.Request, reso
 
 func (s *resourceAuth) authenticate(r *http.Request, resource string, bearerOK bool) (*Caller, *oauthError) {
 	host := hostOnly(r.Host)
-	authz := r.Header.Values("Authorization")
-	if qs, qv, ok := s.queryToken(r); ok && len(authz) == 0 {
-		authz = []string{qs + " " + qv} // Flaws.QueryTokens
+	authz, e := s.authorization(r, host, bearerOK)
+	if e != nil {
+		return nil, e
 	}
-	switch {
-	case len(authz) == 0 && bearerOK:
-		return nil, &oauthError{status: http.StatusUnauthorized} // RFC 6750 §3.1: no error code
-	case len(authz) == 0:
-		// Poppy 0.1 §4.3: "Personal Agents MUST send a Session Token on every API and conversation request"
-		s.violate(r, "4.3", "", "%s %s%s without a Session Token", r.Method, host, r.URL.Path)
-		return nil, &oauthError{status: http.StatusUnauthorized}
-	case len(authz) > 1:
-		return nil, s.agentBug(r, "4.3", "invalid_request", "%d Authorization headers", len(authz))
-	}
-	scheme, value, _ := strings.Cut(authz[0], " ")
+	scheme, value, _ := strings.Cut(authz, " ")
 	value = strings.TrimSpace(value)
 	isDPoP := strings.EqualFold(scheme, "DPoP")
 	if !isDPoP && !strings.EqualFold(scheme, "Bearer") {
@@ -119,6 +109,25 @@ func (s *resourceAuth) authenticate(r *http.Request, resource string, bearerOK b
 	}
 	return &Caller{SessionID: sess.ID, ClientID: sess.ClientID, UserID: sess.UserID, Account: tok.account,
 		SignedIn: tok.signedIn, Scopes: slices.Clone(tok.scopes), TokenType: scheme, Resource: tok.resource}, nil
+}
+
+// authorization is the one Authorization header of r, at host.
+func (s *resourceAuth) authorization(r *http.Request, host string, bearerOK bool) (string, *oauthError) {
+	authz := r.Header.Values("Authorization")
+	if qs, qv, ok := s.queryToken(r); ok && len(authz) == 0 {
+		authz = []string{qs + " " + qv} // Flaws.QueryTokens
+	}
+	switch {
+	case len(authz) == 0 && bearerOK:
+		return "", &oauthError{status: http.StatusUnauthorized} // RFC 6750 §3.1: no error code
+	case len(authz) == 0:
+		// Poppy 0.1 §4.3: "Personal Agents MUST send a Session Token on every API and conversation request"
+		s.violate(r, "4.3", "", "%s %s%s without a Session Token", r.Method, host, r.URL.Path)
+		return "", &oauthError{status: http.StatusUnauthorized}
+	case len(authz) > 1:
+		return "", s.agentBug(r, "4.3", "invalid_request", "%d Authorization headers", len(authz))
+	}
+	return authz[0], nil
 }
 
 // lookupToken returns a copy of the token and its Session, or nil.

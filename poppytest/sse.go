@@ -35,12 +35,8 @@ func (s *eventStreams) streamEvents(w http.ResponseWriter, r *http.Request, id s
 		return
 	}
 	rc := http.NewResponseController(w)
-	var lifetime <-chan time.Time
-	if s.opts.StreamLifetime > 0 {
-		t := time.NewTimer(s.opts.StreamLifetime)
-		defer t.Stop()
-		lifetime = t.C
-	}
+	lifetime, stop := s.streamLifetime()
+	defer stop()
 	sent := 0
 	for {
 		evs, closed, changed, held := s.streamBatch(id, c, cursor)
@@ -50,15 +46,9 @@ func (s *eventStreams) streamEvents(w http.ResponseWriter, r *http.Request, id s
 		if len(evs) > 0 {
 			evs, replay = append(replay, evs...), nil // returned again beside the first new ones (ReplayEvents)
 		}
-		for _, ev := range evs {
-			if sent == drop {
-				s.breakStream(w, rc, ev)
-			}
-			if writeSSEEvent(w, ev) != nil || rc.Flush() != nil {
-				return
-			}
-			cursor = ev.ID
-			sent++
+		var open bool
+		if cursor, open = s.sendBatch(w, rc, evs, &sent, drop, cursor); !open {
+			return
 		}
 		if closed {
 			return // everything up to the close is sent, and no event follows it
@@ -71,6 +61,34 @@ func (s *eventStreams) streamEvents(w http.ResponseWriter, r *http.Request, id s
 			return
 		}
 	}
+}
+
+// streamLifetime is when a stream ends, Options.StreamLifetime after now
+// (nil: never), and the function that stops its timer.
+func (s *eventStreams) streamLifetime() (<-chan time.Time, func()) {
+	if s.opts.StreamLifetime <= 0 {
+		return nil, func() {}
+	}
+	t := time.NewTimer(s.opts.StreamLifetime)
+	return t.C, func() { t.Stop() }
+}
+
+// sendBatch writes evs to the stream, breaking it before the event that
+// would be the drop-th sent (DropStreamAfter), and counts them in sent. It
+// returns the ID of the last event written, cursor if none, and whether the
+// stream is still open.
+func (s *eventStreams) sendBatch(w http.ResponseWriter, rc *http.ResponseController, evs []Event, sent *int, drop int, cursor string) (string, bool) {
+	for _, ev := range evs {
+		if *sent == drop {
+			s.breakStream(w, rc, ev)
+		}
+		if writeSSEEvent(w, ev) != nil || rc.Flush() != nil {
+			return cursor, false
+		}
+		cursor = ev.ID
+		*sent++
+	}
+	return cursor, true
 }
 
 // startStream checks the stream's cursor, takes the DropStreamAfter knob

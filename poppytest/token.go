@@ -272,23 +272,11 @@ func narrowScopes(form url.Values, have []string) ([]string, *oauthError) {
 // writeToken issues a Session Token for a grant's result and writes the
 // token response (Poppy 0.1 §4.2).
 func (s *sessionTokens) writeToken(w http.ResponseWriter, req *tokenRequest, res *grantResult) {
-	now := s.timeNow()
-	value := randomString(32)
 	lifetime := s.opts.TokenLifetime
 	if lifetime <= 0 {
 		lifetime = time.Hour
 	}
-	s.mu.Lock()
-	sess := s.sessions[res.sessionID].clone()
-	s.tokenSeq++
-	tok := &token{sessionID: sess.ID, jkt: req.jkt, resource: req.resource, scopes: res.scopes,
-		signedIn: sess.SignedIn, account: sess.Account, issued: now, expires: now.Add(lifetime), seq: s.tokenSeq}
-	s.tokens[value] = tok
-	s.mu.Unlock()
-	otherCompanies.Store(value, s.Issuer())
-	s.addSecret(value)
-	s.countServed("session_token")
-
+	value, sess := s.issueToken(req, res, lifetime)
 	tokenType := "DPoP"
 	if req.jkt == "" {
 		tokenType = "Bearer" // Poppy 0.1 §4.3: "token_type is DPoP, or Bearer for a token requested without a proof"
@@ -312,6 +300,24 @@ func (s *sessionTokens) writeToken(w http.ResponseWriter, req *tokenRequest, res
 		w.Header().Set("Pragma", "no-cache")
 	}
 	writeJSON(w, cmp.Or(res.status, http.StatusOK), resp)
+}
+
+// issueToken issues a Session Token for the grant's Session, as it is now,
+// for lifetime, and returns it with that Session.
+func (s *sessionTokens) issueToken(req *tokenRequest, res *grantResult, lifetime time.Duration) (string, Session) {
+	now := s.timeNow()
+	value := randomString(32)
+	s.mu.Lock()
+	sess := s.sessions[res.sessionID].clone()
+	s.tokenSeq++
+	tok := &token{sessionID: sess.ID, jkt: req.jkt, resource: req.resource, scopes: res.scopes,
+		signedIn: sess.SignedIn, account: sess.Account, issued: now, expires: now.Add(lifetime), seq: s.tokenSeq}
+	s.tokens[value] = tok
+	s.mu.Unlock()
+	otherCompanies.Store(value, s.Issuer())
+	s.addSecret(value)
+	s.countServed("session_token")
+	return value, sess
 }
 
 // poppyAPIs returns the apis of the poppy.json served at each of the
