@@ -20,6 +20,7 @@ import (
 // newConcerns makes every concern of s, empty; the install methods fill
 // those that need the options (NewUnstartedServer calls them).
 func (s *Server) newConcerns() {
+	s.lifecycle = &lifecycle{Server: s}
 	s.router = &router{Server: s, handlers: map[string]map[string]http.Handler{}, muxes: map[string]*http.ServeMux{}}
 	s.documents = &documents{Server: s, docs: map[string]*document{}}
 	s.recorder = &recorder{Server: s, secretSet: map[string]struct{}{}, arriving: map[*http.Request]int{}, served: map[string]int{}}
