@@ -77,33 +77,35 @@ type accountToken struct {
 	replaced bool // RotateRefreshTokens gave a newer one for it
 }
 
-// signInState is what sign-in adds to the Server. Every field is guarded by
-// the Server's mu, except accounts, which is set by install only.
+// signInState is the Server's concern of sign-in: its accounts, every
+// sign-in type (Poppy 0.1 §4.4 to §4.7), the pages a person signs in on
+// (consent.go), and the Account Tokens they issue. Every field is guarded
+// by the Server's mu, except accounts, which is set by install only.
 type signInState struct {
+	*Server
 	accounts       []Account
 	accountTokens  map[string]*accountToken // Account Token value -> record
 	sessionFamily  map[string]string        // Session ID -> family it is signed in with
 	sessionAccount map[string]string        // Session ID -> the account it has ever been signed in to
-	devices        map[string]*deviceRequest
-	userCodes      map[string]*deviceRequest
-	slowDowns      int // polls still to answer slow_down (SlowDown)
-	authRequests   map[string]*authRequest
-	authCodes      map[string]*authCode
-	signIns        map[string]*mediatedSignIn
-	failures       map[string]*credentialFailures // client_id + User ID -> wrong credentials
+
+	// The ways in, each with its own file.
+	*deviceFlow   // Device Sign-In (device.go)
+	*directFlow   // Direct Sign-In (authorize.go)
+	*mediatedFlow // Mediated Sign-In (mediated.go)
 }
 
 // installSignIn registers every sign-in capability: the account endpoint,
 // Device, Direct and Mediated Sign-In, Account Tokens and revocation.
-func (s *Server) installSignIn() {
-	s.signIn = signInState{accounts: DefaultAccounts(),
+func (s *signInState) installSignIn() {
+	srv := s.Server
+	*s = signInState{Server: srv, accounts: DefaultAccounts(),
 		accountTokens: map[string]*accountToken{}, sessionFamily: map[string]string{},
-		sessionAccount: map[string]string{}, devices: map[string]*deviceRequest{},
-		userCodes: map[string]*deviceRequest{}, authRequests: map[string]*authRequest{},
-		authCodes: map[string]*authCode{}, signIns: map[string]*mediatedSignIn{},
-		failures: map[string]*credentialFailures{}}
+		sessionAccount: map[string]string{},
+		deviceFlow:     &deviceFlow{Server: srv, devices: map[string]*deviceRequest{}, userCodes: map[string]*deviceRequest{}},
+		directFlow:     &directFlow{Server: srv, authRequests: map[string]*authRequest{}, authCodes: map[string]*authCode{}},
+		mediatedFlow:   &mediatedFlow{Server: srv, signIns: map[string]*mediatedSignIn{}, failures: map[string]*credentialFailures{}}}
 	if s.opts.Accounts != nil {
-		s.signIn.accounts = slices.Clone(s.opts.Accounts)
+		s.accounts = slices.Clone(s.opts.Accounts)
 	}
 	s.HandleFunc("api."+s.domain, "GET "+accountPath, s.handleAccount)
 	s.installDevice()
@@ -115,7 +117,7 @@ func (s *Server) installSignIn() {
 
 // handleAccount answers GET /account: the signed-in account, for tests of
 // signed-in and signed-out behaviour. It needs poppy:read.
-func (s *Server) handleAccount(w http.ResponseWriter, r *http.Request) {
+func (s *signInState) handleAccount(w http.ResponseWriter, r *http.Request) {
 	c, ok := s.Authenticate(w, r, "")
 	if !ok || !s.RequireScopes(w, c, "poppy:read") {
 		return
@@ -126,8 +128,8 @@ func (s *Server) handleAccount(w http.ResponseWriter, r *http.Request) {
 }
 
 // accountByID returns the account with id.
-func (s *Server) accountByID(id string) (Account, bool) {
-	for _, a := range s.signIn.accounts {
+func (s *signInState) accountByID(id string) (Account, bool) {
+	for _, a := range s.accounts {
 		if a.ID == id {
 			return a, true
 		}
@@ -137,8 +139,8 @@ func (s *Server) accountByID(id string) (Account, bool) {
 
 // loginMediated returns the account whose mediated sign-in answers creds
 // are: its Credentials, or its email and password.
-func (s *Server) loginMediated(creds map[string]string) (Account, bool) {
-	for _, a := range s.signIn.accounts {
+func (s *signInState) loginMediated(creds map[string]string) (Account, bool) {
+	for _, a := range s.accounts {
 		if a.Credentials == nil {
 			continue
 		}
@@ -154,8 +156,8 @@ func (s *Server) loginMediated(creds map[string]string) (Account, bool) {
 }
 
 // login returns the account whose email and password these are.
-func (s *Server) login(email, password string) (Account, bool) {
-	for _, a := range s.signIn.accounts {
+func (s *signInState) login(email, password string) (Account, bool) {
+	for _, a := range s.accounts {
 		if strings.EqualFold(a.Email, email) && a.Password == password && password != "" {
 			return a, true
 		}
@@ -164,7 +166,7 @@ func (s *Server) login(email, password string) (Account, bool) {
 }
 
 // poppyAuth returns the auth object of the poppy.json served at Domain now.
-func (s *Server) poppyAuth() map[string]any {
+func (s *signInState) poppyAuth() map[string]any {
 	s.mu.Lock()
 	doc := s.docs[s.domain+poppyJSONPath]
 	s.mu.Unlock()
@@ -180,7 +182,7 @@ func (s *Server) poppyAuth() map[string]any {
 
 // typeScopes returns the scopes the sign-in type kind ("direct", "device"
 // or "mediated") of the served poppy.json can grant.
-func (s *Server) typeScopes(kind string) []string {
+func (s *signInState) typeScopes(kind string) []string {
 	t, _ := s.poppyAuth()[kind].(map[string]any)
 	list, _ := t["scopes"].([]any)
 	var out []string
@@ -194,7 +196,7 @@ func (s *Server) typeScopes(kind string) []string {
 
 // requestedScopes applies Poppy 0.1 §4.4 to the scope of a sign-in request
 // of type kind. present says whether the request had a scope at all.
-func (s *Server) requestedScopes(r *http.Request, section, kind, raw string, present bool) ([]string, *oauthError) {
+func (s *signInState) requestedScopes(r *http.Request, section, kind, raw string, present bool) ([]string, *oauthError) {
 	want := strings.Fields(raw)
 	if !present || len(want) == 0 {
 		// Poppy 0.1 §4.4: "Each sign-in request MUST include scope as a space-separated string"
@@ -242,7 +244,7 @@ func grantedScopes(requested, approved []string) ([]string, error) {
 // checkSignInGrant applies what every sign-in grant at the token endpoint
 // needs beyond the proof and client assertion: a DPoP proof and a session_id
 // (Poppy 0.1 §4.5, §4.6). It returns the session_id.
-func (s *Server) checkSignInGrant(section string, req *tokenRequest) (string, *oauthError) {
+func (s *signInState) checkSignInGrant(section string, req *tokenRequest) (string, *oauthError) {
 	if req.jkt == "" {
 		// Poppy 0.1 §4.5, §4.6: the request carries "a DPoP Proof, and the session_id"
 		return "", s.agentBug(req.r, section, "invalid_dpop_proof", "%s grant without a DPoP proof", req.form.Get("grant_type"))
@@ -258,7 +260,7 @@ func (s *Server) checkSignInGrant(section string, req *tokenRequest) (string, *o
 // signs the Session sid in with it (Poppy 0.1 §4.4: "the Company returns an
 // Account Token as refresh_token, and a signed-in Session Token for the
 // current Session"). It returns the grant's result and the token's family.
-func (s *Server) signInSession(r *http.Request, section, sid, clientID, account string, scopes []string) (*grantResult, string, *oauthError) {
+func (s *signInState) signInSession(r *http.Request, section, sid, clientID, account string, scopes []string) (*grantResult, string, *oauthError) {
 	if s.flaws().ExtraScopes {
 		for _, sc := range []string{scopeRead, scopeWrite} {
 			if !slices.Contains(scopes, sc) {
@@ -277,11 +279,11 @@ func (s *Server) signInSession(r *http.Request, section, sid, clientID, account 
 	}
 	ref := s.bindSessionLocked(sid, at)
 	if ref == nil {
-		s.signIn.accountTokens[value] = at
+		s.accountTokens[value] = at
 	}
 	s.mu.Unlock()
 	if ref != nil {
-		return nil, "", ref.answer(s, r, section)
+		return nil, "", ref.answer(s.Server, r, section)
 	}
 	if s.opts.NoAccountTokens {
 		// Kept, so revocation by account still signs the Session out, but never sent.
@@ -292,14 +294,14 @@ func (s *Server) signInSession(r *http.Request, section, sid, clientID, account 
 }
 
 // issuedAccountToken remembers a new Account Token as a secret of this Company.
-func (s *Server) issuedAccountToken(value string) {
+func (s *signInState) issuedAccountToken(value string) {
 	s.addSecret(value)
 	otherCompanies.Store(value, s.Issuer())
 	s.countServed("account_token")
 }
 
 // accountTokenFields are the response fields of an Account Token (§4.4).
-func (s *Server) accountTokenFields(value string, at *accountToken) map[string]any {
+func (s *signInState) accountTokenFields(value string, at *accountToken) map[string]any {
 	extra := map[string]any{"refresh_token": value}
 	if !at.expires.IsZero() {
 		// Poppy 0.1 §4.4: "refresh_token_expires_in is the Account Token's lifetime in seconds, if the Company sets one."
@@ -326,7 +328,7 @@ func (ref *refusal) answer(s *Server, r *http.Request, section string) *oauthErr
 
 // bindSessionLocked signs the Session sid in with the Account Token at, or
 // says why it may not be (Poppy 0.1 §4.4, §4.8). The caller holds mu.
-func (s *Server) bindSessionLocked(sid string, at *accountToken) *refusal {
+func (s *signInState) bindSessionLocked(sid string, at *accountToken) *refusal {
 	sess := s.sessions[sid]
 	switch {
 	case sess == nil:
@@ -337,19 +339,19 @@ func (s *Server) bindSessionLocked(sid string, at *accountToken) *refusal {
 	case sess.Ended:
 		return &refusal{code: "invalid_session", desc: "Session " + sid + " has ended"}
 	}
-	if prev := s.signIn.sessionAccount[sid]; prev != "" && prev != at.account {
+	if prev := s.sessionAccount[sid]; prev != "" && prev != at.account {
 		// Poppy 0.1 §4.4: "A Session is signed in to at most one account. Once it has been, it can't switch to another: the Company returns account_mismatch"
 		return &refusal{code: "account_mismatch", desc: "Session " + sid + " has been signed in to another account"}
 	}
 	sess.SignedIn, sess.Account, sess.Scopes = true, at.account, slices.Clone(at.scopes)
-	s.signIn.sessionFamily[sid] = at.family
-	s.signIn.sessionAccount[sid] = at.account
+	s.sessionFamily[sid] = at.family
+	s.sessionAccount[sid] = at.account
 	return nil
 }
 
 // newSessionLocked starts a Session for the client and User; the caller
 // holds mu.
-func (s *Server) newSessionLocked(clientID, userID string) *Session {
+func (s *signInState) newSessionLocked(clientID, userID string) *Session {
 	sess := &Session{ID: "ses_" + randomString(16), ClientID: clientID, UserID: userID, Created: s.timeNow()}
 	s.sessions[sess.ID] = sess
 	s.sessionOrder = append(s.sessionOrder, sess.ID)
@@ -359,9 +361,9 @@ func (s *Server) newSessionLocked(clientID, userID string) *Session {
 // revokeFamilyLocked revokes every Account Token of family and signs out
 // every Session signed in with it (Poppy 0.1 §4.9). It returns how many
 // Account Tokens that were still usable it revoked. The caller holds mu.
-func (s *Server) revokeFamilyLocked(family string) int {
+func (s *signInState) revokeFamilyLocked(family string) int {
 	n := 0
-	for _, at := range s.signIn.accountTokens {
+	for _, at := range s.accountTokens {
 		if at.family == family && !at.revoked {
 			if !at.replaced {
 				n++
@@ -370,11 +372,11 @@ func (s *Server) revokeFamilyLocked(family string) int {
 		}
 	}
 	signedOut := map[string]bool{}
-	for sid, f := range s.signIn.sessionFamily {
+	for sid, f := range s.sessionFamily {
 		if f != family {
 			continue
 		}
-		delete(s.signIn.sessionFamily, sid)
+		delete(s.sessionFamily, sid)
 		sess := s.sessions[sid]
 		// Poppy 0.1 §4.9: "The Company revokes the Account Token and signs out every Session signed in with it."
 		sess.SignedIn, sess.Account, sess.Scopes = false, "", nil
@@ -396,12 +398,12 @@ func (s *Server) revokeFamilyLocked(family string) int {
 // whether it did. Poppy 0.1 §4.8: "When the Account Token has expired ...
 // The Session continues signed out": the agent renews it with the JWT bearer
 // grant then. The caller must not hold mu.
-func (s *Server) signOutExpired(sid string) bool {
+func (s *signInState) signOutExpired(sid string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	family, now := s.signIn.sessionFamily[sid], s.timeNow()
+	family, now := s.sessionFamily[sid], s.timeNow()
 	expired := false
-	for _, at := range s.signIn.accountTokens {
+	for _, at := range s.accountTokens {
 		if at.family != family || at.revoked || at.replaced {
 			continue
 		}
@@ -411,7 +413,7 @@ func (s *Server) signOutExpired(sid string) bool {
 		expired = true
 	}
 	if expired {
-		delete(s.signIn.sessionFamily, sid)
+		delete(s.sessionFamily, sid)
 		sess := s.sessions[sid]
 		sess.SignedIn, sess.Account, sess.Scopes = false, "", nil
 	}
@@ -422,11 +424,11 @@ func (s *Server) signOutExpired(sid string) bool {
 // agent, and signs out the Sessions signed in with them, as when the User
 // disconnects the agent in the account settings (Poppy 0.1 §4.9). It
 // returns how many usable Account Tokens it revoked.
-func (s *Server) RevokeAccountTokens(account string) int {
+func (s *signInState) RevokeAccountTokens(account string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	families := map[string]bool{}
-	for _, at := range s.signIn.accountTokens {
+	for _, at := range s.accountTokens {
 		if at.account == account && !at.revoked {
 			families[at.family] = true
 		}
@@ -440,7 +442,7 @@ func (s *Server) RevokeAccountTokens(account string) int {
 
 // SignedInSessions returns a copy of every Session signed in now, in order
 // of creation.
-func (s *Server) SignedInSessions() []Session {
+func (s *signInState) SignedInSessions() []Session {
 	var out []Session
 	for _, sess := range s.Sessions() {
 		if sess.SignedIn {

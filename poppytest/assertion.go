@@ -16,6 +16,16 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 )
 
+// clientAuth is the token endpoint's concern of client authentication
+// (Poppy 0.1 §4.1, §4.2): the agent's client assertion and Session
+// assertion, and the documents of its client_id. Its fields are guarded by
+// the Server's mu.
+type clientAuth struct {
+	*Server
+	clients map[string]*client   // client_id -> fetched documents (client.go)
+	jtis    map[string]time.Time // kind+jti -> until when it is remembered
+}
+
 const (
 	clientAssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 	grantJWTBearer      = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -59,7 +69,7 @@ func (c *jwtClaims) audiences() ([]string, bool) {
 
 // timeProblem describes what is wrong with the assertion's times, or "".
 // Every assertion needs exp; needIat also requires iat.
-func (s *Server) timeProblem(c *jwtClaims, maxLife time.Duration, needIat bool) string {
+func (s *clientAuth) timeProblem(c *jwtClaims, maxLife time.Duration, needIat bool) string {
 	now := s.timeNow()
 	switch {
 	case c.Exp == nil:
@@ -85,7 +95,7 @@ func (s *Server) timeProblem(c *jwtClaims, maxLife time.Duration, needIat bool) 
 
 // useJTI records that an assertion or proof with this jti was accepted, and
 // reports whether it was seen before. It remembers the jti until forget.
-func (s *Server) useJTI(kind, jti string, forget time.Time) (reused bool) {
+func (s *clientAuth) useJTI(kind, jti string, forget time.Time) (reused bool) {
 	now := s.timeNow()
 	key := kind + "\x00" + jti
 	s.mu.Lock()
@@ -106,32 +116,24 @@ func (s *Server) useJTI(kind, jti string, forget time.Time) (reused bool) {
 // RFC 7523 §2.2) and returns the agent it authenticates. endpoint is the URL
 // the request was sent to, accepted as aud beside the token endpoint and the
 // issuer.
-func (s *Server) authenticateClient(r *http.Request, form url.Values, endpoint string) (*client, *oauthError) {
+func (s *clientAuth) authenticateClient(r *http.Request, form url.Values, endpoint string) (*client, *oauthError) {
 	if t := form.Get("client_assertion_type"); t != clientAssertionType {
 		// Poppy 0.1 §4.1: the agent "authenticates at the token endpoint with a client assertion"
 		return nil, s.agentBug(r, "4.1", "invalid_client", "client_assertion_type %q, want %s", t, clientAssertionType)
 	}
 	raw := form.Get("client_assertion")
-	if raw == "" {
-		return nil, s.agentBug(r, "4.1", "invalid_client", "no client_assertion")
+	iss, e := s.assertionIssuer(r, form, raw)
+	if e != nil {
+		return nil, e
 	}
-	s.addSecret(raw)
-	var unverified jwtClaims
-	if jws, err := jose.ParseSignedCompact(raw, assertionAlgs); err != nil ||
-		json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &unverified) != nil {
-		return nil, s.agentBug(r, "4.1", "invalid_client", "client_assertion is not a JWT signed with %v", assertionAlgs)
-	}
-	if id := form.Get("client_id"); id != "" && id != unverified.Iss {
-		return nil, s.agentBug(r, "4.1", "invalid_client", "client_id %q differs from the client assertion's iss %q", id, unverified.Iss)
-	}
-	c, cached, e := s.loadClient(r, unverified.Iss, false)
+	c, cached, e := s.loadClient(r, iss, false)
 	if e != nil {
 		return nil, e
 	}
 	_, payload, err := verifyJWT(raw, c.keys)
 	if err != nil && cached {
 		// The agent may have rotated its keys: fetch them again, once.
-		if c, _, e = s.loadClient(r, unverified.Iss, true); e != nil {
+		if c, _, e = s.loadClient(r, iss, true); e != nil {
 			return nil, e
 		}
 		_, payload, err = verifyJWT(raw, c.keys)
@@ -149,8 +151,26 @@ func (s *Server) authenticateClient(r *http.Request, form url.Values, endpoint s
 	return c, nil
 }
 
+// assertionIssuer is the iss of the client assertion raw, read before its
+// signature is checked, so that its keys can be fetched.
+func (s *clientAuth) assertionIssuer(r *http.Request, form url.Values, raw string) (string, *oauthError) {
+	if raw == "" {
+		return "", s.agentBug(r, "4.1", "invalid_client", "no client_assertion")
+	}
+	s.addSecret(raw)
+	var unverified jwtClaims
+	if jws, err := jose.ParseSignedCompact(raw, assertionAlgs); err != nil ||
+		json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &unverified) != nil {
+		return "", s.agentBug(r, "4.1", "invalid_client", "client_assertion is not a JWT signed with %v", assertionAlgs)
+	}
+	if id := form.Get("client_id"); id != "" && id != unverified.Iss {
+		return "", s.agentBug(r, "4.1", "invalid_client", "client_id %q differs from the client assertion's iss %q", id, unverified.Iss)
+	}
+	return unverified.Iss, nil
+}
+
 // checkClientClaims applies RFC 7523 §3 to a client assertion's claims.
-func (s *Server) checkClientClaims(r *http.Request, c *jwtClaims, clientID, endpoint string) *oauthError {
+func (s *clientAuth) checkClientClaims(r *http.Request, c *jwtClaims, clientID, endpoint string) *oauthError {
 	if c.Iss != clientID || c.Sub != clientID {
 		// RFC 7523 §3: for client authentication, sub "MUST be the client_id"
 		return s.agentBug(r, "4.1", "invalid_client", "client assertion iss %q and sub %q must both be the client_id %q", c.Iss, c.Sub, clientID)
@@ -182,7 +202,7 @@ var personalData = regexp.MustCompile(`@|^\+?[0-9][0-9 ().-]{6,}$`)
 
 // checkSessionAssertion checks the assertion of a JWT bearer grant (Poppy
 // 0.1 §4.2) from the authenticated agent c, and returns its claims.
-func (s *Server) checkSessionAssertion(r *http.Request, form url.Values, c *client) (*jwtClaims, *oauthError) {
+func (s *clientAuth) checkSessionAssertion(r *http.Request, form url.Values, c *client) (*jwtClaims, *oauthError) {
 	raw := form.Get("assertion")
 	if raw == "" {
 		return nil, s.agentBug(r, "4.2", "invalid_request", "JWT bearer grant without an assertion")
@@ -210,7 +230,7 @@ func (s *Server) checkSessionAssertion(r *http.Request, form url.Values, c *clie
 }
 
 // checkSessionClaims applies Poppy 0.1 §4.2 to a Session assertion's claims.
-func (s *Server) checkSessionClaims(r *http.Request, c *jwtClaims, clientID string) *oauthError {
+func (s *clientAuth) checkSessionClaims(r *http.Request, c *jwtClaims, clientID string) *oauthError {
 	f := s.flaws()
 	if c.Iss != clientID && !f.ForeignIssuer {
 		// Poppy 0.1 §4.2: the Company "checks that the assertion's iss is the authenticated client_id"

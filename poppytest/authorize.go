@@ -20,6 +20,14 @@ import (
 	"time"
 )
 
+// directFlow is sign-in's concern of Direct Sign-In (Poppy 0.1 §4.5).
+// Its fields are guarded by the Server's mu.
+type directFlow struct {
+	*Server
+	authRequests map[string]*authRequest
+	authCodes    map[string]*authCode
+}
+
 // authCodeLife is how long an authorization code lives (RFC 6749 §4.1.2:
 // "A maximum authorization code lifetime of 10 minutes is RECOMMENDED").
 const authCodeLife = 10 * time.Minute
@@ -49,7 +57,7 @@ type authCode struct {
 }
 
 // installAuthorize registers the authorization endpoint and grant.
-func (s *Server) installAuthorize() {
+func (s *directFlow) installAuthorize() {
 	auth := "auth." + s.domain
 	s.HandleFunc(auth, "GET "+authorizePath, s.handleAuthorize)
 	s.HandleFunc(auth, "POST "+authorizePath, s.handleAuthorizePost)
@@ -60,7 +68,7 @@ func (s *Server) installAuthorize() {
 // page. Without a valid client_id and redirect_uri it shows an error page
 // and does not redirect (RFC 6749 §4.1.2.1); other errors go back to the
 // agent with error, state and iss.
-func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
+func (s *directFlow) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	c, e := s.authorizeClient(r, q)
 	if e != nil {
@@ -76,7 +84,7 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.signIn.authRequests[ar.id] = ar
+	s.authRequests[ar.id] = ar
 	s.mu.Unlock()
 	writePage(w, http.StatusOK, pageData{Title: "Sign in to " + s.domain, ClientName: c.name,
 		Scopes: s.scopeChoices(ar.scopes), Action: authorizePath, Hidden: map[string]string{"request": ar.id}})
@@ -84,7 +92,7 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 
 // authorizeClient checks client_id and redirect_uri, the parameters an
 // error cannot be redirected without.
-func (s *Server) authorizeClient(r *http.Request, q url.Values) (*client, *oauthError) {
+func (s *directFlow) authorizeClient(r *http.Request, q url.Values) (*client, *oauthError) {
 	id := q.Get("client_id")
 	if id == "" || len(q["client_id"]) > 1 {
 		return nil, s.agentBug(r, "4.5", "invalid_request", "authorization request needs exactly one client_id")
@@ -102,7 +110,7 @@ func (s *Server) authorizeClient(r *http.Request, q url.Values) (*client, *oauth
 
 // checkAuthorizeParams checks the rest of an authorization request and
 // returns the scopes requested.
-func (s *Server) checkAuthorizeParams(r *http.Request, q url.Values) ([]string, *oauthError) {
+func (s *directFlow) checkAuthorizeParams(r *http.Request, q url.Values) ([]string, *oauthError) {
 	for k, v := range q {
 		if len(v) > 1 {
 			// RFC 6749 §3.1: "Request and response parameters MUST NOT be included more than once."
@@ -130,7 +138,7 @@ func (s *Server) checkAuthorizeParams(r *http.Request, q url.Values) ([]string, 
 
 // authResponse is the redirect_uri with params, the state and iss added
 // (RFC 6749 §4.1.2, RFC 9207 §2).
-func (s *Server) authResponse(ar *authRequest, params url.Values) string {
+func (s *directFlow) authResponse(ar *authRequest, params url.Values) string {
 	u, _ := url.Parse(ar.redirectURI) // checked against the client's redirect_uris
 	q := u.Query()                    // RFC 6749 §3.1.2: the query component "MUST be retained"
 	for k, v := range params {
@@ -145,13 +153,13 @@ func (s *Server) authResponse(ar *authRequest, params url.Values) string {
 }
 
 // handleAuthorizePost takes the User's answer on the consent page.
-func (s *Server) handleAuthorizePost(w http.ResponseWriter, r *http.Request) {
+func (s *directFlow) handleAuthorizePost(w http.ResponseWriter, r *http.Request) {
 	form, ok := readPageForm(w, r)
 	if !ok {
 		return
 	}
 	s.mu.Lock()
-	ar := s.signIn.authRequests[form.Get("request")]
+	ar := s.authRequests[form.Get("request")]
 	s.mu.Unlock()
 	if ar == nil {
 		writePage(w, http.StatusBadRequest, pageData{Title: "Sign-in error", Message: "This sign-in request is unknown or finished."})
@@ -182,7 +190,7 @@ func (s *Server) handleAuthorizePost(w http.ResponseWriter, r *http.Request) {
 // decideAuthorization answers ar: approved for account with scopes (all
 // requested when empty), or declined when account is "". It returns the URL
 // the browser goes back to.
-func (s *Server) decideAuthorization(ar *authRequest, account string, scopes []string) (string, error) {
+func (s *directFlow) decideAuthorization(ar *authRequest, account string, scopes []string) (string, error) {
 	var granted []string
 	if account != "" {
 		if _, ok := s.accountByID(account); !ok {
@@ -198,7 +206,7 @@ func (s *Server) decideAuthorization(ar *authRequest, account string, scopes []s
 	done := ar.done
 	ar.done = true
 	if !done && account != "" {
-		s.signIn.authCodes[code] = &authCode{clientID: ar.client.id, redirectURI: ar.redirectURI, challenge: ar.challenge,
+		s.authCodes[code] = &authCode{clientID: ar.client.id, redirectURI: ar.redirectURI, challenge: ar.challenge,
 			account: account, scopes: granted, expires: s.timeNow().Add(authCodeLife)}
 	}
 	s.mu.Unlock()
@@ -215,11 +223,11 @@ func (s *Server) decideAuthorization(ar *authRequest, account string, scopes []s
 }
 
 // pendingAuthorization returns the latest unanswered request with state.
-func (s *Server) pendingAuthorization(state string) (*authRequest, error) {
+func (s *directFlow) pendingAuthorization(state string) (*authRequest, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var found *authRequest
-	for _, ar := range s.signIn.authRequests {
+	for _, ar := range s.authRequests {
 		if ar.state == state && !ar.done {
 			found = ar
 		}
@@ -234,7 +242,7 @@ func (s *Server) pendingAuthorization(state string) (*authRequest, error) {
 // state for account, as the User does on the consent page, with scopes:
 // some or all of those requested, or all when none are given. It returns the
 // URL the Company sends the browser to: redirect_uri with code, state and iss.
-func (s *Server) ApproveAuthorization(state, account string, scopes ...string) (redirectURL string, err error) {
+func (s *directFlow) ApproveAuthorization(state, account string, scopes ...string) (redirectURL string, err error) {
 	ar, err := s.pendingAuthorization(state)
 	if err != nil {
 		return "", err
@@ -248,7 +256,7 @@ func (s *Server) ApproveAuthorization(state, account string, scopes ...string) (
 // DenyAuthorization declines the pending authorization request with state.
 // It returns the URL the Company sends the browser to: redirect_uri with
 // error=access_denied, state and iss.
-func (s *Server) DenyAuthorization(state string) (redirectURL string, err error) {
+func (s *directFlow) DenyAuthorization(state string) (redirectURL string, err error) {
 	ar, err := s.pendingAuthorization(state)
 	if err != nil {
 		return "", err
@@ -258,7 +266,7 @@ func (s *Server) DenyAuthorization(state string) (redirectURL string, err error)
 
 // authorizationCodeGrant exchanges a code (Poppy 0.1 §4.5 step 4, RFC 6749
 // §4.1.3, RFC 7636 §4.6).
-func (s *Server) authorizationCodeGrant(_ context.Context, req *tokenRequest) (*grantResult, *oauthError) {
+func (s *directFlow) authorizationCodeGrant(_ context.Context, req *tokenRequest) (*grantResult, *oauthError) {
 	code := req.form.Get("code")
 	if code == "" {
 		return nil, s.agentBug(req.r, "4.5", "invalid_request", "authorization_code grant without code")
@@ -269,11 +277,11 @@ func (s *Server) authorizationCodeGrant(_ context.Context, req *tokenRequest) (*
 		return nil, e
 	}
 	s.mu.Lock()
-	ac := s.signIn.authCodes[code]
+	ac := s.authCodes[code]
 	ref := s.redeemLocked(ac, req)
 	s.mu.Unlock()
 	if ref != nil {
-		return nil, ref.answer(s, req.r, "4.5")
+		return nil, ref.answer(s.Server, req.r, "4.5")
 	}
 	res, family, e := s.signInSession(req.r, "4.5", sid, req.client.id, ac.account, ac.scopes)
 	if e == nil {
@@ -286,7 +294,7 @@ func (s *Server) authorizationCodeGrant(_ context.Context, req *tokenRequest) (*
 
 // redeemLocked checks and uses up a code; nil means it may be exchanged.
 // The caller holds mu.
-func (s *Server) redeemLocked(ac *authCode, req *tokenRequest) *refusal {
+func (s *directFlow) redeemLocked(ac *authCode, req *tokenRequest) *refusal {
 	switch {
 	case ac == nil:
 		return &refusal{code: "invalid_grant", desc: "unknown authorization code"}

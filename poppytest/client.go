@@ -52,7 +52,7 @@ type clientDoc struct {
 // loadClient returns the agent at clientID, from the cache unless refetch
 // is set, and whether it came from the cache. A document that breaks §4.1 is
 // the agent's violation and invalid_client.
-func (s *Server) loadClient(r *http.Request, clientID string, refetch bool) (*client, bool, *oauthError) {
+func (s *clientAuth) loadClient(r *http.Request, clientID string, refetch bool) (*client, bool, *oauthError) {
 	if s.opts.ClientID != "" && clientID != s.opts.ClientID {
 		// Not the agent's bug: another test's agent came to this Company.
 		return nil, false, newError("invalid_client", "poppytest: this Company serves only the agent %s, not %s", s.opts.ClientID, clientID)
@@ -76,7 +76,7 @@ func (s *Server) loadClient(r *http.Request, clientID string, refetch bool) (*cl
 }
 
 // fetchClient fetches and checks the agent's documents.
-func (s *Server) fetchClient(r *http.Request, clientID string) (*client, *oauthError) {
+func (s *clientAuth) fetchClient(r *http.Request, clientID string) (*client, *oauthError) {
 	u, err := url.Parse(clientID)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
 		// Poppy 0.1 §4.1: "A Personal Agent's client_id MUST be an HTTPS URL that returns its metadata document."
@@ -97,7 +97,7 @@ func (s *Server) fetchClient(r *http.Request, clientID string) (*client, *oauthE
 }
 
 // checkClientDoc applies the §4.1 rules to a fetched client metadata document.
-func (s *Server) checkClientDoc(r *http.Request, clientID string, u *url.URL, doc *clientDoc) *oauthError {
+func (s *clientAuth) checkClientDoc(r *http.Request, clientID string, u *url.URL, doc *clientDoc) *oauthError {
 	if doc.ClientID != clientID {
 		// Poppy 0.1 §4.1: "client_id MUST equal the URL the document was fetched from."
 		return s.agentBug(r, "4.1", "invalid_client", "client metadata at %s names client_id %q", clientID, doc.ClientID)
@@ -124,7 +124,7 @@ func sameDomain(a, b string) bool {
 var privateJWKMembers = []string{"d", "p", "q", "dp", "dq", "qi", "k", "oth"}
 
 // fetchKeys fetches the agent's key set and keeps its signing keys.
-func (s *Server) fetchKeys(r *http.Request, jwksURI string) ([]jose.JSONWebKey, *oauthError) {
+func (s *clientAuth) fetchKeys(r *http.Request, jwksURI string) ([]jose.JSONWebKey, *oauthError) {
 	var set struct {
 		Keys []json.RawMessage `json:"keys"`
 	}
@@ -157,7 +157,7 @@ func (s *Server) fetchKeys(r *http.Request, jwksURI string) ([]jose.JSONWebKey, 
 
 // fetchAgentJSON GETs an agent document, without following redirects, and
 // decodes it. It reads at most maxAgentDocument bytes.
-func (s *Server) fetchAgentJSON(ctx context.Context, rawURL string, v any) error {
+func (s *clientAuth) fetchAgentJSON(ctx context.Context, rawURL string, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
@@ -193,7 +193,7 @@ func (s *Server) fetchAgentJSON(ctx context.Context, rawURL string, v any) error
 
 // forgetClients empties the client cache, so changed agent documents are
 // fetched again.
-func (s *Server) forgetClients() {
+func (s *clientAuth) forgetClients() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.clients)

@@ -19,6 +19,13 @@ import (
 	"time"
 )
 
+// companyAgent is the conversations' concern of the scripted Company Agent.
+// It holds no state of its own: its turns run under the conversations' lock
+// on their convRecords.
+type companyAgent struct {
+	*Server
+}
+
 // defaultAgentDelay is Options.AgentDelay's zero value.
 const defaultAgentDelay = 50 * time.Millisecond
 
@@ -67,7 +74,7 @@ type agentTask struct {
 
 // startTurn has the Company Agent answer task after Options.AgentDelay,
 // with the status working meanwhile. The caller holds st.mu.
-func (s *Server) startTurn(cv *convRecord, task agentTask) {
+func (s *companyAgent) startTurn(cv *convRecord, task agentTask) {
 	cv.turns++
 	s.setState(cv, StatusWorking, cv.Responder)
 	s.afterDelay(cv, func() { s.runTask(cv, task) })
@@ -76,7 +83,7 @@ func (s *Server) startTurn(cv *convRecord, task agentTask) {
 // afterDelay runs f under st.mu after Options.AgentDelay, unless the
 // conversation's turns were cancelled or the Server closed meanwhile. The
 // caller holds st.mu.
-func (s *Server) afterDelay(cv *convRecord, f func()) {
+func (s *companyAgent) afterDelay(cv *convRecord, f func()) {
 	delay := s.opts.AgentDelay
 	if delay == 0 {
 		delay = defaultAgentDelay
@@ -87,8 +94,8 @@ func (s *Server) afterDelay(cv *convRecord, f func()) {
 // afterFunc runs f under st.mu after delay, unless the conversation's
 // turns were cancelled or the Server closed meanwhile. The caller holds
 // st.mu.
-func (s *Server) afterFunc(cv *convRecord, delay time.Duration, f func()) {
-	st, gen := s.conv, cv.gen
+func (s *companyAgent) afterFunc(cv *convRecord, delay time.Duration, f func()) {
+	st, gen := s.convState, cv.gen
 	time.AfterFunc(delay, func() {
 		st.mu.Lock()
 		defer st.mu.Unlock()
@@ -99,7 +106,7 @@ func (s *Server) afterFunc(cv *convRecord, delay time.Duration, f func()) {
 }
 
 // runTask is one turn of the Company Agent. The caller holds st.mu.
-func (s *Server) runTask(cv *convRecord, task agentTask) {
+func (s *companyAgent) runTask(cv *convRecord, task agentTask) {
 	cv.turns--
 	rule := task.rule
 	if rule == "" {
@@ -144,12 +151,12 @@ func matchRule(text string) string {
 }
 
 // say adds a message of the Company Agent. The caller holds st.mu.
-func (s *Server) say(cv *convRecord, text string, data any) {
+func (s *companyAgent) say(cv *convRecord, text string, data any) {
 	s.addCompanyMessage(cv, ResponderAgent, text, data)
 }
 
 // addCompanyMessage adds a Company message from sender. The caller holds st.mu.
-func (s *Server) addCompanyMessage(cv *convRecord, sender, text string, data any) {
+func (s *companyAgent) addCompanyMessage(cv *convRecord, sender, text string, data any) {
 	m := &Message{ID: "msg_" + randomString(9), Role: "company", Sender: sender, Text: text, Time: s.timeNow()}
 	if data != nil {
 		m.Data, _ = json.Marshal(data)
@@ -159,7 +166,7 @@ func (s *Server) addCompanyMessage(cv *convRecord, sender, text string, data any
 }
 
 // requestUser asks for the User (Poppy 0.1 §7.10 "When the Company asks").
-func (s *Server) requestUser(cv *convRecord) {
+func (s *companyAgent) requestUser(cv *convRecord) {
 	if cv.ParentID != "" {
 		s.say(cv, "Thanks for joining. A specialist is looking at this with you now.", nil)
 		return
@@ -171,12 +178,11 @@ func (s *Server) requestUser(cv *convRecord) {
 // handOff queues the conversation for a person (Poppy 0.1 §7.9). With
 // Options.NoHumans no one comes: after the delay, the status goes back to
 // idle and the Company Agent says why. The caller holds st.mu.
-func (s *Server) handOff(cv *convRecord) {
+func (s *companyAgent) handOff(cv *convRecord) {
 	// Poppy 0.1 §7.7: "While the conversation is queued, responder stays agent."
 	s.setState(cv, StatusQueued, ResponderAgent)
 	if !s.opts.NoHumans {
-		s.joinLater(cv) // with Options.HumanJoins; else a Person joins when the test says so
-		return
+		return // a Person joins when the test says so (or Options.OnEvent's watcher does)
 	}
 	s.afterDelay(cv, func() {
 		if cv.Status != StatusQueued {
@@ -200,7 +206,7 @@ type agentPending struct {
 // adds an authorization event, asks in a message, and keeps the task for
 // when the agent continues with a token that has the scope. The caller
 // holds st.mu.
-func (s *Server) mayUseAccount(cv *convRecord, task agentTask) bool {
+func (s *companyAgent) mayUseAccount(cv *convRecord, task agentTask) bool {
 	scope := ruleScope(task.rule)
 	c := task.caller
 	code := ""
@@ -225,7 +231,7 @@ func (s *Server) mayUseAccount(cv *convRecord, task agentTask) bool {
 
 // resumePending restarts a task that waited for sign-in when c's token now
 // allows it. The caller holds st.mu.
-func (s *Server) resumePending(cv *convRecord, c *Caller) {
+func (s *companyAgent) resumePending(cv *convRecord, c *Caller) {
 	p := cv.pending
 	if p == nil || cv.turns > 0 || cv.Status != StatusIdle || cv.Responder != ResponderAgent ||
 		!c.SignedIn || !c.HasScopes(ruleScope(p.rule)) {
@@ -238,9 +244,9 @@ func (s *Server) resumePending(cv *convRecord, c *Caller) {
 // useAccount makes the conversation, its parent and its Direct
 // Conversation belong to account (Poppy 0.1 §7.2: "Once it uses the User's
 // account, it belongs to that account instead."). The caller holds st.mu.
-func (s *Server) useAccount(cv *convRecord, account string) {
+func (s *companyAgent) useAccount(cv *convRecord, account string) {
 	for _, id := range []string{cv.ID, cv.ParentID, cv.DirectID} {
-		if other := s.conv.convs[id]; other != nil && other.Account == "" {
+		if other := s.convState.convs[id]; other != nil && other.Account == "" {
 			other.Account = account
 		}
 	}
@@ -257,7 +263,7 @@ func ruleScope(name string) string {
 
 // accountTask runs a rule that reads or changes the account. The caller
 // holds st.mu.
-func (s *Server) accountTask(cv *convRecord, task agentTask) {
+func (s *companyAgent) accountTask(cv *convRecord, task agentTask) {
 	account := task.caller.Account
 	var in struct {
 		OrderID        string `json:"order_id"`
@@ -287,7 +293,7 @@ func (s *Server) accountTask(cv *convRecord, task agentTask) {
 }
 
 // orderStatus tells the status of one order, or of every order.
-func (s *Server) orderStatus(cv *convRecord, account, orderID string) {
+func (s *companyAgent) orderStatus(cv *convRecord, account, orderID string) {
 	orders := s.Orders(account)
 	if orderID != "" {
 		orders = slices.DeleteFunc(orders, func(o Order) bool { return o.ID != orderID })
@@ -311,7 +317,7 @@ func (s *Server) orderStatus(cv *convRecord, account, orderID string) {
 }
 
 // exchange exchanges an item of an order for sku.
-func (s *Server) exchange(cv *convRecord, account, orderID, itemID, sku string) {
+func (s *companyAgent) exchange(cv *convRecord, account, orderID, itemID, sku string) {
 	o, ok := s.Order(account, orderID)
 	if ok && itemID == "" && len(o.Items) > 0 {
 		itemID = o.Items[0].ID

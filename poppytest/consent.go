@@ -63,7 +63,7 @@ func writePage(w http.ResponseWriter, status int, p pageData) {
 }
 
 // scopeChoices describes scopes for a page (Poppy 0.1 §4.4 and auth.custom_scopes).
-func (s *Server) scopeChoices(scopes []string) []scopeChoice {
+func (s *signInState) scopeChoices(scopes []string) []scopeChoice {
 	custom, _ := s.poppyAuth()["custom_scopes"].(map[string]any)
 	var out []scopeChoice
 	for _, sc := range scopes {
@@ -96,7 +96,7 @@ func readPageForm(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
 
 // pageLogin checks a page's email and password and the scopes ticked, and
 // writes the page again with the problem when they fail.
-func (s *Server) pageLogin(w http.ResponseWriter, form url.Values, p pageData) (Account, []string, bool) {
+func (s *signInState) pageLogin(w http.ResponseWriter, form url.Values, p pageData) (Account, []string, bool) {
 	a, ok := s.login(form.Get("email"), form.Get("password"))
 	if !ok {
 		p.Message = "Wrong email or password."
@@ -116,7 +116,7 @@ func (s *Server) pageLogin(w http.ResponseWriter, form url.Values, p pageData) (
 // user_code it shows the agent and scopes and the sign-in form; it never
 // approves (Poppy 0.1 §4.6: "Opening the link MUST NOT approve the request
 // by itself.").
-func (s *Server) handleVerifyPage(w http.ResponseWriter, r *http.Request) {
+func (s *signInState) handleVerifyPage(w http.ResponseWriter, r *http.Request) {
 	code := r.URL.Query().Get("user_code")
 	if code == "" {
 		writePage(w, http.StatusOK, pageData{Title: "Connect a device", AskCode: true,
@@ -128,7 +128,7 @@ func (s *Server) handleVerifyPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // devicePage is the page of a user code and its status.
-func (s *Server) devicePage(code string) (pageData, int) {
+func (s *signInState) devicePage(code string) (pageData, int) {
 	s.mu.Lock()
 	d, err := s.deviceByUserCodeLocked(code)
 	var decided, expired bool
@@ -149,7 +149,7 @@ func (s *Server) devicePage(code string) (pageData, int) {
 }
 
 // handleVerifyPost takes the User's answer on the verification page.
-func (s *Server) handleVerifyPost(w http.ResponseWriter, r *http.Request) {
+func (s *signInState) handleVerifyPost(w http.ResponseWriter, r *http.Request) {
 	form, ok := readPageForm(w, r)
 	if !ok {
 		return

@@ -88,7 +88,12 @@ type sentMessage struct {
 
 // convState is every conversation of the Server and the test's fault knobs.
 type convState struct {
-	// mu guards every field below and every convRecord.
+	*Server
+	*companyAgent // the scripted Company Agent (companyagent.go)
+	*eventStreams // server-sent events (sse.go)
+
+	// mu guards every field below and every convRecord. In convState's
+	// methods, s.mu is this lock; s.Server.mu is the Server's.
 	mu          sync.Mutex
 	convs       map[string]*convRecord
 	order       []string                // conversation IDs, in order of creation
@@ -102,15 +107,15 @@ type convState struct {
 }
 
 // installConversations sets up the shop and the conversation API.
-func (s *Server) installConversations() {
-	s.shop = newShop(s.timeNow())
-	s.conv = &convState{convs: map[string]*convRecord{}, sent: map[string]*sentMessage{}, dropStream: -1}
+func (s *convState) installConversations() {
+	s.shop = newShop(s.Server, s.timeNow())
+	s.convs, s.sent, s.dropStream = map[string]*convRecord{}, map[string]*sentMessage{}, -1
 	s.t.Cleanup(s.stopConversations) // registered before Close, so it runs after it
 	s.installConversationsOn("api." + s.domain)
 }
 
 // installConversationsOn registers the conversation API on the host api.
-func (s *Server) installConversationsOn(api string) {
+func (s *convState) installConversationsOn(api string) {
 	base := conversationsPath
 	s.HandleFunc(api, "POST "+base, s.handleStart)
 	s.HandleFunc(api, "POST "+base+"/{id}/messages", s.handleMessage)
@@ -120,10 +125,10 @@ func (s *Server) installConversationsOn(api string) {
 }
 
 // stopConversations makes the Company Agent's turns still due do nothing.
-func (s *Server) stopConversations() {
-	s.conv.mu.Lock()
-	defer s.conv.mu.Unlock()
-	s.conv.stopped = true
+func (s *convState) stopConversations() {
+	s.convState.mu.Lock()
+	defer s.convState.mu.Unlock()
+	s.convState.stopped = true
 }
 
 // accepted is what a POST that accepted a message answers.
@@ -139,7 +144,7 @@ type accepted struct {
 
 // handleStart starts a conversation with its first message (Poppy 0.1 §7.3),
 // or a Direct Conversation (§7.10).
-func (s *Server) handleStart(w http.ResponseWriter, r *http.Request) {
+func (s *convState) handleStart(w http.ResponseWriter, r *http.Request) {
 	c, ok := s.Authenticate(w, r, "") // Poppy 0.1 §7.2: "Every request carries a Session Token with a DPoP Proof"
 	if !ok {
 		return
@@ -159,7 +164,7 @@ func (s *Server) handleStart(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleMessage adds a message to a conversation (Poppy 0.1 §7.3).
-func (s *Server) handleMessage(w http.ResponseWriter, r *http.Request) {
+func (s *convState) handleMessage(w http.ResponseWriter, r *http.Request) {
 	c, ok := s.Authenticate(w, r, "")
 	if !ok {
 		return
@@ -185,8 +190,8 @@ func (s *Server) handleMessage(w http.ResponseWriter, r *http.Request) {
 
 // startConversation accepts the first message of a new conversation, or
 // returns the conversation a retry of it started.
-func (s *Server) startConversation(c *Caller, in *messageRequest, q readQuery) (accepted, *convError) {
-	st := s.conv
+func (s *convState) startConversation(c *Caller, in *messageRequest, q readQuery) (accepted, *convError) {
+	st := s.convState
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	fp := "start " + in.parentID + "\x00" + in.canonical
@@ -220,8 +225,8 @@ func (s *Server) startConversation(c *Caller, in *messageRequest, q readQuery) (
 
 // parentFor checks the parent of a new Direct Conversation (Poppy 0.1 §7.10).
 // The caller holds st.mu.
-func (s *Server) parentFor(id string, c *Caller) (*convRecord, *convError) {
-	p := s.conv.convs[id]
+func (s *convState) parentFor(id string, c *Caller) (*convRecord, *convError) {
+	p := s.convState.convs[id]
 	if p == nil {
 		return nil, newConvError("conversation_not_found", "no conversation %s", id)
 	}
@@ -245,8 +250,8 @@ func (s *Server) parentFor(id string, c *Caller) (*convRecord, *convError) {
 }
 
 // continueConversation accepts a later message (Poppy 0.1 §7.3).
-func (s *Server) continueConversation(id string, c *Caller, in *messageRequest, q readQuery) (accepted, *convError) {
-	st := s.conv
+func (s *convState) continueConversation(id string, c *Caller, in *messageRequest, q readQuery) (accepted, *convError) {
+	st := s.convState
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	cv, e := s.lookupConv(id, c)
@@ -290,8 +295,8 @@ func sentKey(c *Caller, messageID string) string {
 
 // retried looks a message ID up. found is false for a new ID. The caller
 // holds st.mu.
-func (s *Server) retried(c *Caller, messageID, fp string, q readQuery) (accepted, *convError, bool) {
-	prev := s.conv.sent[sentKey(c, messageID)]
+func (s *convState) retried(c *Caller, messageID, fp string, q readQuery) (accepted, *convError, bool) {
+	prev := s.convState.sent[sentKey(c, messageID)]
 	if prev == nil || s.flaws().DuplicateMessages {
 		return accepted{}, nil, false
 	}
@@ -316,7 +321,7 @@ func (s *Server) retried(c *Caller, messageID, fp string, q readQuery) (accepted
 
 // acceptMessage adds a message of the Personal Agent to cv and lets the
 // Company Agent answer it. The caller holds st.mu.
-func (s *Server) acceptMessage(cv *convRecord, c *Caller, m Message) {
+func (s *convState) acceptMessage(cv *convRecord, c *Caller, m Message) {
 	m.Role, m.Time = s.agentRole(), s.timeNow()
 	cv.messages = append(cv.messages, m)
 	for k, v := range m.Context {
@@ -330,7 +335,6 @@ func (s *Server) acceptMessage(cv *convRecord, c *Caller, m Message) {
 	switch {
 	case cv.Responder != ResponderAgent || cv.Status == StatusQueued:
 		// a person has joined or is awaited: the Company Agent stays quiet
-		s.personReplies(cv)
 	case m.Text != "" || m.Data != nil:
 		s.startTurn(cv, agentTask{caller: c, text: m.Text, data: m.Data})
 	default:
@@ -342,7 +346,7 @@ func (s *Server) acceptMessage(cv *convRecord, c *Caller, m Message) {
 }
 
 // agentRole is the role of the Personal Agent's messages (Options.AgentRole).
-func (s *Server) agentRole() string {
+func (s *convState) agentRole() string {
 	return orDefault(s.opts.AgentRole, "personal_agent")
 }
 
@@ -351,12 +355,12 @@ func (s *Server) agentRole() string {
 // for one with wait or cursor (Poppy 0.1 §7.3 "Replies in the response").
 // FailNextPost and DropConnectionAfterAccept act here, after the message
 // was accepted, so the agent must retry it with the same ID.
-func (s *Server) answerPost(w http.ResponseWriter, r *http.Request, c *Caller, res accepted, q readQuery) {
-	if !res.duplicate && s.takeFault(&s.conv.failPosts) {
+func (s *convState) answerPost(w http.ResponseWriter, r *http.Request, c *Caller, res accepted, q readQuery) {
+	if !res.duplicate && s.takeFault(&s.convState.failPosts) {
 		s.writeConvError(w, r, &convError{code: "server_error", desc: "poppytest: FailNextPost", status: http.StatusServiceUnavailable})
 		return
 	}
-	if !res.duplicate && s.takeFault(&s.conv.dropPosts) {
+	if !res.duplicate && s.takeFault(&s.convState.dropPosts) {
 		panic(http.ErrAbortHandler) // closes the connection (HTTP/1.1) or resets the stream (HTTP/2) without a response
 	}
 	if h := s.takeHold(res.duplicate); h != nil {
@@ -368,7 +372,7 @@ func (s *Server) answerPost(w http.ResponseWriter, r *http.Request, c *Caller, r
 		}
 	}
 	if !q.hasWait && !q.hasCursor {
-		st := s.conv
+		st := s.convState
 		st.mu.Lock()
 		cv := st.convs[res.conversationID]
 		body := statusResponse{ConversationID: cv.ID, Status: cv.Status, Responder: cv.Responder}
@@ -389,9 +393,9 @@ func (s *Server) answerPost(w http.ResponseWriter, r *http.Request, c *Caller, r
 }
 
 // takeFault takes one from a fault counter, reporting whether it was set.
-func (s *Server) takeFault(n *int) bool {
-	s.conv.mu.Lock()
-	defer s.conv.mu.Unlock()
+func (s *convState) takeFault(n *int) bool {
+	s.convState.mu.Lock()
+	defer s.convState.mu.Unlock()
 	if *n <= 0 {
 		return false
 	}
@@ -407,7 +411,7 @@ type statusResponse struct {
 }
 
 // handleHandoff asks for a person at the Company (Poppy 0.1 §7.9).
-func (s *Server) handleHandoff(w http.ResponseWriter, r *http.Request) {
+func (s *convState) handleHandoff(w http.ResponseWriter, r *http.Request) {
 	s.handleControl(w, r, "7.9", func(cv *convRecord) (int, *convError) {
 		if e := takesMessages(cv); e != nil {
 			return 0, e
@@ -420,7 +424,7 @@ func (s *Server) handleHandoff(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleClose closes a conversation (Poppy 0.1 §7.12).
-func (s *Server) handleClose(w http.ResponseWriter, r *http.Request) {
+func (s *convState) handleClose(w http.ResponseWriter, r *http.Request) {
 	s.handleControl(w, r, "7.12", func(cv *convRecord) (int, *convError) {
 		s.closeConv(cv) // closing a closed conversation changes nothing
 		return http.StatusOK, nil
@@ -430,7 +434,7 @@ func (s *Server) handleClose(w http.ResponseWriter, r *http.Request) {
 // handleControl runs a POST whose body is an empty JSON object: it
 // authenticates, finds the conversation, reads the body, calls do under
 // the lock and answers status and responder.
-func (s *Server) handleControl(w http.ResponseWriter, r *http.Request, section string, do func(*convRecord) (int, *convError)) {
+func (s *convState) handleControl(w http.ResponseWriter, r *http.Request, section string, do func(*convRecord) (int, *convError)) {
 	c, ok := s.Authenticate(w, r, "")
 	if !ok {
 		return
@@ -460,9 +464,9 @@ func (s *Server) handleControl(w http.ResponseWriter, r *http.Request, section s
 
 // withConv runs f on the conversation id under the lock, after checking
 // the caller may use it.
-func (s *Server) withConv(id string, c *Caller, f func(*convRecord) *convError) *convError {
-	s.conv.mu.Lock()
-	defer s.conv.mu.Unlock()
+func (s *convState) withConv(id string, c *Caller, f func(*convRecord) *convError) *convError {
+	s.convState.mu.Lock()
+	defer s.convState.mu.Unlock()
 	cv, e := s.lookupConv(id, c)
 	if e != nil {
 		return e
@@ -472,8 +476,8 @@ func (s *Server) withConv(id string, c *Caller, f func(*convRecord) *convError) 
 
 // lookupConv finds the conversation id and checks the caller against its
 // owner. The caller holds st.mu.
-func (s *Server) lookupConv(id string, c *Caller) (*convRecord, *convError) {
-	cv := s.conv.convs[id]
+func (s *convState) lookupConv(id string, c *Caller) (*convRecord, *convError) {
+	cv := s.convState.convs[id]
 	if cv == nil {
 		return nil, newConvError("conversation_not_found", "no conversation %s", id)
 	}
@@ -483,7 +487,7 @@ func (s *Server) lookupConv(id string, c *Caller) (*convRecord, *convError) {
 // ownerError checks the caller against the conversation's owner (Poppy 0.1
 // §7.2): the client_id and User ID that started it, or once it used the
 // account, that account.
-func (s *Server) ownerError(cv *convRecord, c *Caller) *convError {
+func (s *convState) ownerError(cv *convRecord, c *Caller) *convError {
 	switch {
 	case c.ClientID != cv.ClientID:
 		// Poppy 0.1 §7.2: "The Company MUST reject requests from any other client_id, User, or account."

@@ -14,8 +14,8 @@ import (
 )
 
 // Conversations returns a copy of every conversation, in order of creation.
-func (s *Server) Conversations() []Conversation {
-	st := s.conv
+func (s *convState) Conversations() []Conversation {
+	st := s.convState
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	out := make([]Conversation, 0, len(st.order))
@@ -26,8 +26,8 @@ func (s *Server) Conversations() []Conversation {
 }
 
 // Conversation returns a copy of the conversation id.
-func (s *Server) Conversation(id string) (Conversation, bool) {
-	st := s.conv
+func (s *convState) Conversation(id string) (Conversation, bool) {
+	st := s.convState
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	cv := st.convs[id]
@@ -46,8 +46,8 @@ func (cv *convRecord) snapshot() Conversation {
 
 // Messages returns every message of the Personal Agent the Company accepted
 // in the conversation, in order: a retried message counts once.
-func (s *Server) Messages(conversationID string) []Message {
-	st := s.conv
+func (s *convState) Messages(conversationID string) []Message {
+	st := s.convState
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if cv := st.convs[conversationID]; cv != nil {
@@ -58,8 +58,8 @@ func (s *Server) Messages(conversationID string) []Message {
 
 // Events returns the events the Company still holds for the conversation,
 // oldest first.
-func (s *Server) Events(conversationID string) []Event {
-	st := s.conv
+func (s *convState) Events(conversationID string) []Event {
+	st := s.convState
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	cv := st.convs[conversationID]
@@ -79,7 +79,7 @@ func (s *Server) Events(conversationID string) []Event {
 // CloseConversation closes the conversation from the Company's side (Poppy
 // 0.1 §7.12: "The Company can also close a conversation"), with its open
 // Direct Conversation.
-func (s *Server) CloseConversation(id string) error {
+func (s *convState) CloseConversation(id string) error {
 	return s.companyAction(id, func(cv *convRecord) error {
 		s.closeConv(cv)
 		return nil
@@ -88,7 +88,7 @@ func (s *Server) CloseConversation(id string) error {
 
 // RequestUser has the Company ask for the User with a user_requested event
 // (Poppy 0.1 §7.10 "When the Company asks").
-func (s *Server) RequestUser(conversationID, reason string) error {
+func (s *convState) RequestUser(conversationID, reason string) error {
 	return s.companyAction(conversationID, func(cv *convRecord) error {
 		if cv.Status == StatusClosed {
 			return fmt.Errorf("poppytest: conversation %s is closed", cv.ID)
@@ -104,7 +104,7 @@ func (s *Server) RequestUser(conversationID, reason string) error {
 // required. State events are refused: status and responder change through
 // the Person, the Company Agent and closing. A message's ID and role are
 // set when empty (role "company").
-func (s *Server) AddEvent(conversationID string, ev Event) (Event, error) {
+func (s *convState) AddEvent(conversationID string, ev Event) (Event, error) {
 	var out Event
 	err := s.companyAction(conversationID, func(cv *convRecord) error {
 		switch {
@@ -126,8 +126,8 @@ func (s *Server) AddEvent(conversationID string, ev Event) (Event, error) {
 }
 
 // companyAction runs f on the conversation id under the lock.
-func (s *Server) companyAction(id string, f func(cv *convRecord) error) error {
-	st := s.conv
+func (s *convState) companyAction(id string, f func(cv *convRecord) error) error {
+	st := s.convState
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	cv := st.convs[id]
@@ -140,18 +140,18 @@ func (s *Server) companyAction(id string, f func(cv *convRecord) error) error {
 // closeConv closes cv and its open Direct Conversation (Poppy 0.1 §7.10:
 // "Closing the parent also closes its open Direct Conversation"). The
 // caller holds st.mu.
-func (s *Server) closeConv(cv *convRecord) {
+func (s *convState) closeConv(cv *convRecord) {
 	if cv.Status == StatusClosed {
 		return
 	}
-	if d := s.conv.convs[cv.DirectID]; d != nil {
+	if d := s.convState.convs[cv.DirectID]; d != nil {
 		s.closeConv(d)
 	}
 	cv.gen++ // Poppy 0.1 §7.12: the Company "cancels any pending handoff"; the Company Agent stops too
 	cv.turns, cv.pending = 0, nil
 	// Poppy 0.1 §7.12: "The Company adds a state event with status: "closed""; §7.7: "In a closed conversation, responder is whoever handled it last."
 	s.setState(cv, StatusClosed, cv.Responder)
-	if p := s.conv.convs[cv.ParentID]; p != nil && p.DirectID == cv.ID {
+	if p := s.convState.convs[cv.ParentID]; p != nil && p.DirectID == cv.ID {
 		p.DirectID = ""
 		// Poppy 0.1 §7.10: "When the Direct Conversation closes, the Company adds a direct_closed event to the parent"
 		s.addEvent(p, Event{Type: "direct_closed", ConversationID: cv.ID})
@@ -167,8 +167,8 @@ type Person struct {
 
 // Person returns the person at the Company for the conversation. The
 // conversation need not exist yet.
-func (s *Server) Person(conversationID string) *Person {
-	return &Person{s: s, id: conversationID}
+func (s *convState) Person(conversationID string) *Person {
+	return &Person{s: s.Server, id: conversationID}
 }
 
 // Join has the person join: responder becomes human and status idle, and
@@ -231,19 +231,19 @@ func (p *Person) present(cv *convRecord) error {
 // conversation) accept the message and then answer 503, so the agent must
 // retry with the same message ID, and the retry must be recognized (Poppy
 // 0.1 §7.3). Retries of an accepted message do not count.
-func (s *Server) FailNextPost(n int) {
-	s.conv.mu.Lock()
-	defer s.conv.mu.Unlock()
-	s.conv.failPosts = n
+func (s *convState) FailNextPost(n int) {
+	s.convState.mu.Lock()
+	defer s.convState.mu.Unlock()
+	s.convState.failPosts = n
 }
 
 // DropConnectionAfterAccept makes the next n message POSTs accept the
 // message and then break the connection (HTTP/1.1) or reset the stream
 // (HTTP/2) without an answer. Retries of an accepted message do not count.
-func (s *Server) DropConnectionAfterAccept(n int) {
-	s.conv.mu.Lock()
-	defer s.conv.mu.Unlock()
-	s.conv.dropPosts = n
+func (s *convState) DropConnectionAfterAccept(n int) {
+	s.convState.mu.Lock()
+	defer s.convState.mu.Unlock()
+	s.convState.dropPosts = n
 }
 
 // postHold is a message POST's answer held back (HoldNextPost).
@@ -259,31 +259,31 @@ type postHold struct {
 // test can stop the agent while its message is in flight. held is closed
 // once such a POST has accepted its message. Retries of an accepted
 // message are not held.
-func (s *Server) HoldNextPost() (held <-chan struct{}, release func()) {
+func (s *convState) HoldNextPost() (held <-chan struct{}, release func()) {
 	h := &postHold{held: make(chan struct{}), release: make(chan struct{})}
-	s.conv.mu.Lock()
-	s.conv.holdPost = h
-	s.conv.mu.Unlock()
+	s.convState.mu.Lock()
+	s.convState.holdPost = h
+	s.convState.mu.Unlock()
 	return h.held, func() { h.once.Do(func() { close(h.release) }) }
 }
 
 // takeHold returns the hold a new message's POST must wait on, once.
-func (s *Server) takeHold(duplicate bool) *postHold {
-	s.conv.mu.Lock()
-	defer s.conv.mu.Unlock()
-	h := s.conv.holdPost
+func (s *convState) takeHold(duplicate bool) *postHold {
+	s.convState.mu.Lock()
+	defer s.convState.mu.Unlock()
+	h := s.convState.holdPost
 	if duplicate || h == nil {
 		return nil
 	}
-	s.conv.holdPost = nil
+	s.convState.holdPost = nil
 	return h
 }
 
 // ExpireCursors makes the Company forget every event of every conversation
 // but the newest one, so a cursor naming any other gets cursor_expired
 // (Poppy 0.1 §7.5) and a read from the beginning misses the rest.
-func (s *Server) ExpireCursors() {
-	st := s.conv
+func (s *convState) ExpireCursors() {
+	st := s.convState
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for _, cv := range st.convs {
@@ -297,18 +297,18 @@ func (s *Server) ExpireCursors() {
 // (Poppy 0.1 §7.6). When the event that would follow is a Company message,
 // the stream first sends the first text-delta piece of it, so the agent
 // holds part of a message it must drop.
-func (s *Server) DropStreamAfter(n int) {
-	s.conv.mu.Lock()
-	defer s.conv.mu.Unlock()
-	s.conv.dropStream = n
+func (s *convState) DropStreamAfter(n int) {
+	s.convState.mu.Lock()
+	defer s.convState.mu.Unlock()
+	s.convState.dropStream = n
 }
 
 // FloodDeltas makes the next event stream opened send n text-delta pieces
 // first (Poppy 0.1 §7.6), each of a new message that never comes whole: a
 // hostile Company trying to make the agent keep or show pieces without
 // bound. The stream then goes on as usual.
-func (s *Server) FloodDeltas(n int) {
-	s.conv.mu.Lock()
-	defer s.conv.mu.Unlock()
-	s.conv.floodDeltas = n
+func (s *convState) FloodDeltas(n int) {
+	s.convState.mu.Lock()
+	defer s.convState.mu.Unlock()
+	s.convState.floodDeltas = n
 }

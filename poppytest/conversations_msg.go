@@ -55,7 +55,7 @@ func convBug(section, code, format string, args ...any) *convError {
 
 // writeConvError reports e's violation, if any, and writes it: as a JSON
 // error body (§7.13), or for sign_in_required as a challenge (§7.11, §6).
-func (s *Server) writeConvError(w http.ResponseWriter, r *http.Request, e *convError) {
+func (s *convState) writeConvError(w http.ResponseWriter, r *http.Request, e *convError) {
 	if section, desc, ok := strings.Cut(e.violation, "\x00"); ok {
 		s.violate(r, section, e.code, "%s", desc)
 	}
@@ -93,7 +93,7 @@ type messageRequest struct {
 
 // readMessageRequest reads and parses the body of a message POST. start
 // says it is the first message of a conversation.
-func (s *Server) readMessageRequest(r *http.Request, start bool) (*messageRequest, *convError) {
+func (s *convState) readMessageRequest(r *http.Request, start bool) (*messageRequest, *convError) {
 	body, e := readConvBody(r)
 	if e != nil {
 		return nil, e
@@ -236,7 +236,7 @@ func quoteOrMissing(p *string) string {
 
 // readEmptyObject reads the body of a handoff or close request (Poppy 0.1
 // §7.9: "with an empty JSON object"; §7.12: "sending an empty JSON object").
-func (s *Server) readEmptyObject(r *http.Request, section string) *convError {
+func (s *convState) readEmptyObject(r *http.Request, section string) *convError {
 	body, e := readConvBody(r)
 	if e != nil {
 		return e

@@ -64,7 +64,7 @@ func parseReadQuery(r *http.Request) (readQuery, *convError) {
 
 // handleEvents serves a read of a conversation's events (Poppy 0.1 §7.5), or
 // a stream of them (§7.6).
-func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+func (s *convState) handleEvents(w http.ResponseWriter, r *http.Request) {
 	c, ok := s.Authenticate(w, r, "")
 	if !ok {
 		return
@@ -119,7 +119,7 @@ type readResponse struct {
 // until there is one (Poppy 0.1 §7.5). afterPost holds instead until the
 // Company has finished its turn, so that a POST with wait gets the reply
 // and not only its own message (§7.3).
-func (s *Server) readEvents(ctx context.Context, id string, c *Caller, q readQuery, afterPost bool) (*readResponse, *convError) {
+func (s *convState) readEvents(ctx context.Context, id string, c *Caller, q readQuery, afterPost bool) (*readResponse, *convError) {
 	timer := time.NewTimer(q.wait) // real time, not Options.Now: the agent waits on the wall clock
 	defer timer.Stop()
 	timedOut := !q.hasWait
@@ -161,7 +161,7 @@ func (s *Server) readEvents(ctx context.Context, id string, c *Caller, q readQue
 }
 
 // readBody is the answer for evs. The caller holds st.mu.
-func (s *Server) readBody(cv *convRecord, evs []Event, more bool, cursor string) *readResponse {
+func (s *convState) readBody(cv *convRecord, evs []Event, more bool, cursor string) *readResponse {
 	// Poppy 0.1 §7.5: "Every successful read MUST include cursor, has_more, status, and responder, even with no events."
 	body := &readResponse{ConversationID: cv.ID, Events: []wireEvent{}, Cursor: cursor, HasMore: more,
 		Status: cv.Status, Responder: cv.Responder}
@@ -174,7 +174,7 @@ func (s *Server) readBody(cv *convRecord, evs []Event, more bool, cursor string)
 	return body
 }
 
-func (s *Server) pageSize() int {
+func (s *convState) pageSize() int {
 	if s.opts.EventPageSize > 0 {
 		return s.opts.EventPageSize
 	}
@@ -209,7 +209,7 @@ func (cv *convRecord) after(cursor string, limit int) ([]Event, bool, bool) {
 
 // endlessPage adds a page's worth of news for Options.EndlessHasMore. The
 // caller holds st.mu.
-func (s *Server) endlessPage(cv *convRecord) {
+func (s *convState) endlessPage(cv *convRecord) {
 	if !s.opts.EndlessHasMore || cv.Status == StatusClosed {
 		return
 	}
@@ -219,7 +219,7 @@ func (s *Server) endlessPage(cv *convRecord) {
 }
 
 // replayCount is how many events reads return again (Options.ReplayEvents).
-func (s *Server) replayCount() int {
+func (s *convState) replayCount() int {
 	if s.opts.ReplayEvents == 0 {
 		return 1
 	}
@@ -253,18 +253,25 @@ func checkCursor(cv *convRecord, q readQuery) *convError {
 
 // addEvent appends ev to cv with a new ID and the time, and wakes readers.
 // The caller holds st.mu.
-func (s *Server) addEvent(cv *convRecord, ev Event) {
+func (s *convState) addEvent(cv *convRecord, ev Event) {
 	ev.ID = "evt_" + randomString(9) // Poppy 0.1 §7.2: the Company chooses event IDs; random, so agents can't sort them
 	ev.Time = s.timeNow()
 	cv.events = append(cv.events, ev)
 	close(cv.changed)
 	cv.changed = make(chan struct{})
+	if f := s.opts.OnEvent; f != nil {
+		if ev.Message != nil {
+			m := *ev.Message
+			ev.Message = &m
+		}
+		f(cv.ID, ev)
+	}
 }
 
 // setState changes status and responder, adding a state event if either
 // changed (Poppy 0.1 §7.7: "Every change to either one adds a state event
 // with both"). The caller holds st.mu.
-func (s *Server) setState(cv *convRecord, status, responder string) {
+func (s *convState) setState(cv *convRecord, status, responder string) {
 	if cv.Status == status && cv.Responder == responder {
 		return
 	}

@@ -15,6 +15,15 @@ import (
 	"time"
 )
 
+// deviceFlow is sign-in's concern of Device Sign-In (Poppy 0.1 §4.6, RFC
+// 8628). Its fields are guarded by the Server's mu.
+type deviceFlow struct {
+	*Server
+	devices   map[string]*deviceRequest
+	userCodes map[string]*deviceRequest
+	slowDowns int // polls still to answer slow_down (SlowDown)
+}
+
 const (
 	grantDeviceCode = "urn:ietf:params:oauth:grant-type:device_code"
 	verifyPath      = "/device"
@@ -66,7 +75,7 @@ type deviceRequest struct {
 
 // installDevice registers the device authorization endpoint, the
 // verification page and the device_code grant.
-func (s *Server) installDevice() {
+func (s *deviceFlow) installDevice() {
 	auth := "auth." + s.domain
 	s.HandleFunc(auth, "POST "+devicePath, s.handleDeviceAuthorization)
 	s.HandleFunc(auth, "GET "+verifyPath, s.handleVerifyPage)
@@ -75,7 +84,7 @@ func (s *Server) installDevice() {
 }
 
 // deviceInterval is Options.DeviceInterval in whole seconds, at least one.
-func (s *Server) deviceInterval() time.Duration {
+func (s *deviceFlow) deviceInterval() time.Duration {
 	d := s.opts.DeviceInterval
 	if d <= 0 {
 		return 5 * time.Second // RFC 8628 §3.2: "If no value is provided, clients MUST use 5 as the default."
@@ -85,7 +94,7 @@ func (s *Server) deviceInterval() time.Duration {
 
 // handleDeviceAuthorization starts a device request (Poppy 0.1 §4.6 step 1,
 // RFC 8628 §3.1, §3.2).
-func (s *Server) handleDeviceAuthorization(w http.ResponseWriter, r *http.Request) {
+func (s *deviceFlow) handleDeviceAuthorization(w http.ResponseWriter, r *http.Request) {
 	form, e := s.readForm(r)
 	var c *client
 	if e == nil {
@@ -104,11 +113,11 @@ func (s *Server) handleDeviceAuthorization(w http.ResponseWriter, r *http.Reques
 	d := &deviceRequest{deviceCode: randomString(32), client: c, scopes: scopes, created: now,
 		expires: now.Add(deviceCodeLife), interval: s.deviceInterval(), lastPoll: now}
 	s.mu.Lock()
-	for d.userCode == "" || s.signIn.userCodes[d.userCode] != nil {
+	for d.userCode == "" || s.userCodes[d.userCode] != nil {
 		d.userCode = newUserCode()
 	}
-	s.signIn.devices[d.deviceCode] = d
-	s.signIn.userCodes[d.userCode] = d
+	s.devices[d.deviceCode] = d
+	s.userCodes[d.userCode] = d
 	s.mu.Unlock()
 	s.addSecret(d.deviceCode)
 	s.countServed("device_code")
@@ -155,7 +164,7 @@ func normalizeUserCode(raw string) string {
 }
 
 // deviceCodeGrant answers a poll (Poppy 0.1 §4.6 step 3, RFC 8628 §3.4, §3.5).
-func (s *Server) deviceCodeGrant(_ context.Context, req *tokenRequest) (*grantResult, *oauthError) {
+func (s *deviceFlow) deviceCodeGrant(_ context.Context, req *tokenRequest) (*grantResult, *oauthError) {
 	code := req.form.Get("device_code")
 	if code == "" {
 		return nil, s.agentBug(req.r, "4.6", "invalid_request", "device_code grant without device_code")
@@ -165,7 +174,7 @@ func (s *Server) deviceCodeGrant(_ context.Context, req *tokenRequest) (*grantRe
 		return nil, e
 	}
 	s.mu.Lock()
-	d := s.signIn.devices[code]
+	d := s.devices[code]
 	ref := s.pollLocked(d, req.client.id, s.timeNow())
 	var account string
 	var scopes []string
@@ -175,7 +184,7 @@ func (s *Server) deviceCodeGrant(_ context.Context, req *tokenRequest) (*grantRe
 	}
 	s.mu.Unlock()
 	if ref != nil {
-		return nil, ref.answer(s, req.r, "4.6")
+		return nil, ref.answer(s.Server, req.r, "4.6")
 	}
 	res, _, e := s.signInSession(req.r, "4.6", sid, req.client.id, account, scopes)
 	if e != nil {
@@ -188,7 +197,7 @@ func (s *Server) deviceCodeGrant(_ context.Context, req *tokenRequest) (*grantRe
 
 // pollLocked decides a poll of d by the client at now. It returns nil when
 // d is approved and may sign in. The caller holds mu.
-func (s *Server) pollLocked(d *deviceRequest, clientID string, now time.Time) *refusal {
+func (s *deviceFlow) pollLocked(d *deviceRequest, clientID string, now time.Time) *refusal {
 	switch {
 	case d == nil:
 		return &refusal{code: "invalid_grant", desc: "unknown device_code"}
@@ -207,9 +216,9 @@ func (s *Server) pollLocked(d *deviceRequest, clientID string, now time.Time) *r
 	}
 	tooFast := now.Sub(d.lastPoll)+pollSlack < d.interval
 	ignored := tooFast && d.slowedDown
-	if tooFast || s.signIn.slowDowns > 0 {
+	if tooFast || s.slowDowns > 0 {
 		if !tooFast {
-			s.signIn.slowDowns--
+			s.slowDowns--
 		}
 		elapsed := now.Sub(d.lastPoll)
 		d.interval += slowDownStep // RFC 8628 §3.5: "the interval MUST be increased by 5 seconds for this and all subsequent requests"
@@ -231,8 +240,8 @@ func (s *Server) pollLocked(d *deviceRequest, clientID string, now time.Time) *r
 
 // deviceByUserCodeLocked returns the device request of a user code; the
 // caller holds mu.
-func (s *Server) deviceByUserCodeLocked(userCode string) (*deviceRequest, error) {
-	d := s.signIn.userCodes[normalizeUserCode(userCode)]
+func (s *deviceFlow) deviceByUserCodeLocked(userCode string) (*deviceRequest, error) {
+	d := s.userCodes[normalizeUserCode(userCode)]
 	if d == nil {
 		return nil, fmt.Errorf("poppytest: no device request with user code %q", userCode)
 	}
@@ -245,7 +254,7 @@ var errDecided = errors.New("poppytest: the request was already approved, declin
 
 // withDevice runs f on the device request of userCode under mu. With
 // pending set, a request already answered or expired gets errDecided.
-func (s *Server) withDevice(userCode string, pending bool, f func(d *deviceRequest) error) error {
+func (s *deviceFlow) withDevice(userCode string, pending bool, f func(d *deviceRequest) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d, err := s.deviceByUserCodeLocked(userCode)
@@ -261,7 +270,7 @@ func (s *Server) withDevice(userCode string, pending bool, f func(d *deviceReque
 // ApproveDevice approves the device request of userCode for account, as the
 // User does on the verification page, with scopes: some or all of those
 // requested, or all of them when none are given.
-func (s *Server) ApproveDevice(userCode, account string, scopes ...string) error {
+func (s *deviceFlow) ApproveDevice(userCode, account string, scopes ...string) error {
 	if _, ok := s.accountByID(account); !ok {
 		return fmt.Errorf("poppytest: no account %q", account)
 	}
@@ -276,7 +285,7 @@ func (s *Server) ApproveDevice(userCode, account string, scopes ...string) error
 
 // DenyDevice declines the device request of userCode, as the User does on
 // the verification page: the next poll gets access_denied.
-func (s *Server) DenyDevice(userCode string) error {
+func (s *deviceFlow) DenyDevice(userCode string) error {
 	return s.withDevice(userCode, true, func(d *deviceRequest) error {
 		d.status = deviceDenied
 		return nil
@@ -285,7 +294,7 @@ func (s *Server) DenyDevice(userCode string) error {
 
 // ExpireDevice makes the device request of userCode expire now: the next
 // poll gets expired_token.
-func (s *Server) ExpireDevice(userCode string) error {
+func (s *deviceFlow) ExpireDevice(userCode string) error {
 	return s.withDevice(userCode, false, func(d *deviceRequest) error {
 		d.expires = s.timeNow()
 		return nil
@@ -295,8 +304,8 @@ func (s *Server) ExpireDevice(userCode string) error {
 // SlowDown makes the next n polls of any device request get slow_down, as
 // RFC 8628 §3.5 lets a Company ask at any time. Each slow_down adds five
 // seconds to that request's interval, which the agent must then wait.
-func (s *Server) SlowDown(n int) {
+func (s *deviceFlow) SlowDown(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.signIn.slowDowns = n
+	s.slowDowns = n
 }

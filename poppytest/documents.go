@@ -16,6 +16,15 @@ import (
 	"strings"
 )
 
+// documents is the Server's concern of served documents: the discovery
+// documents, those a test sets (SetDocument) and the agent's own
+// (SetAgentDocuments). Its fields are guarded by the Server's mu.
+type documents struct {
+	*Server
+	docs      map[string]*document // host+path -> served document; nil: removed
+	agentDocs []string             // paths of SetAgentDocuments on AgentHost
+}
+
 // document is one served document. It is replaced, never changed, so a
 // handler may serve it after releasing the lock.
 type document struct {
@@ -45,7 +54,7 @@ const (
 
 // installDiscovery serves the default discovery documents, after the Options'
 // mutators have edited them.
-func (s *Server) installDiscovery() {
+func (s *documents) installDiscovery() {
 	doc := s.defaultPoppyJSON()
 	if s.opts.PoppyJSON != nil {
 		s.opts.PoppyJSON(doc)
@@ -67,11 +76,11 @@ func (s *Server) installDiscovery() {
 }
 
 // defaultPoppyJSON is the spec §3 example document, for this Domain.
-func (s *Server) defaultPoppyJSON() map[string]any { return s.poppyJSONFor(s.domain) }
+func (s *documents) defaultPoppyJSON() map[string]any { return s.poppyJSONFor(s.domain) }
 
 // poppyJSONFor is the spec §3 example document for the Company's domain d,
 // naming the Company's one issuer and the endpoints on d's own hosts.
-func (s *Server) poppyJSONFor(d string) map[string]any {
+func (s *documents) poppyJSONFor(d string) map[string]any {
 	return map[string]any{
 		"protocol_version": "0.1",
 		"organization":     map[string]any{"name": "Example Company", "domain": d},
@@ -103,7 +112,7 @@ func (s *Server) poppyJSONFor(d string) map[string]any {
 }
 
 // defaultMetadata is the issuer's RFC 8414 metadata (Poppy 0.1 §3.2).
-func (s *Server) defaultMetadata() map[string]any {
+func (s *documents) defaultMetadata() map[string]any {
 	auth := "auth." + s.domain
 	return map[string]any{
 		"issuer":                                           s.Issuer(),
@@ -126,11 +135,11 @@ func (s *Server) defaultMetadata() map[string]any {
 }
 
 // defaultResourceMetadata is the MCP server's RFC 9728 metadata (Poppy 0.1 §6).
-func (s *Server) defaultResourceMetadata() map[string]any { return s.resourceMetadataFor(s.domain) }
+func (s *documents) defaultResourceMetadata() map[string]any { return s.resourceMetadataFor(s.domain) }
 
 // resourceMetadataFor is the RFC 9728 metadata of the MCP server of the
 // Company's domain d.
-func (s *Server) resourceMetadataFor(d string) map[string]any {
+func (s *documents) resourceMetadataFor(d string) map[string]any {
 	return map[string]any{
 		"resource":                 s.URL("mcp."+d, mcpPath),
 		"authorization_servers":    []any{s.Issuer()}, // Poppy 0.1 §6: "MUST include auth.issuer"
@@ -140,7 +149,7 @@ func (s *Server) resourceMetadataFor(d string) map[string]any {
 
 // setJSONDocument serves v as JSON with the configured Cache-Control and
 // Content-Type.
-func (s *Server) setJSONDocument(host, path string, v any) {
+func (s *documents) setJSONDocument(host, path string, v any) {
 	body, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		panic("poppytest: document " + host + path + ": " + err.Error())
@@ -159,7 +168,7 @@ func (s *Server) setJSONDocument(host, path string, v any) {
 // an ETag gets one computed from body, and an ETag enables conditional GET
 // (If-None-Match gives 304). Only GET and HEAD are answered; other methods
 // get 405.
-func (s *Server) SetDocument(host, path string, status int, header http.Header, body []byte) {
+func (s *documents) SetDocument(host, path string, status int, header http.Header, body []byte) {
 	host = strings.ToLower(host)
 	h := header.Clone()
 	if h == nil {
@@ -188,7 +197,7 @@ func exactPattern(path string) string {
 }
 
 // removeDocument stops serving the document at host+path; requests get 404.
-func (s *Server) removeDocument(host, path string) {
+func (s *documents) removeDocument(host, path string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.docs[host+path]; ok {
@@ -196,7 +205,7 @@ func (s *Server) removeDocument(host, path string) {
 	}
 }
 
-func (s *Server) serveDocument(w http.ResponseWriter, r *http.Request, key string) {
+func (s *documents) serveDocument(w http.ResponseWriter, r *http.Request, key string) {
 	s.mu.Lock()
 	doc := s.docs[key]
 	s.mu.Unlock()
@@ -247,7 +256,7 @@ func etagMatch(ifNoneMatch, etag string) bool {
 // on AgentHost (Poppy 0.1 §4.1), at the paths of their client_id and
 // jwks_uri when those are https URLs on AgentHost, else at /agent.json and
 // /jwks.json. Documents served by an earlier call at other paths are removed.
-func (s *Server) SetAgentDocuments(agentJSON, jwksJSON []byte) {
+func (s *documents) SetAgentDocuments(agentJSON, jwksJSON []byte) {
 	var md struct {
 		ClientID string `json:"client_id"`
 		JWKSURI  string `json:"jwks_uri"`
@@ -274,7 +283,7 @@ func (s *Server) SetAgentDocuments(agentJSON, jwksJSON []byte) {
 }
 
 // agentPath is the path of rawURL when it is an https URL on AgentHost.
-func (s *Server) agentPath(rawURL, def string) string {
+func (s *documents) agentPath(rawURL, def string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Scheme != "https" || hostOnly(u.Host) != s.agentHost || u.Path == "" {
 		return def

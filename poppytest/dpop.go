@@ -18,6 +18,14 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 )
 
+// dpopProofs is the Server's concern of DPoP proofs (Poppy 0.1 §4.3, RFC
+// 9449) and the nonce of each host. Its fields are guarded by the Server's
+// mu.
+type dpopProofs struct {
+	*Server
+	nonces map[string]string // host -> current DPoP nonce
+}
+
 // proofWindow is how far a proof's iat may be from now (Poppy 0.1 §4.3:
 // "within the Company's acceptance window, such as one minute").
 const proofWindow = time.Minute
@@ -39,7 +47,7 @@ type proofClaims struct {
 // checkProof checks the request's DPoP proof and returns the RFC 7638
 // thumbprint of its key. token is the access token sent with it, or "" at
 // the token endpoint, where the proof must have no ath.
-func (s *Server) checkProof(r *http.Request, host, token string) (string, *oauthError) {
+func (s *dpopProofs) checkProof(r *http.Request, host, token string) (string, *oauthError) {
 	proofs := r.Header.Values("DPoP")
 	if len(proofs) != 1 {
 		// RFC 9449 §4.3: "There is not more than one DPoP HTTP request header field."
@@ -70,7 +78,7 @@ func (s *Server) checkProof(r *http.Request, host, token string) (string, *oauth
 
 // parseProof verifies a proof's header and signature (RFC 9449 §4.3 checks
 // 2 to 7) and returns its key and claims.
-func (s *Server) parseProof(r *http.Request, raw string) (*jose.JSONWebKey, *proofClaims, *oauthError) {
+func (s *dpopProofs) parseProof(r *http.Request, raw string) (*jose.JSONWebKey, *proofClaims, *oauthError) {
 	if hasPrivateJWK(raw) {
 		// RFC 9449 §4.2: jwk "MUST NOT contain a private key"
 		return nil, nil, s.agentBug(r, "4.3", "invalid_dpop_proof", "the proof's jwk header holds a private key")
@@ -126,7 +134,7 @@ func hasPrivateJWK(raw string) bool {
 
 // checkProofClaims checks jti, htm, htu, iat and ath (RFC 9449 §4.3 checks
 // 8 to 11, Poppy 0.1 §4.3).
-func (s *Server) checkProofClaims(r *http.Request, host, token string, c *proofClaims) *oauthError {
+func (s *dpopProofs) checkProofClaims(r *http.Request, host, token string, c *proofClaims) *oauthError {
 	if c.Jti == "" || c.Iat == nil {
 		return s.agentBug(r, "4.3", "invalid_dpop_proof", "proof lacks jti or iat")
 	}
@@ -195,7 +203,7 @@ func normalizeHTU(raw string) (string, bool) {
 }
 
 // nonce is the current DPoP nonce of host, made on first use.
-func (s *Server) nonce(host string) string {
+func (s *dpopProofs) nonce(host string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n, ok := s.nonces[host]
@@ -209,7 +217,7 @@ func (s *Server) nonce(host string) string {
 // Nonce returns the DPoP nonce proofs to host must carry now, as any
 // response of that host tells a client in DPoP-Nonce; "" with
 // Options.NoNonce. It is for tests whose own hand-made agent signs proofs.
-func (s *Server) Nonce(host string) string {
+func (s *dpopProofs) Nonce(host string) string {
 	if s.opts.NoNonce {
 		return ""
 	}
@@ -218,7 +226,7 @@ func (s *Server) Nonce(host string) string {
 
 // RotateNonce replaces the DPoP nonce of every host, so proofs carrying an
 // old one get use_dpop_nonce. It changes nothing with Options.NoNonce.
-func (s *Server) RotateNonce() {
+func (s *dpopProofs) RotateNonce() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.nonces)

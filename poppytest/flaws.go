@@ -91,12 +91,12 @@ type Flaws struct {
 }
 
 // flaws returns the Server's flaws.
-func (s *Server) flaws() Flaws { return s.opts.Flaws }
+func (s *sessionTokens) flaws() Flaws { return s.opts.Flaws }
 
 // queryToken returns the Session Token of an access_token query parameter
 // when Flaws.QueryTokens takes one, with the scheme it is taken as: DPoP
 // when a proof came with it. ok is false otherwise.
-func (s *Server) queryToken(r *http.Request) (scheme, value string, ok bool) {
+func (s *sessionTokens) queryToken(r *http.Request) (scheme, value string, ok bool) {
 	if !s.flaws().QueryTokens {
 		return "", "", false
 	}
@@ -112,7 +112,7 @@ func (s *Server) queryToken(r *http.Request) (scheme, value string, ok bool) {
 
 // audienceTaken reports whether a Session assertion's aud is taken: the
 // token endpoint as a single string, or what a flaw lets through.
-func (s *Server) audienceTaken(auds []string, single bool) bool {
+func (s *sessionTokens) audienceTaken(auds []string, single bool) bool {
 	f := s.flaws()
 	switch {
 	case !single:

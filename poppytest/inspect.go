@@ -3,10 +3,11 @@ package poppytest
 // This file shows a test harness what only a person at the Company would
 // see: the device sign-ins waiting on the verification page (never their
 // device codes), the Direct Sign-Ins waiting on the consent page, the
-// one-time codes the Company "sent", and the counts of every answer served. poppytest serve's admin API reads them.
+// one-time codes the Company "sent". poppytest serve's admin API reads them,
+// with the recorder's counters (errors.go). Each is a method of the sign-in
+// flow it shows.
 
 import (
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -25,12 +26,12 @@ type DeviceRequest struct {
 }
 
 // DeviceRequests returns every device sign-in, oldest first.
-func (s *Server) DeviceRequests() []DeviceRequest {
+func (s *deviceFlow) DeviceRequests() []DeviceRequest {
 	now := s.timeNow()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]DeviceRequest, 0, len(s.signIn.devices))
-	for _, d := range s.signIn.devices {
+	out := make([]DeviceRequest, 0, len(s.devices))
+	for _, d := range s.devices {
 		r := DeviceRequest{UserCode: d.userCode, ClientID: d.client.id, Scopes: slices.Clone(d.scopes),
 			Account: d.account, Created: d.created, Expires: d.expires}
 		switch {
@@ -60,11 +61,11 @@ type AuthorizationRequest struct {
 
 // AuthorizationRequests returns the Direct Sign-Ins waiting for the User,
 // by state, for ApproveAuthorization and DenyAuthorization.
-func (s *Server) AuthorizationRequests() []AuthorizationRequest {
+func (s *directFlow) AuthorizationRequests() []AuthorizationRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := []AuthorizationRequest{}
-	for _, ar := range s.signIn.authRequests {
+	for _, ar := range s.authRequests {
 		if !ar.done {
 			out = append(out, AuthorizationRequest{State: ar.state, ClientID: ar.client.id, RedirectURI: ar.redirectURI, Scopes: slices.Clone(ar.scopes)})
 		}
@@ -80,28 +81,21 @@ type SentCode struct {
 	Account  string    `json:"account"`
 	SentTo   string    `json:"sent_to"`
 	Code     string    `json:"code"`
+	Sent     time.Time `json:"sent_at"`
 	Expires  time.Time `json:"expires_at"`
 	Finished bool      `json:"finished"` // completed, failed or expired
 }
 
 // SentCodes returns every one-time code sent, oldest first.
-func (s *Server) SentCodes() []SentCode {
+func (s *mediatedFlow) SentCodes() []SentCode {
 	now := s.timeNow()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]SentCode, 0, len(s.signIn.signIns))
-	for id, si := range s.signIn.signIns {
+	out := make([]SentCode, 0, len(s.signIns))
+	for id, si := range s.signIns {
 		out = append(out, SentCode{SignInID: id, Account: si.account, SentTo: si.sentTo, Code: si.code,
-			Expires: si.expires, Finished: si.finished || !now.Before(si.expires)})
+			Sent: si.expires.Add(-signInLife), Expires: si.expires, Finished: si.finished || !now.Before(si.expires)})
 	}
 	slices.SortFunc(out, func(a, b SentCode) int { return a.Expires.Compare(b.Expires) })
 	return out
-}
-
-// ServedCounts returns every Served counter: how many answers of each kind
-// the Server has given.
-func (s *Server) ServedCounts() map[string]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return maps.Clone(s.served)
 }

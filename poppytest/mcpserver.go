@@ -29,8 +29,12 @@ import (
 // maxMCPBody bounds the JSON-RPC body the scope check reads.
 const maxMCPBody = 1 << 20
 
-// mcpState is the MCP server's state. Its fields are guarded by mu.
+// mcpState is the Server's concern of its MCP server (Poppy 0.1 §6): the
+// server, its tools and the knobs that change them.
 type mcpState struct {
+	*Server
+	// mu guards every field below. In mcpState's methods, s.mu is this
+	// lock; s.Server.mu is the Server's.
 	mu       sync.Mutex
 	http     *server.StreamableHTTPServer // the running server; replaced by RestartMCP
 	mcp      *server.MCPServer            // the tools behind http
@@ -43,24 +47,24 @@ type mcpState struct {
 type callerKey struct{}
 
 // mcpURL is the url of the default MCP server, as poppy.json lists it.
-func (s *Server) mcpURL() string { return s.URL("mcp."+s.domain, mcpPath) }
+func (s *mcpState) mcpURL() string { return s.URL("mcp."+s.domain, mcpPath) }
 
 // installMCPServer serves the MCP server at mcp.<domain>/mcp.
-func (s *Server) installMCPServer() {
-	s.mcpSrv = &mcpState{extra: map[string]string{}}
-	s.mcpSrv.http, s.mcpSrv.mcp = s.newMCPServer()
+func (s *mcpState) installMCPServer() {
+	s.extra = map[string]string{}
+	s.http, s.mcp = s.newMCPServer()
 	s.Handle("mcp."+s.domain, mcpPath, s.MCPHandler(s.mcpURL()))
 }
 
 // newMCPServer builds an MCP server with the default tools and those added
-// by MCPAddTool; the caller holds mcpSrv.mu or owns s.
-func (s *Server) newMCPServer() (*server.StreamableHTTPServer, *server.MCPServer) {
+// by MCPAddTool; the caller holds s.mu or owns s.
+func (s *mcpState) newMCPServer() (*server.StreamableHTTPServer, *server.MCPServer) {
 	tools := s.mcpTools()
 	if s.opts.MCPTools != nil {
 		tools = cannedTools(s.opts.MCPTools)
 	}
-	for _, name := range s.mcpSrv.order {
-		t, h := echoTool(name, s.mcpSrv.extra[name])
+	for _, name := range s.order {
+		t, h := echoTool(name, s.extra[name])
 		tools = append(tools, server.ServerTool{Tool: t, Handler: h})
 	}
 	return s.buildMCPServer(tools)
@@ -68,7 +72,7 @@ func (s *Server) newMCPServer() (*server.StreamableHTTPServer, *server.MCPServer
 
 // buildMCPServer builds an MCP server with tools, paginated by
 // Options.MCPPageSize, served over streamable HTTP at mcpPath.
-func (s *Server) buildMCPServer(tools []server.ServerTool) (*server.StreamableHTTPServer, *server.MCPServer) {
+func (s *mcpState) buildMCPServer(tools []server.ServerTool) (*server.StreamableHTTPServer, *server.MCPServer) {
 	pageSize := s.opts.MCPPageSize
 	if pageSize <= 0 {
 		pageSize = 2
@@ -98,17 +102,17 @@ func (s *Server) buildMCPServer(tools []server.ServerTool) (*server.StreamableHT
 // wants a second MCP API mounts another with Handle, lists it in poppy.json
 // (Options.PoppyJSON) and serves its RFC 9728 metadata (SetDocument). Every
 // handler shares one set of tools.
-func (s *Server) MCPHandler(resource string) http.Handler {
+func (s *mcpState) MCPHandler(resource string) http.Handler {
 	return s.mcpHandler(resource, func() http.Handler {
-		s.mcpSrv.mu.Lock()
-		defer s.mcpSrv.mu.Unlock()
-		return s.mcpSrv.http
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.http
 	})
 }
 
 // mcpHandler serves the MCP server that current returns behind
 // Authenticate for resource and the scope check of tools/call.
-func (s *Server) mcpHandler(resource string, current func() http.Handler) http.Handler {
+func (s *mcpState) mcpHandler(resource string, current func() http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Poppy 0.1 §6: "It MUST accept only tokens issued for its url (4.3)."
 		c, ok := s.Authenticate(w, r, resource)
@@ -126,7 +130,7 @@ func (s *Server) mcpHandler(resource string, current func() http.Handler) http.H
 // server "MUST accept Session Tokens as its access tokens and enforce their
 // scopes": a signed-out caller gets sign_in_required, a token without the
 // scope insufficient_scope naming it (RequireScopes). The body is put back.
-func (s *Server) mcpScopesOK(w http.ResponseWriter, r *http.Request, c *Caller) bool {
+func (s *mcpState) mcpScopesOK(w http.ResponseWriter, r *http.Request, c *Caller) bool {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxMCPBody))
 	r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 	if err != nil {
@@ -148,8 +152,8 @@ func (s *Server) mcpScopesOK(w http.ResponseWriter, r *http.Request, c *Caller) 
 // MCPAddTool adds a tool to the MCP server that echoes its "text" argument,
 // or replaces the one added before with the same name. Connected clients
 // are sent notifications/tools/list_changed.
-func (s *Server) MCPAddTool(name, description string) {
-	st := s.mcpSrv
+func (s *mcpState) MCPAddTool(name, description string) {
+	st := s
 	st.mu.Lock()
 	if _, ok := st.extra[name]; !ok {
 		st.order = append(st.order, name)
@@ -162,8 +166,8 @@ func (s *Server) MCPAddTool(name, description string) {
 
 // MCPRemoveTool removes a tool added by MCPAddTool; connected clients are
 // sent notifications/tools/list_changed. It reports whether it was there.
-func (s *Server) MCPRemoveTool(name string) bool {
-	st := s.mcpSrv
+func (s *mcpState) MCPRemoveTool(name string) bool {
+	st := s
 	st.mu.Lock()
 	_, ok := st.extra[name]
 	if ok {
@@ -187,8 +191,8 @@ func (s *Server) MCPRemoveTool(name string) bool {
 // knows none of the old MCP sessions (requests on one get 404 Not Found,
 // MCP 2025-11-25 "Session Management"), and the old server's open streams
 // end. Tools added by MCPAddTool are kept.
-func (s *Server) RestartMCP() {
-	st := s.mcpSrv
+func (s *mcpState) RestartMCP() {
+	st := s
 	st.mu.Lock()
 	old := st.http
 	st.http, st.mcp = s.newMCPServer()
@@ -200,8 +204,8 @@ func (s *Server) RestartMCP() {
 }
 
 // MCPRestarts is how many times RestartMCP has run.
-func (s *Server) MCPRestarts() int {
-	s.mcpSrv.mu.Lock()
-	defer s.mcpSrv.mu.Unlock()
-	return s.mcpSrv.restarts
+func (s *mcpState) MCPRestarts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restarts
 }

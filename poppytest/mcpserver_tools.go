@@ -46,7 +46,7 @@ const countSchema = `{"type":"object","properties":{"steps":{"type":"integer","m
 const tinyPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 
 // mcpTools are the default tools of the MCP server.
-func (s *Server) mcpTools() []server.ServerTool {
+func (s *mcpState) mcpTools() []server.ServerTool {
 	search := mcp.NewToolWithRawSchema("search_products", "Search the catalog by words, sizes and price.", json.RawMessage(searchSchema))
 	search.RawOutputSchema = json.RawMessage(searchOutputSchema)
 	search.Annotations = mcp.ToolAnnotation{Title: "Search products", ReadOnlyHint: mcp.ToBoolPtr(true),
@@ -69,7 +69,7 @@ type mcpProduct struct {
 	Price int    `json:"price"`
 }
 
-func (s *Server) mcpSearch(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *mcpState) mcpSearch(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var args struct {
 		Query   string `json:"query"`
 		Filters struct {
@@ -99,7 +99,7 @@ func (s *Server) mcpSearch(_ context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	return mcp.NewToolResultStructured(map[string]any{"products": found}, fmt.Sprintf("%d products match.", len(found))), nil
 }
 
-func (s *Server) mcpImage(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *mcpState) mcpImage(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	sku := req.GetString("sku", "")
 	i := slices.IndexFunc(s.Products(), func(p Product) bool { return p.SKU == sku })
 	if i < 0 {
@@ -117,7 +117,7 @@ func (s *Server) mcpImage(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 	}}, nil
 }
 
-func (s *Server) mcpOrderStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *mcpState) mcpOrderStatus(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	c, _ := ctx.Value(callerKey{}).(*Caller)
 	if c == nil || c.Account == "" {
 		return mcp.NewToolResultError("poppytest: order_status without a signed-in caller"), nil

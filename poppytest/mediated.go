@@ -22,6 +22,14 @@ import (
 	"time"
 )
 
+// mediatedFlow is sign-in's concern of Mediated Sign-In (Poppy 0.1 §4.7).
+// Its fields are guarded by the Server's mu.
+type mediatedFlow struct {
+	*Server
+	signIns  map[string]*mediatedSignIn
+	failures map[string]*credentialFailures // client_id + User ID -> wrong credentials
+}
+
 const (
 	// maxMediatedBody bounds a mediated sign-in request body.
 	maxMediatedBody = 16 << 10
@@ -61,18 +69,18 @@ type mediatedField struct {
 }
 
 // installMediated registers the mediated sign-in endpoint and its code step.
-func (s *Server) installMediated() { s.installMediatedOn("auth." + s.domain) }
+func (s *mediatedFlow) installMediated() { s.installMediatedOn("auth." + s.domain) }
 
 // installMediatedOn registers the mediated sign-in endpoint and its code
 // step on the host auth.
-func (s *Server) installMediatedOn(auth string) {
+func (s *mediatedFlow) installMediatedOn(auth string) {
 	s.HandleFunc(auth, "POST "+mediatedPath, s.handleMediated)
 	s.HandleFunc(auth, "POST "+mediatedPath+"/{id}", s.handleMediatedCode)
 	s.HandleFunc(auth, "POST "+MediatedMovedPath, s.handleMovedMediated)
 }
 
 // mediatedAttempts is Options.MediatedAttempts, 3 when zero.
-func (s *Server) mediatedAttempts() int {
+func (s *mediatedFlow) mediatedAttempts() int {
 	if s.opts.MediatedAttempts > 0 {
 		return s.opts.MediatedAttempts
 	}
@@ -80,7 +88,7 @@ func (s *Server) mediatedAttempts() int {
 }
 
 // mediatedFields returns auth.mediated.fields of the served poppy.json.
-func (s *Server) mediatedFields() []mediatedField {
+func (s *mediatedFlow) mediatedFields() []mediatedField {
 	m, _ := s.poppyAuth()["mediated"].(map[string]any)
 	raw, _ := json.Marshal(m["fields"])
 	var fields []mediatedField
@@ -89,7 +97,7 @@ func (s *Server) mediatedFields() []mediatedField {
 }
 
 // writeMediated writes a mediated sign-in answer that is not complete.
-func (s *Server) writeMediated(w http.ResponseWriter, status int, body map[string]any) {
+func (s *mediatedFlow) writeMediated(w http.ResponseWriter, status int, body map[string]any) {
 	key, _ := body["status"].(string)
 	code, ok := body["error"].(string)
 	if ok {
@@ -105,7 +113,7 @@ func (s *Server) writeMediated(w http.ResponseWriter, status int, body map[strin
 // mediatedStatus is the status line of a mediated answer whose body says
 // key: Options.MediatedHTTPStatus's, or def. A 401 gets the challenge RFC
 // 9110 §15.5.2 requires ("MUST send a WWW-Authenticate header field").
-func (s *Server) mediatedStatus(w http.ResponseWriter, key string, def int) int {
+func (s *mediatedFlow) mediatedStatus(w http.ResponseWriter, key string, def int) int {
 	status, ok := s.opts.MediatedHTTPStatus[key]
 	if !ok {
 		return def
@@ -123,7 +131,7 @@ func failed(e *oauthError) map[string]any {
 
 // readMediatedBody reads a JSON request body into v, recording the values
 // of every credential not marked "secret": false as secrets first.
-func (s *Server) readMediatedBody(r *http.Request, v any) *oauthError {
+func (s *mediatedFlow) readMediatedBody(r *http.Request, v any) *oauthError {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 		return s.agentBug(r, "4.7", "invalid_request", "Content-Type %q, want application/json", r.Header.Get("Content-Type"))
 	}
@@ -163,7 +171,7 @@ const MediatedMovedPath = "/poppy/sign-in-moved"
 // mediated endpoint pointed (Options.MediatedRedirect), as the endpoint
 // would, so that an agent that follows it gets signed in and the test
 // sees it did; it is the agent's violation.
-func (s *Server) handleMovedMediated(w http.ResponseWriter, r *http.Request) {
+func (s *mediatedFlow) handleMovedMediated(w http.ResponseWriter, r *http.Request) {
 	// Poppy 0.1 §4.7: "Personal Agents MUST NOT send credentials to any endpoint other than the Company's auth.mediated.endpoint."
 	s.violate(r, "4.7", "", "credentials sent to %s, where a redirect of auth.mediated.endpoint pointed", MediatedMovedPath)
 	s.takeCredentials(w, r)
@@ -171,7 +179,7 @@ func (s *Server) handleMovedMediated(w http.ResponseWriter, r *http.Request) {
 
 // handleMediated takes credentials (Poppy 0.1 §4.7), or redirects them
 // elsewhere (Options.MediatedRedirect).
-func (s *Server) handleMediated(w http.ResponseWriter, r *http.Request) {
+func (s *mediatedFlow) handleMediated(w http.ResponseWriter, r *http.Request) {
 	if status := s.opts.MediatedRedirect; status != 0 {
 		http.Redirect(w, r, MediatedMovedPath, status)
 		return
@@ -180,11 +188,8 @@ func (s *Server) handleMediated(w http.ResponseWriter, r *http.Request) {
 }
 
 // takeCredentials signs a Session in with the credentials posted.
-func (s *Server) takeCredentials(w http.ResponseWriter, r *http.Request) {
-	c, ok := &Caller{}, true
-	if len(r.Header.Values("Authorization")) > 0 || !s.flaws().MediatedWithoutToken {
-		c, ok = s.Authenticate(w, r, "")
-	}
+func (s *mediatedFlow) takeCredentials(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.mediatedCaller(w, r)
 	if !ok {
 		return
 	}
@@ -208,21 +213,41 @@ func (s *Server) takeCredentials(w http.ResponseWriter, r *http.Request) {
 		s.writeMediated(w, e.status, failed(e))
 		return
 	}
-	a, ok := s.loginMediated(req.Credentials)
+	a, ok := s.checkLogin(w, key, req.Credentials)
 	if !ok {
-		s.credentialFailed(key)
-		// docs/spec-readings.md (our reading): wrong credentials are status failed with error invalid_credentials, HTTP 400 here
-		s.writeMediated(w, http.StatusBadRequest, failed(newError("invalid_credentials", "wrong credentials")))
 		return
 	}
-	s.mu.Lock()
-	delete(s.signIn.failures, key)
-	s.mu.Unlock()
 	if a.RequiresCode {
 		s.askForCode(w, hostOnly(r.Host), c, a, scopes)
 		return
 	}
 	s.completeMediated(w, r, c, a.ID, scopes)
+}
+
+// mediatedCaller authenticates a post of credentials, which needs a Session
+// Token (Poppy 0.1 §4.7) unless Flaws.MediatedWithoutToken.
+func (s *mediatedFlow) mediatedCaller(w http.ResponseWriter, r *http.Request) (*Caller, bool) {
+	if len(r.Header.Values("Authorization")) > 0 || !s.flaws().MediatedWithoutToken {
+		return s.Authenticate(w, r, "")
+	}
+	return &Caller{}, true
+}
+
+// checkLogin finds the account of credentials, counting a wrong answer
+// against key (client_id and User ID) and answering it, or clearing key's
+// failures.
+func (s *mediatedFlow) checkLogin(w http.ResponseWriter, key string, credentials map[string]string) (Account, bool) {
+	a, ok := s.loginMediated(credentials)
+	if !ok {
+		s.credentialFailed(key)
+		// docs/spec-readings.md (our reading): wrong credentials are status failed with error invalid_credentials, HTTP 400 here
+		s.writeMediated(w, http.StatusBadRequest, failed(newError("invalid_credentials", "wrong credentials")))
+		return Account{}, false
+	}
+	s.mu.Lock()
+	delete(s.failures, key)
+	s.mu.Unlock()
+	return a, true
 }
 
 func deref(p *string) string {
@@ -234,7 +259,7 @@ func deref(p *string) string {
 
 // checkCredentialFields checks that credentials has every field of
 // auth.mediated.fields and no other.
-func (s *Server) checkCredentialFields(r *http.Request, creds map[string]string) *oauthError {
+func (s *mediatedFlow) checkCredentialFields(r *http.Request, creds map[string]string) *oauthError {
 	var names []string
 	for _, f := range s.mediatedFields() {
 		names = append(names, f.Name)
@@ -255,13 +280,13 @@ func (s *Server) checkCredentialFields(r *http.Request, creds map[string]string)
 // credentialGate answers 429 when the client and User are locked out after
 // too many wrong credentials. Poppy 0.1 §4.7: "A Company that offers
 // Mediated Sign-In MUST rate-limit attempts".
-func (s *Server) credentialGate(w http.ResponseWriter, r *http.Request, key string) bool {
+func (s *mediatedFlow) credentialGate(w http.ResponseWriter, r *http.Request, key string) bool {
 	now := s.timeNow()
 	s.mu.Lock()
-	f := s.signIn.failures[key]
+	f := s.failures[key]
 	if f == nil || !now.Before(f.until) {
 		if f != nil && !f.until.IsZero() {
-			delete(s.signIn.failures, key) // the lockout is over: count afresh
+			delete(s.failures, key) // the lockout is over: count afresh
 		}
 		s.mu.Unlock()
 		return false
@@ -281,13 +306,13 @@ func (s *Server) credentialGate(w http.ResponseWriter, r *http.Request, key stri
 }
 
 // credentialFailed counts wrong credentials of key, locking it out at the limit.
-func (s *Server) credentialFailed(key string) {
+func (s *mediatedFlow) credentialFailed(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	f := s.signIn.failures[key]
+	f := s.failures[key]
 	if f == nil {
 		f = &credentialFailures{}
-		s.signIn.failures[key] = f
+		s.failures[key] = f
 	}
 	if f.count++; f.count >= s.mediatedAttempts() {
 		f.until, f.told = s.timeNow().Add(credentialLockout), false
@@ -296,12 +321,12 @@ func (s *Server) credentialFailed(key string) {
 
 // askForCode starts a sign-in waiting for a one-time code (Poppy 0.1 §4.7
 // "One-time codes").
-func (s *Server) askForCode(w http.ResponseWriter, host string, c *Caller, a Account, scopes []string) {
+func (s *mediatedFlow) askForCode(w http.ResponseWriter, host string, c *Caller, a Account, scopes []string) {
 	id := "sgn_" + randomString(9)
 	si := &mediatedSignIn{sessionID: c.SessionID, clientID: c.ClientID, host: host, account: a.ID, scopes: scopes,
 		code: sixDigits(), sentTo: a.SentTo, expires: s.timeNow().Add(signInLife)}
 	s.mu.Lock()
-	s.signIn.signIns[id] = si
+	s.signIns[id] = si
 	s.mu.Unlock()
 	s.addSecret(si.code)
 	s.writeMediated(w, http.StatusOK, codeRequired(id, si))
@@ -321,7 +346,7 @@ func sixDigits() string {
 
 // completeMediated signs the caller's Session in and writes complete with
 // the tokens of §4.4; the new Session Token is bound to the caller's key.
-func (s *Server) completeMediated(w http.ResponseWriter, r *http.Request, c *Caller, account string, scopes []string) {
+func (s *mediatedFlow) completeMediated(w http.ResponseWriter, r *http.Request, c *Caller, account string, scopes []string) {
 	res, _, e := s.signInSession(r, "4.7", c.SessionID, c.ClientID, account, scopes)
 	if e != nil {
 		s.writeMediated(w, e.status, failed(e))
@@ -335,38 +360,23 @@ func (s *Server) completeMediated(w http.ResponseWriter, r *http.Request, c *Cal
 }
 
 // handleMediatedCode takes a one-time code for a sign-in (Poppy 0.1 §4.7).
-func (s *Server) handleMediatedCode(w http.ResponseWriter, r *http.Request) {
+func (s *mediatedFlow) handleMediatedCode(w http.ResponseWriter, r *http.Request) {
 	c, ok := s.Authenticate(w, r, "")
 	if !ok {
 		return
 	}
-	var req struct {
-		Code        string          `json:"code"`
-		Credentials json.RawMessage `json:"credentials"`
-	}
-	e := s.readMediatedBody(r, &req)
-	if e == nil && req.Credentials != nil {
-		// Poppy 0.1 §4.7: the agent "submits only the code, not the credentials again"
-		e = s.agentBug(r, "4.7", "invalid_request", "the code step carries credentials")
-	}
 	id := r.PathValue("id")
-	s.mu.Lock()
-	si := s.signIn.signIns[id]
-	s.mu.Unlock()
-	if e == nil && si != nil && si.host != hostOnly(r.Host) {
-		// Poppy 0.1 §4.7: the code goes to the endpoint the credentials went to (its example: POST https://auth.example.com/poppy/sign-in/sgn_3Hq8)
-		e = s.agentBug(r, "4.7", "invalid_request", "the code of a sign-in started at %s was sent to %s", si.host, hostOnly(r.Host))
-	}
+	code, si, e := s.readCodeStep(r, id)
 	if e != nil {
 		s.writeMediated(w, e.status, failed(e))
 		return
 	}
 	s.mu.Lock()
-	ref, again := s.checkCodeLocked(si, c, req.Code)
+	ref, again := s.checkCodeLocked(si, c, code)
 	s.mu.Unlock()
 	switch {
 	case ref != nil:
-		e := ref.answer(s, r, "4.7")
+		e := ref.answer(s.Server, r, "4.7")
 		if ref.code == "not_found" {
 			e.status = http.StatusNotFound
 		}
@@ -379,9 +389,31 @@ func (s *Server) handleMediatedCode(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// readCodeStep reads the code step of the mediated sign-in id: its code,
+// and the sign-in (nil if there is none).
+func (s *mediatedFlow) readCodeStep(r *http.Request, id string) (string, *mediatedSignIn, *oauthError) {
+	var req struct {
+		Code        string          `json:"code"`
+		Credentials json.RawMessage `json:"credentials"`
+	}
+	e := s.readMediatedBody(r, &req)
+	if e == nil && req.Credentials != nil {
+		// Poppy 0.1 §4.7: the agent "submits only the code, not the credentials again"
+		e = s.agentBug(r, "4.7", "invalid_request", "the code step carries credentials")
+	}
+	s.mu.Lock()
+	si := s.signIns[id]
+	s.mu.Unlock()
+	if e == nil && si != nil && si.host != hostOnly(r.Host) {
+		// Poppy 0.1 §4.7: the code goes to the endpoint the credentials went to (its example: POST https://auth.example.com/poppy/sign-in/sgn_3Hq8)
+		e = s.agentBug(r, "4.7", "invalid_request", "the code of a sign-in started at %s was sent to %s", si.host, hostOnly(r.Host))
+	}
+	return req.Code, si, e
+}
+
 // checkCodeLocked decides a code submitted for si by the caller: a refusal,
 // code_required again, or (nil, false) to complete. The caller holds mu.
-func (s *Server) checkCodeLocked(si *mediatedSignIn, c *Caller, code string) (*refusal, bool) {
+func (s *mediatedFlow) checkCodeLocked(si *mediatedSignIn, c *Caller, code string) (*refusal, bool) {
 	switch {
 	case si == nil:
 		return &refusal{code: "not_found", desc: "no such sign-in", bug: true}, false
@@ -407,10 +439,10 @@ func (s *Server) checkCodeLocked(si *mediatedSignIn, c *Caller, code string) (*r
 
 // LastCode returns the one-time code sent for the mediated sign-in
 // signInID, as the User would read it from their phone, or "".
-func (s *Server) LastCode(signInID string) string {
+func (s *mediatedFlow) LastCode(signInID string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if si := s.signIn.signIns[signInID]; si != nil {
+	if si := s.signIns[signInID]; si != nil {
 		return si.code
 	}
 	return ""

@@ -15,6 +15,13 @@ import (
 	"strings"
 )
 
+// storeAPI is the Server's concern of its store API: the OpenAPI document
+// and the operations it describes, over the shop. It holds no state of its
+// own: the documents and the shop do.
+type storeAPI struct {
+	*Server
+}
+
 // openAPIPath is where the store API's document is served on api.<domain>,
 // and storeBase the path of its server, under which its operations are.
 const (
@@ -127,7 +134,7 @@ const openAPIDocument = `{
 // installOpenAPI serves the store API's document and operations, and gives
 // the openapi entry of poppy.json its resource when Options.OpenAPIResource
 // is set.
-func (s *Server) installOpenAPI() {
+func (s *storeAPI) installOpenAPI() {
 	api := "api." + s.domain
 	doc := storeDocument(s.URL(api, storeBase))
 	if s.opts.OpenAPI != nil {
@@ -151,7 +158,7 @@ func storeDocument(server string) map[string]any {
 
 // setOpenAPIResource gives the openapi entry of the served poppy.json whose
 // url is the store API's document the resource r, and serves it again.
-func (s *Server) setOpenAPIResource(r string) {
+func (s *storeAPI) setOpenAPIResource(r string) {
 	s.mu.Lock()
 	served := s.docs[s.domain+poppyJSONPath]
 	s.mu.Unlock()
@@ -173,12 +180,12 @@ func (s *Server) setOpenAPIResource(r string) {
 }
 
 // openAPIURL is the store API document's URL.
-func (s *Server) openAPIURL() string { return s.URL("api."+s.domain, openAPIPath) }
+func (s *storeAPI) openAPIURL() string { return s.URL("api."+s.domain, openAPIPath) }
 
 // storeResource is the resource of the entry in the served poppy.json of
 // the store API whose document is on api (api.<domain>): "" when it has
 // none, so any general DPoP Session Token works.
-func (s *Server) storeResource(api string) string {
+func (s *storeAPI) storeResource(api string) string {
 	for _, a := range s.poppyAPIs() {
 		if a["type"] == "openapi" && a["url"] == s.URL(api, openAPIPath) {
 			r, _ := a["resource"].(string)

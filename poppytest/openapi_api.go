@@ -32,7 +32,7 @@ const (
 
 // installStoreAPI registers the operations of the store API's document on
 // the host api.
-func (s *Server) installStoreAPI(api string) {
+func (s *storeAPI) installStoreAPI(api string) {
 	s.HandleFunc(api, "GET "+storeBase+"/products", s.handleProducts)
 	s.HandleFunc(api, "GET "+storeBase+"/orders", s.account(scopeRead, s.handleOrders))
 	s.HandleFunc(api, "GET "+storeBase+"/orders/{order_id}", s.account(scopeRead, s.handleOrder))
@@ -99,7 +99,7 @@ func exchangeOut(x Exchange) exchangeWire {
 
 // handleProducts lists the catalog: it needs a Session Token (Poppy 0.1
 // §4.3: "on every API and conversation request") but no account.
-func (s *Server) handleProducts(w http.ResponseWriter, r *http.Request) {
+func (s *storeAPI) handleProducts(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.Authenticate(w, r, s.storeResource(hostOnly(r.Host))); !ok {
 		return
 	}
@@ -122,7 +122,7 @@ func nameWords(s string) []string {
 }
 
 // account wraps an account operation: the caller must hold scope.
-func (s *Server) account(scope string, h func(http.ResponseWriter, *http.Request, *Caller)) http.HandlerFunc {
+func (s *storeAPI) account(scope string, h func(http.ResponseWriter, *http.Request, *Caller)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c, ok := s.Authenticate(w, r, s.storeResource(hostOnly(r.Host)))
 		if !ok || !s.RequireScopes(w, c, scope) {
@@ -132,7 +132,7 @@ func (s *Server) account(scope string, h func(http.ResponseWriter, *http.Request
 	}
 }
 
-func (s *Server) handleOrders(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *storeAPI) handleOrders(w http.ResponseWriter, r *http.Request, c *Caller) {
 	status := r.URL.Query().Get("status")
 	if status != "" && !slices.Contains([]string{OrderProcessing, OrderShipped, OrderDelivered}, status) {
 		writeStoreError(w, http.StatusBadRequest, "invalid_request", "status must be processing, shipped or delivered")
@@ -147,7 +147,7 @@ func (s *Server) handleOrders(w http.ResponseWriter, r *http.Request, c *Caller)
 	writeJSON(w, http.StatusOK, map[string]any{"orders": out})
 }
 
-func (s *Server) handleOrder(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *storeAPI) handleOrder(w http.ResponseWriter, r *http.Request, c *Caller) {
 	o, ok := s.Order(c.Account, r.PathValue("order_id"))
 	if !ok {
 		writeShopError(w, ErrNoSuchOrder)
@@ -156,7 +156,7 @@ func (s *Server) handleOrder(w http.ResponseWriter, r *http.Request, c *Caller) 
 	writeJSON(w, http.StatusOK, orderOut(o))
 }
 
-func (s *Server) handleCreateReturn(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *storeAPI) handleCreateReturn(w http.ResponseWriter, r *http.Request, c *Caller) {
 	var in struct {
 		Reason *string `json:"reason"`
 	}
@@ -175,7 +175,7 @@ func (s *Server) handleCreateReturn(w http.ResponseWriter, r *http.Request, c *C
 	writeJSON(w, http.StatusCreated, returnOut(ret))
 }
 
-func (s *Server) handleCreateExchange(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *storeAPI) handleCreateExchange(w http.ResponseWriter, r *http.Request, c *Caller) {
 	var in struct {
 		OrderID        *string `json:"order_id"`
 		ItemID         *string `json:"item_id"`
@@ -200,7 +200,7 @@ func (s *Server) handleCreateExchange(w http.ResponseWriter, r *http.Request, c 
 	writeJSON(w, http.StatusCreated, exchangeOut(x))
 }
 
-func (s *Server) handleReturns(w http.ResponseWriter, _ *http.Request, c *Caller) {
+func (s *storeAPI) handleReturns(w http.ResponseWriter, _ *http.Request, c *Caller) {
 	out := []returnWire{}
 	for _, r := range s.Returns(c.Account) {
 		out = append(out, returnOut(r))
@@ -208,7 +208,7 @@ func (s *Server) handleReturns(w http.ResponseWriter, _ *http.Request, c *Caller
 	writeJSON(w, http.StatusOK, map[string]any{"returns": out})
 }
 
-func (s *Server) handleExchanges(w http.ResponseWriter, _ *http.Request, c *Caller) {
+func (s *storeAPI) handleExchanges(w http.ResponseWriter, _ *http.Request, c *Caller) {
 	out := []exchangeWire{}
 	for _, x := range s.Exchanges(c.Account) {
 		out = append(out, exchangeOut(x))
@@ -220,7 +220,7 @@ func (s *Server) handleExchanges(w http.ResponseWriter, _ *http.Request, c *Call
 // fields into v. A body that breaks the document is the agent's violation;
 // a value of the wrong type is the model's mistake, answered without one.
 // On failure it writes the answer and returns false.
-func (s *Server) readStoreBody(w http.ResponseWriter, r *http.Request, v any, fields ...string) bool {
+func (s *storeAPI) readStoreBody(w http.ResponseWriter, r *http.Request, v any, fields ...string) bool {
 	bug := func(format string, args ...any) bool {
 		s.violate(r, "6", "", "%s %s%s: "+format, append([]any{r.Method, hostOnly(r.Host), r.URL.Path}, args...)...)
 		writeStoreError(w, http.StatusBadRequest, "invalid_request", "the body does not follow the API's document")

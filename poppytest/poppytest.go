@@ -19,19 +19,19 @@
 // poppytest imports none of the agent's packages: it checks the agent with its
 // own code, so one misreading of the spec cannot hide on both sides.
 //
-// Features are files: each one registers its handlers with Server.Handle from
-// an install method called by NewUnstartedServer (see install below), and
-// tests can override any endpoint the same way. Token grants register in
+// The Server is split by concern (documents, Sessions and tokens, sign-in,
+// conversations, the shop and its API, MCP, the website, what it recorded):
+// each is a type with its own files, which the Server embeds (concerns.go).
+// Each registers its handlers with Server.Handle from an install method
+// called by NewUnstartedServer (see install below), and tests can override
+// any endpoint the same way. Token grants register in
 // s.grants the same way; the token endpoint checks the DPoP proof and client
 // assertion before calling them. Resource handlers call Server.Authenticate.
 package poppytest
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
-	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -119,11 +119,13 @@ type Options struct {
 	// and the Company Agent says why (§7.9). Zero: a handoff stays queued
 	// until the test's Person joins.
 	NoHumans bool
-	// HumanJoins has a person join every handoff by itself, and answer
-	// messages, for demos where no test drives a Person (demo.go); ignored
-	// with NoHumans. Nil: a handoff stays queued until the test's Person
-	// joins.
-	HumanJoins *HumanJoin
+	// OnEvent is called with every event the Company adds to a
+	// conversation, in order, while the Server holds the conversations'
+	// lock: it must return at once and must not call the Server (start a
+	// timer or goroutine for that, as the demo Company's person does to
+	// join a handoff, package democompany). The Event is a copy. Nil: no
+	// one is told.
+	OnEvent func(conversationID string, e Event)
 	// EventPageSize is the most events one read returns; a read that has
 	// more sets has_more (§7.5). Zero: 100.
 	EventPageSize int
@@ -263,56 +265,23 @@ type Server struct {
 	timeNow   func() time.Time
 	tls       *authority
 
-	// mu guards every field from here to front.
-	mu        sync.Mutex
-	started   bool                               // set once, by Start
-	closed    bool                               // set once, by Close
-	hosts     []string                           // every host with handlers, in Hosts order
-	handlers  map[string]map[string]http.Handler // host -> pattern -> handler
-	muxes     map[string]*http.ServeMux          // host -> mux built from handlers
-	docs      map[string]*document               // host+path -> served document; nil: removed
-	agentDocs []string                           // paths of SetAgentDocuments on AgentHost
-	reqs      []Request
-	arriving  map[*http.Request]int // requests being served -> their index in reqs
-	viols     []Violation
-	secrets   []string            // IssuedSecrets, in order
-	secretSet map[string]struct{} // the same, as a set
-	served    map[string]int      // Served counters
-	limits    map[string]*rateLimit
-	extension map[string]string        // RequireExtension: host+path -> extension
-	slow      map[string]time.Duration // SlowBody intervals by host+path
+	// mu guards the fields of every concern below but those with a lock of
+	// their own.
+	mu sync.Mutex
 
-	grants       map[string]grantFunc // grant_type -> handler; written by install only, so read without mu
-	clients      map[string]*client   // client_id -> fetched documents
-	jtis         map[string]time.Time // kind+jti -> until when it is remembered
-	nonces       map[string]string    // host -> current DPoP nonce
-	sessions     map[string]*Session
-	sessionOrder []string
-	tokens       map[string]*token // access token -> what it is bound to
-	tokenSeq     uint64            // the seq of the latest token issued
-	usedSeq      map[string]uint64 // token use -> the latest seq used at a resource
-
-	front   *Front             // set by Start, or by NewUnstartedServer from Options.Front
-	ca      *certAuthority     // the Server's own CA; nil on a shared Front
-	life    context.Context    // ends at Close: requests in flight see it
-	endLife context.CancelFunc // ends life
-
-	transport *http.Transport // set once by NewUnstartedServer
-	client    *http.Client    // set once by NewUnstartedServer
-	inflight  sync.WaitGroup  // requests the Front is handing to the Server
-
-	// The MCP server (mcpserver*.go).
-	mcpSrv *mcpState // set once by installMCPServer; has its own lock
-
-	// Conversations and the shop (conversations*.go, companyagent.go, sse.go, shop.go).
-	conv *convState // set once by installConversations; has its own lock
-	shop *shop      // set once by installConversations; has its own lock
-
-	// Sign-in (accounts.go, device.go, authorize.go, consent.go, mediated.go, refresh.go).
-	signIn signInState // set up by installSignIn; guarded by mu
-
-	// Web browsing (web.go, web_site.go).
-	web *webState // set once by installWeb; has its own lock
+	// The concerns (concerns.go), each a type with its own files.
+	*lifecycle     // the listener, Start and Close, the transport to the Server (lifecycle.go)
+	*router        // the hosts and their handlers, and every request's way to one (routes.go)
+	*documents     // discovery documents and those a test sets (documents.go)
+	*recorder      // what the Server received, answered and found (record.go, violation.go, errors.go)
+	*faults        // rate limits, required extensions, slow bodies (faults.go)
+	*sessionTokens // Sessions and their tokens, and the checks of every request for one (token.go, flaws.go, assertion.go, client.go, dpop.go, resource.go)
+	*signInState   // accounts, every sign-in type and Account Tokens (accounts.go, refresh.go, consent.go, device.go, authorize.go, mediated.go, inspect.go)
+	*convState     // conversations, the scripted Company Agent and event streams; its own lock (conversations*.go, companyagent.go, sse.go)
+	*shop          // the store's orders, returns and exchanges; its own lock (shop.go)
+	*storeAPI      // the store API, an OpenAPI document and its operations (openapi.go, openapi_api.go)
+	*mcpState      // the Company's MCP server; its own lock (mcpserver*.go)
+	*webState      // the website and the browser-session endpoint (Poppy 0.1 §5); its own lock (web.go, web_site.go)
 }
 
 // NewServer returns a started Server. Its Close is registered with t.Cleanup.
@@ -328,12 +297,8 @@ func NewServer(t T, opts *Options) *Server {
 // t.Cleanup, and is safe to call on a Server that never started.
 func NewUnstartedServer(t T, opts *Options) *Server {
 	t.Helper()
-	s := &Server{t: t, handlers: map[string]map[string]http.Handler{},
-		muxes: map[string]*http.ServeMux{}, docs: map[string]*document{},
-		secretSet: map[string]struct{}{}, arriving: map[*http.Request]int{}, served: map[string]int{}, limits: map[string]*rateLimit{}, extension: map[string]string{}, slow: map[string]time.Duration{},
-		grants: map[string]grantFunc{}, clients: map[string]*client{}, jtis: map[string]time.Time{},
-		nonces: map[string]string{}, sessions: map[string]*Session{}, tokens: map[string]*token{},
-		usedSeq: map[string]uint64{}}
+	s := &Server{t: t}
+	s.newConcerns()
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -348,8 +313,23 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 	if s.timeNow == nil {
 		s.timeNow = time.Now
 	}
-	// Certificates follow the real clock, which TLS clients check, not Options.Now.
 	s.others = otherDomains(s.domain, s.opts.OtherDomains)
+	s.issueCertificate()
+	if s.opts.Scenario != nil {
+		s.applyScenario()
+	}
+	s.life, s.endLife = context.WithCancel(context.Background())
+	s.transport = s.newTransport()
+	s.client = &http.Client{Transport: s.transport}
+	s.install()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// issueCertificate gives s its certificate: from its Front's CA, or from a
+// CA of its own.
+func (s *Server) issueCertificate() {
+	// Certificates follow the real clock, which TLS clients check, not Options.Now.
 	var auth *authority
 	var err error
 	if s.front = s.opts.Front; s.front != nil {
@@ -361,15 +341,6 @@ func NewUnstartedServer(t T, opts *Options) *Server {
 		panic("poppytest: " + err.Error()) // only a broken crypto/rand gets here
 	}
 	s.tls = auth
-	if s.opts.Scenario != nil {
-		s.applyScenario()
-	}
-	s.life, s.endLife = context.WithCancel(context.Background())
-	s.transport = s.newTransport()
-	s.client = &http.Client{Transport: s.transport}
-	s.install()
-	t.Cleanup(s.Close)
-	return s
 }
 
 // install registers the handlers of every feature. Each feature lives in its
@@ -400,81 +371,6 @@ func orDefault(v, def string) string {
 	return v
 }
 
-// Start starts serving: on a loopback port of its own, or on Options.Front,
-// taking the hosts it serves there (AgentHost only once it serves something
-// there, so Servers sharing a Front can share an agent's host that none of
-// them serves). It panics if the Server has already been started or closed,
-// if it cannot listen, or if another Server on the Front has one of its hosts.
-func (s *Server) Start() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started || s.closed {
-		panic("poppytest: Start on a started or closed Server")
-	}
-	if s.front == nil {
-		f, err := startFront("127.0.0.1:0", s.ca, s)
-		if err != nil {
-			panic(err.Error())
-		}
-		s.front = f
-	}
-	var hosts []string
-	for _, h := range s.hosts {
-		if s.takesLocked(h) {
-			hosts = append(hosts, h)
-		}
-	}
-	if err := s.front.take(s, hosts...); err != nil {
-		panic("poppytest: Start: " + err.Error())
-	}
-	s.started = true
-}
-
-// takesLocked reports whether the Server takes host on its Front: every host
-// on its own Front, and on a shared one every host but an AgentHost that
-// serves nothing. The caller holds mu.
-func (s *Server) takesLocked(host string) bool {
-	return s.ca != nil || host != s.agentHost || len(s.handlers[host]) > 0
-}
-
-// Close stops the Server: it gives its hosts back to the Front (closing the
-// Front if it is its own, with every connection), ends the requests in
-// flight, then waits for their handlers to return. Violations found after
-// Close are recorded but no longer reported to T. Close may be called more
-// than once.
-func (s *Server) Close() {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	s.closed = true
-	started := s.started
-	s.mu.Unlock()
-	s.transport.CloseIdleConnections()
-	if !started {
-		s.endLife()
-		return
-	}
-	s.front.release(s)
-	s.endLife()
-	if s.front.own == s {
-		s.front.Close()
-	}
-	s.inflight.Wait()
-}
-
-// Addr is the "127.0.0.1:PORT" address of the Server's TLS listener, its
-// Front's. It is empty before Start.
-func (s *Server) Addr() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.started {
-		return ""
-	}
-	return s.front.Addr()
-}
-
 // Domain is the Company's domain, such as "example.com".
 func (s *Server) Domain() string { return s.domain }
 
@@ -490,132 +386,6 @@ func (s *Server) Issuer() string { return s.URL("auth."+s.domain, "") }
 // URL returns "https://" + host + path. It has no port: Client and Transport
 // dial every port of the Server's hosts to its listener.
 func (s *Server) URL(host, path string) string { return "https://" + host + path }
-
-// Hosts lists the hosts the Server answers for: Domain, www.Domain,
-// auth.Domain, api.Domain, mcp.Domain, AgentHost, the same hosts of each of
-// OtherDomains, then any added by Handle. On a shared Front, AgentHost is
-// answered only once it serves something (see Start).
-func (s *Server) Hosts() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.hosts...)
-}
-
-// Handle registers h for pattern (an http.ServeMux pattern without a host,
-// such as "POST /oauth/token") on host, replacing a handler registered
-// before with the same pattern. A new host must be one of Domains, AgentHost
-// or one of their subdomains, the names the certificate covers. Like ServeMux, it
-// panics on a pattern that conflicts with another.
-func (s *Server) Handle(host, pattern string, h http.Handler) {
-	host = strings.ToLower(host)
-	if !s.tls.covers(host) {
-		panic("poppytest: Handle: host " + host + " is not covered by the certificate")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started && !s.closed {
-		if err := s.front.take(s, host); err != nil {
-			panic("poppytest: Handle: " + err.Error())
-		}
-	}
-	s.addHost(host)
-	s.handlers[host][pattern] = h
-	mux := http.NewServeMux()
-	for p, hh := range s.handlers[host] {
-		mux.Handle(p, hh)
-	}
-	s.muxes[host] = mux
-}
-
-// HandleFunc is Handle for a function.
-func (s *Server) HandleFunc(host, pattern string, f func(http.ResponseWriter, *http.Request)) {
-	s.Handle(host, pattern, http.HandlerFunc(f))
-}
-
-// addHost adds host to the served hosts; the caller holds mu or owns s.
-func (s *Server) addHost(host string) {
-	if _, ok := s.handlers[host]; ok {
-		return
-	}
-	s.hosts = append(s.hosts, host)
-	s.handlers[host] = map[string]http.Handler{}
-	s.muxes[host] = http.NewServeMux()
-}
-
-// ServeHTTP records the request, runs the checks that apply to every request,
-// and routes it by host. An unknown host gets 421 Misdirected Request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	host := hostOnly(r.Host)
-	s.record(r, host)
-	defer s.finished(r)
-	s.checkEveryRequest(r, host)
-	if !s.opts.NoNonce && host != s.agentHost {
-		w.Header().Set("DPoP-Nonce", s.nonce(host)) // RFC 9449 §8.2: a new nonce may come on any response
-	}
-	if s.checkRateLimit(w, r, host) || s.checkExtension(w, r, host) {
-		return
-	}
-	s.mu.Lock()
-	mux := s.muxes[host]
-	s.mu.Unlock()
-	if mux == nil {
-		http.Error(w, "poppytest: no such host "+host, http.StatusMisdirectedRequest)
-		return
-	}
-	mux.ServeHTTP(s.slowed(w, r, host), r)
-}
-
-// hostOnly lowercases a Host header and strips its port.
-func hostOnly(hostport string) string {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	return strings.ToLower(strings.TrimSuffix(host, "."))
-}
-
-// newTransport returns a transport that trusts only the Server's CA and dials
-// every name the certificate covers, at any port, to the listener.
-func (s *Server) newTransport() *http.Transport {
-	dialer := &net.Dialer{Timeout: 10 * time.Second}
-	return &http.Transport{
-		DialContext: func(ctx context.Context, network, hostport string) (net.Conn, error) {
-			host, _, err := net.SplitHostPort(hostport)
-			if err != nil {
-				return nil, err
-			}
-			if !s.tls.covers(strings.ToLower(host)) {
-				return nil, errors.New("poppytest: transport does not dial " + host)
-			}
-			addr := s.Addr()
-			if addr == "" {
-				return nil, errors.New("poppytest: server not started")
-			}
-			return dialer.DialContext(ctx, network, addr)
-		},
-		TLSClientConfig:     &tls.Config{RootCAs: s.tls.pool, MinVersion: tls.VersionTLS12},
-		ForceAttemptHTTP2:   true,
-		MaxIdleConnsPerHost: 8,
-		IdleConnTimeout:     30 * time.Second,
-	}
-}
-
-// Transport returns the Server's shared transport: it trusts only the
-// Server's CA and dials any of its hosts, at any port, to the listener. Clone
-// it before changing it. It is nil before Start.
-func (s *Server) Transport() *http.Transport {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.transport
-}
-
-// Client returns an *http.Client over Transport, with the default redirect
-// policy. It is nil before Start.
-func (s *Server) Client() *http.Client {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.client
-}
 
 // CAPEM is the PEM encoding of the Server's CA certificate, for SSL_CERT_FILE.
 func (s *Server) CAPEM() []byte { return append([]byte(nil), s.tls.caPEM...) }

@@ -14,6 +14,19 @@ import (
 	"time"
 )
 
+// recorder is the Server's concern of what it saw: every request received,
+// every violation found, every secret issued, and the counts of its
+// answers. Its fields are guarded by the Server's mu.
+type recorder struct {
+	*Server
+	reqs      []Request
+	arriving  map[*http.Request]int // requests being served -> their index in reqs
+	viols     []Violation
+	secrets   []string            // IssuedSecrets, in order
+	secretSet map[string]struct{} // the same, as a set
+	served    map[string]int      // Served counters
+}
+
 // maxRecordedBody bounds how much of each request body is recorded. The
 // handler still reads the whole body.
 const maxRecordedBody = 1 << 20
@@ -32,7 +45,7 @@ type Request struct {
 // record appends r to the log, and remembers where while r is served, so a
 // violation can summarize its body. It reads up to maxRecordedBody bytes of the
 // body and puts them back in front of the rest, so handlers see it whole.
-func (s *Server) record(r *http.Request, host string) {
+func (s *recorder) record(r *http.Request, host string) {
 	var body []byte
 	if r.Body != nil && r.Body != http.NoBody {
 		buf, err := io.ReadAll(io.LimitReader(r.Body, maxRecordedBody))
@@ -50,7 +63,7 @@ func (s *Server) record(r *http.Request, host string) {
 }
 
 // finished forgets r, recorded by record, once its answer is written.
-func (s *Server) finished(r *http.Request) {
+func (s *recorder) finished(r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.arriving, r)
@@ -62,7 +75,7 @@ type readCloser struct {
 }
 
 // Requests returns a copy of every request received, in order of arrival.
-func (s *Server) Requests() []Request {
+func (s *recorder) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]Request, len(s.reqs))
@@ -75,7 +88,7 @@ func (s *Server) Requests() []Request {
 }
 
 // Count is how many requests hit host (any port) at path (without a query).
-func (s *Server) Count(host, path string) int {
+func (s *recorder) Count(host, path string) int {
 	host = hostOnly(host)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -90,7 +103,7 @@ func (s *Server) Count(host, path string) int {
 
 // addSecret remembers a token, assertion or code the Server issued or
 // received, for IssuedSecrets and the URL check.
-func (s *Server) addSecret(v string) {
+func (s *recorder) addSecret(v string) {
 	if v == "" {
 		return
 	}
@@ -104,7 +117,7 @@ func (s *Server) addSecret(v string) {
 
 // IssuedSecrets returns every token, assertion and code the Server issued or
 // received so far, so a test can scan logs and tool results for leaks.
-func (s *Server) IssuedSecrets() []string {
+func (s *recorder) IssuedSecrets() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.secrets...)
@@ -119,7 +132,7 @@ var jwtLike = regexp.MustCompile(`eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_
 
 // checkEveryRequest runs the checks that apply to every request to the
 // Company. Requests to AgentHost are not the agent's, so they are skipped.
-func (s *Server) checkEveryRequest(r *http.Request, host string) {
+func (s *recorder) checkEveryRequest(r *http.Request, host string) {
 	if host == s.agentHost {
 		return
 	}
@@ -131,7 +144,7 @@ func (s *Server) checkEveryRequest(r *http.Request, host string) {
 
 // secretInURL says where u carries a secret: a secret-bearing parameter, a
 // JWT-like value, or a secret the Server issued or received. Empty: none.
-func (s *Server) secretInURL(u *url.URL) string {
+func (s *recorder) secretInURL(u *url.URL) string {
 	q, _ := url.ParseQuery(u.RawQuery)
 	for _, name := range urlSecretParams {
 		if q.Has(name) {

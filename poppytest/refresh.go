@@ -14,20 +14,20 @@ import (
 // refreshGrant renews or starts a signed-in Session with an Account Token
 // (Poppy 0.1 §4.8). Without a DPoP proof and with resource set to an MCP
 // url, the token endpoint issues a Bearer token (§4.3).
-func (s *Server) refreshGrant(_ context.Context, req *tokenRequest) (*grantResult, *oauthError) {
+func (s *signInState) refreshGrant(_ context.Context, req *tokenRequest) (*grantResult, *oauthError) {
 	value := req.form.Get("refresh_token")
 	if value == "" {
 		return nil, s.agentBug(req.r, "4.8", "invalid_request", "refresh_token grant without refresh_token")
 	}
 	s.mu.Lock()
-	at := s.signIn.accountTokens[value]
+	at := s.accountTokens[value]
 	ref := s.checkAccountTokenLocked(at, req.client.id)
 	s.mu.Unlock()
 	if ref != nil {
 		if at == nil {
 			return nil, s.unknownAccountToken(req.r, value)
 		}
-		return nil, ref.answer(s, req.r, "4.8")
+		return nil, ref.answer(s.Server, req.r, "4.8")
 	}
 	// Poppy 0.1 §4.8: "scope MAY ask for fewer scopes than the Account Token has ... It can't ask for more."
 	scopes, e := narrowScopes(req.form, at.scopes)
@@ -47,7 +47,7 @@ func (s *Server) refreshGrant(_ context.Context, req *tokenRequest) (*grantResul
 	}
 	s.mu.Unlock()
 	if ref != nil {
-		return nil, ref.answer(s, req.r, "4.8")
+		return nil, ref.answer(s.Server, req.r, "4.8")
 	}
 	if v, ok := extra["refresh_token"].(string); ok {
 		s.issuedAccountToken(v)
@@ -57,7 +57,7 @@ func (s *Server) refreshGrant(_ context.Context, req *tokenRequest) (*grantResul
 
 // checkAccountTokenLocked checks that at may be used by the client now.
 // The caller holds mu.
-func (s *Server) checkAccountTokenLocked(at *accountToken, clientID string) *refusal {
+func (s *signInState) checkAccountTokenLocked(at *accountToken, clientID string) *refusal {
 	switch {
 	case at == nil:
 		return &refusal{code: "invalid_grant", desc: "unknown Account Token"}
@@ -77,7 +77,7 @@ func (s *Server) checkAccountTokenLocked(at *accountToken, clientID string) *ref
 }
 
 // unknownAccountToken answers an Account Token this Server never issued.
-func (s *Server) unknownAccountToken(r *http.Request, value string) *oauthError {
+func (s *signInState) unknownAccountToken(r *http.Request, value string) *oauthError {
 	if iss, ok := otherCompanies.Load(value); ok && iss != s.Issuer() {
 		// Poppy 0.1 §4.8: "Companies MUST accept an Account Token only at their token_endpoint and revocation_endpoint"
 		return s.agentBug(r, "4.8", "invalid_grant", "an Account Token issued by %s sent to %s", iss, s.Issuer())
@@ -88,11 +88,11 @@ func (s *Server) unknownAccountToken(r *http.Request, value string) *oauthError 
 // rotateLocked replaces the Account Token value by a new one with the same
 // record and expiry, and returns the response fields that carry it. The
 // caller holds mu.
-func (s *Server) rotateLocked(value string, at *accountToken) map[string]any {
+func (s *signInState) rotateLocked(value string, at *accountToken) map[string]any {
 	next := *at
 	next.scopes = slices.Clone(at.scopes)
 	nextValue := "pat_" + randomString(32)
-	s.signIn.accountTokens[nextValue] = &next
+	s.accountTokens[nextValue] = &next
 	at.replaced = true
 	// Poppy 0.1 §4.8: "Using an Account Token doesn't extend its lifetime."
 	return s.accountTokenFields(nextValue, &next)
@@ -101,7 +101,7 @@ func (s *Server) rotateLocked(value string, at *accountToken) map[string]any {
 // handleRevoke revokes a token (RFC 7009 §2, Poppy 0.1 §4.9). An Account
 // Token's revocation signs out, or with Options.EndSessionsOnSignOut ends,
 // every Session signed in with it; a Session Token stops working.
-func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
+func (s *signInState) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	form, e := s.readForm(r)
 	var c *client
 	if e == nil {
@@ -125,9 +125,9 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 // revoke revokes value for the client: an Account Token with its family, or
 // a Session Token. An unknown token is no error (RFC 7009 §2.2: "invalid
 // tokens do not cause an error response").
-func (s *Server) revoke(r *http.Request, value, clientID string) *oauthError {
+func (s *signInState) revoke(r *http.Request, value, clientID string) *oauthError {
 	s.mu.Lock()
-	at := s.signIn.accountTokens[value]
+	at := s.accountTokens[value]
 	var owner string
 	if at != nil {
 		owner = at.clientID

@@ -13,6 +13,13 @@ import (
 	"strings"
 )
 
+// resourceAuth is the Server's concern of authenticating requests at its
+// resources (Poppy 0.1 §4.3, §6). Its fields are guarded by the Server's mu.
+type resourceAuth struct {
+	*Server
+	usedSeq map[string]uint64 // token use -> the latest seq used at a resource
+}
+
 const whoamiPath = "/poppy/whoami"
 
 // Caller is who made an authenticated request: the Session and the token's
@@ -40,7 +47,7 @@ func (c *Caller) HasScopes(scopes ...string) bool {
 }
 
 // installResource registers the whoami endpoint.
-func (s *Server) installResource() {
+func (s *resourceAuth) installResource() {
 	s.HandleFunc("api."+s.domain, "GET "+whoamiPath, func(w http.ResponseWriter, r *http.Request) {
 		if c, ok := s.Authenticate(w, r, ""); ok {
 			writeJSON(w, http.StatusOK, c)
@@ -57,7 +64,7 @@ func (s *Server) installResource() {
 // resource; otherwise the url or resource of an apis entry of poppy.json,
 // which takes only tokens issued for it. An MCP url also takes Bearer tokens
 // and is answered with Bearer challenges.
-func (s *Server) Authenticate(w http.ResponseWriter, r *http.Request, resource string) (*Caller, bool) {
+func (s *resourceAuth) Authenticate(w http.ResponseWriter, r *http.Request, resource string) (*Caller, bool) {
 	bearerOK := resource != "" && slices.Contains(s.mcpURLs(), resource)
 	c, e := s.authenticate(r, resource, bearerOK)
 	if e != nil {
@@ -70,23 +77,13 @@ func (s *Server) Authenticate(w http.ResponseWriter, r *http.Request, resource s
 	return c, true
 }
 
-func (s *Server) authenticate(r *http.Request, resource string, bearerOK bool) (*Caller, *oauthError) {
+func (s *resourceAuth) authenticate(r *http.Request, resource string, bearerOK bool) (*Caller, *oauthError) {
 	host := hostOnly(r.Host)
-	authz := r.Header.Values("Authorization")
-	if qs, qv, ok := s.queryToken(r); ok && len(authz) == 0 {
-		authz = []string{qs + " " + qv} // Flaws.QueryTokens
+	authz, e := s.authorization(r, host, bearerOK)
+	if e != nil {
+		return nil, e
 	}
-	switch {
-	case len(authz) == 0 && bearerOK:
-		return nil, &oauthError{status: http.StatusUnauthorized} // RFC 6750 §3.1: no error code
-	case len(authz) == 0:
-		// Poppy 0.1 §4.3: "Personal Agents MUST send a Session Token on every API and conversation request"
-		s.violate(r, "4.3", "", "%s %s%s without a Session Token", r.Method, host, r.URL.Path)
-		return nil, &oauthError{status: http.StatusUnauthorized}
-	case len(authz) > 1:
-		return nil, s.agentBug(r, "4.3", "invalid_request", "%d Authorization headers", len(authz))
-	}
-	scheme, value, _ := strings.Cut(authz[0], " ")
+	scheme, value, _ := strings.Cut(authz, " ")
 	value = strings.TrimSpace(value)
 	isDPoP := strings.EqualFold(scheme, "DPoP")
 	if !isDPoP && !strings.EqualFold(scheme, "Bearer") {
@@ -114,8 +111,27 @@ func (s *Server) authenticate(r *http.Request, resource string, bearerOK bool) (
 		SignedIn: tok.signedIn, Scopes: slices.Clone(tok.scopes), TokenType: scheme, Resource: tok.resource}, nil
 }
 
+// authorization is the one Authorization header of r, at host.
+func (s *resourceAuth) authorization(r *http.Request, host string, bearerOK bool) (string, *oauthError) {
+	authz := r.Header.Values("Authorization")
+	if qs, qv, ok := s.queryToken(r); ok && len(authz) == 0 {
+		authz = []string{qs + " " + qv} // Flaws.QueryTokens
+	}
+	switch {
+	case len(authz) == 0 && bearerOK:
+		return "", &oauthError{status: http.StatusUnauthorized} // RFC 6750 §3.1: no error code
+	case len(authz) == 0:
+		// Poppy 0.1 §4.3: "Personal Agents MUST send a Session Token on every API and conversation request"
+		s.violate(r, "4.3", "", "%s %s%s without a Session Token", r.Method, host, r.URL.Path)
+		return "", &oauthError{status: http.StatusUnauthorized}
+	case len(authz) > 1:
+		return "", s.agentBug(r, "4.3", "invalid_request", "%d Authorization headers", len(authz))
+	}
+	return authz[0], nil
+}
+
 // lookupToken returns a copy of the token and its Session, or nil.
-func (s *Server) lookupToken(value string) (*token, *Session) {
+func (s *resourceAuth) lookupToken(value string) (*token, *Session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.tokens[value]
@@ -128,7 +144,7 @@ func (s *Server) lookupToken(value string) (*token, *Session) {
 }
 
 // unknownToken answers a token this Server never issued.
-func (s *Server) unknownToken(r *http.Request, value string) *oauthError {
+func (s *resourceAuth) unknownToken(r *http.Request, value string) *oauthError {
 	if iss, ok := otherCompanies.Load(value); ok && iss != s.Issuer() {
 		// Poppy 0.1 §3.2: tokens belong to one Company, identified by its issuer
 		return s.agentBug(r, "4.3", "invalid_token", "a Session Token issued by %s sent to %s", iss, s.Issuer())
@@ -137,7 +153,7 @@ func (s *Server) unknownToken(r *http.Request, value string) *oauthError {
 }
 
 // checkBinding checks the token's scheme and its proof-of-possession.
-func (s *Server) checkBinding(r *http.Request, host, value string, tok *token, isDPoP bool) *oauthError {
+func (s *resourceAuth) checkBinding(r *http.Request, host, value string, tok *token, isDPoP bool) *oauthError {
 	f := s.flaws()
 	if !isDPoP {
 		if tok.jkt != "" && !f.BearerAnywhere {
@@ -164,7 +180,7 @@ func (s *Server) checkBinding(r *http.Request, host, value string, tok *token, i
 }
 
 // checkTokenUse checks the token's life, Session and resource.
-func (s *Server) checkTokenUse(r *http.Request, host, resource string, tok *token, sess *Session) *oauthError {
+func (s *resourceAuth) checkTokenUse(r *http.Request, host, resource string, tok *token, sess *Session) *oauthError {
 	now := s.timeNow()
 	switch {
 	case tok.revoked || !now.Before(tok.expires):
@@ -188,7 +204,7 @@ func (s *Server) checkTokenUse(r *http.Request, host, resource string, tok *toke
 
 // useLatest records that tok is being used, and reports false when a newer
 // token for the same use has been used already.
-func (s *Server) useLatest(tok *token) bool {
+func (s *resourceAuth) useLatest(tok *token) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := tok.use()
@@ -202,7 +218,7 @@ func (s *Server) useLatest(tok *token) bool {
 // RequireScopes reports whether c may act with scopes. If not, it writes
 // sign_in_required (401) for a signed-out caller, or insufficient_scope (403)
 // naming the scopes (Poppy 0.1 §6), and returns false.
-func (s *Server) RequireScopes(w http.ResponseWriter, c *Caller, scopes ...string) bool {
+func (s *resourceAuth) RequireScopes(w http.ResponseWriter, c *Caller, scopes ...string) bool {
 	bearer := c.TokenType == "Bearer"
 	switch {
 	case !c.SignedIn && len(scopes) > 0:

@@ -99,9 +99,12 @@ var catalog = []Product{
 	{"rain-hat-os", "Rain hat, one size", 35},
 }
 
-// shop is the store's state.
+// shop is the Server's concern of the store: its catalog, orders, returns
+// and exchanges, which the store API, the Company Agent and the MCP tools
+// act on. Its methods are safe for concurrent use.
 type shop struct {
-	// mu guards every field below.
+	*Server
+	// mu guards every field below. In shop's methods, s.mu is this lock.
 	mu        sync.Mutex
 	orders    map[string][]Order // account -> orders, in fixture order
 	returns   []Return
@@ -109,9 +112,9 @@ type shop struct {
 }
 
 // newShop returns the fixture, with orders placed relative to now.
-func newShop(now time.Time) *shop {
+func newShop(s *Server, now time.Time) *shop {
 	day := 24 * time.Hour
-	return &shop{orders: map[string][]Order{
+	return &shop{Server: s, orders: map[string][]Order{
 		"acct_dana": {
 			{ID: "ord_1042", Account: "acct_dana", Summary: "Stormline jacket, size M", Status: OrderDelivered,
 				Placed: now.Add(-10 * day).UTC().Truncate(time.Second),
@@ -135,14 +138,14 @@ func (o Order) clone() Order {
 }
 
 // Products returns the catalog.
-func (s *Server) Products() []Product { return slices.Clone(catalog) }
+func (s *shop) Products() []Product { return slices.Clone(catalog) }
 
 // Orders returns copies of the orders of account, oldest first.
-func (s *Server) Orders(account string) []Order {
-	s.shop.mu.Lock()
-	defer s.shop.mu.Unlock()
+func (s *shop) Orders(account string) []Order {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var out []Order
-	for _, o := range s.shop.orders[account] {
+	for _, o := range s.orders[account] {
 		out = append(out, o.clone())
 	}
 	return out
@@ -150,10 +153,10 @@ func (s *Server) Orders(account string) []Order {
 
 // Order returns a copy of the order id of account. Another account's order
 // is not found.
-func (s *Server) Order(account, id string) (Order, bool) {
-	s.shop.mu.Lock()
-	defer s.shop.mu.Unlock()
-	o := s.shop.order(account, id)
+func (s *shop) Order(account, id string) (Order, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.order(account, id)
 	if o == nil {
 		return Order{}, false
 	}
@@ -172,25 +175,25 @@ func (sh *shop) order(account, id string) *Order {
 
 // CreateReturn starts a return of a delivered order of account. It fails
 // with ErrNoSuchOrder, ErrNotDelivered or ErrAlreadyReturned.
-func (s *Server) CreateReturn(account, orderID, reason string) (Return, error) {
+func (s *shop) CreateReturn(account, orderID, reason string) (Return, error) {
 	now := s.timeNow()
-	s.shop.mu.Lock()
-	defer s.shop.mu.Unlock()
-	o := s.shop.order(account, orderID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.order(account, orderID)
 	switch {
 	case o == nil:
 		return Return{}, fmt.Errorf("%w: %s", ErrNoSuchOrder, orderID)
 	case o.Status != OrderDelivered:
 		return Return{}, fmt.Errorf("%w: %s is %s", ErrNotDelivered, orderID, o.Status)
 	}
-	for _, r := range s.shop.returns {
+	for _, r := range s.returns {
 		if r.Account == account && r.OrderID == orderID {
 			return Return{}, fmt.Errorf("%w: %s has %s", ErrAlreadyReturned, orderID, r.ID)
 		}
 	}
 	r := Return{ID: "ret_" + randomString(6), Account: account, OrderID: orderID, Reason: reason,
 		Status: "requested", Created: now}
-	s.shop.returns = append(s.shop.returns, r)
+	s.returns = append(s.returns, r)
 	return r, nil
 }
 
@@ -198,11 +201,11 @@ func (s *Server) CreateReturn(account, orderID, reason string) (Return, error) {
 // account for sku. It fails with ErrNoSuchOrder, ErrNoSuchItem,
 // ErrUnknownSKU (also for the item's own SKU), ErrNotDelivered or
 // ErrAlreadyExchanged.
-func (s *Server) CreateExchange(account, orderID, itemID, sku string) (Exchange, error) {
+func (s *shop) CreateExchange(account, orderID, itemID, sku string) (Exchange, error) {
 	now := s.timeNow()
-	s.shop.mu.Lock()
-	defer s.shop.mu.Unlock()
-	o := s.shop.order(account, orderID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.order(account, orderID)
 	if o == nil {
 		return Exchange{}, fmt.Errorf("%w: %s", ErrNoSuchOrder, orderID)
 	}
@@ -217,14 +220,14 @@ func (s *Server) CreateExchange(account, orderID, itemID, sku string) (Exchange,
 	case o.Status != OrderDelivered:
 		return Exchange{}, fmt.Errorf("%w: %s is %s", ErrNotDelivered, orderID, o.Status)
 	}
-	for _, x := range s.shop.exchanges {
+	for _, x := range s.exchanges {
 		if x.Account == account && x.OrderID == orderID && x.ItemID == itemID {
 			return Exchange{}, fmt.Errorf("%w: %s has %s", ErrAlreadyExchanged, itemID, x.ID)
 		}
 	}
 	x := Exchange{ID: "exc_" + randomString(6), Account: account, OrderID: orderID, ItemID: itemID,
 		ReplacementSKU: sku, PriceDifference: p.Price - o.Items[i].Price, Status: "requested", Created: now}
-	s.shop.exchanges = append(s.shop.exchanges, x)
+	s.exchanges = append(s.exchanges, x)
 	return x, nil
 }
 
@@ -238,15 +241,15 @@ func product(sku string) (Product, bool) {
 }
 
 // Returns returns the returns of account, oldest first.
-func (s *Server) Returns(account string) []Return {
-	s.shop.mu.Lock()
-	defer s.shop.mu.Unlock()
-	return slices.DeleteFunc(slices.Clone(s.shop.returns), func(r Return) bool { return r.Account != account })
+func (s *shop) Returns(account string) []Return {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.DeleteFunc(slices.Clone(s.returns), func(r Return) bool { return r.Account != account })
 }
 
 // Exchanges returns the exchanges of account, oldest first.
-func (s *Server) Exchanges(account string) []Exchange {
-	s.shop.mu.Lock()
-	defer s.shop.mu.Unlock()
-	return slices.DeleteFunc(slices.Clone(s.shop.exchanges), func(x Exchange) bool { return x.Account != account })
+func (s *shop) Exchanges(account string) []Exchange {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.DeleteFunc(slices.Clone(s.exchanges), func(x Exchange) bool { return x.Account != account })
 }

@@ -15,10 +15,17 @@ import (
 	"time"
 )
 
+// eventStreams is the conversations' concern of event streams. It holds
+// no state of its own: the knobs it obeys (DropStreamAfter, FloodDeltas)
+// are convState's, under its lock.
+type eventStreams struct {
+	*Server
+}
+
 // streamEvents streams the events after the cursor, or after Last-Event-ID,
 // until the client leaves, the conversation closes, the stream's lifetime
 // ends or the Server closes.
-func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string, c *Caller, q readQuery) {
+func (s *eventStreams) streamEvents(w http.ResponseWriter, r *http.Request, id string, c *Caller, q readQuery) {
 	cursor, drop, ok := s.startStream(w, r, id, c, q)
 	if !ok {
 		return
@@ -28,12 +35,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		return
 	}
 	rc := http.NewResponseController(w)
-	var lifetime <-chan time.Time
-	if s.opts.StreamLifetime > 0 {
-		t := time.NewTimer(s.opts.StreamLifetime)
-		defer t.Stop()
-		lifetime = t.C
-	}
+	lifetime, stop := s.streamLifetime()
+	defer stop()
 	sent := 0
 	for {
 		evs, closed, changed, held := s.streamBatch(id, c, cursor)
@@ -43,15 +46,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		if len(evs) > 0 {
 			evs, replay = append(replay, evs...), nil // returned again beside the first new ones (ReplayEvents)
 		}
-		for _, ev := range evs {
-			if sent == drop {
-				s.dropStream(w, rc, ev)
-			}
-			if writeSSEEvent(w, ev) != nil || rc.Flush() != nil {
-				return
-			}
-			cursor = ev.ID
-			sent++
+		var open bool
+		if cursor, open = s.sendBatch(w, rc, evs, &sent, drop, cursor); !open {
+			return
 		}
 		if closed {
 			return // everything up to the close is sent, and no event follows it
@@ -66,10 +63,38 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	}
 }
 
+// streamLifetime is when a stream ends, Options.StreamLifetime after now
+// (nil: never), and the function that stops its timer.
+func (s *eventStreams) streamLifetime() (<-chan time.Time, func()) {
+	if s.opts.StreamLifetime <= 0 {
+		return nil, func() {}
+	}
+	t := time.NewTimer(s.opts.StreamLifetime)
+	return t.C, func() { t.Stop() }
+}
+
+// sendBatch writes evs to the stream, breaking it before the event that
+// would be the drop-th sent (DropStreamAfter), and counts them in sent. It
+// returns the ID of the last event written, cursor if none, and whether the
+// stream is still open.
+func (s *eventStreams) sendBatch(w http.ResponseWriter, rc *http.ResponseController, evs []Event, sent *int, drop int, cursor string) (string, bool) {
+	for _, ev := range evs {
+		if *sent == drop {
+			s.breakStream(w, rc, ev)
+		}
+		if writeSSEEvent(w, ev) != nil || rc.Flush() != nil {
+			return cursor, false
+		}
+		cursor = ev.ID
+		*sent++
+	}
+	return cursor, true
+}
+
 // startStream checks the stream's cursor, takes the DropStreamAfter knob
 // and writes the stream's header. On failure it writes the error and
 // returns false.
-func (s *Server) startStream(w http.ResponseWriter, r *http.Request, id string, c *Caller, q readQuery) (string, int, bool) {
+func (s *eventStreams) startStream(w http.ResponseWriter, r *http.Request, id string, c *Caller, q readQuery) (string, int, bool) {
 	cursor := q.cursor
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		cursor = last // Poppy 0.1 §7.6: "The Personal Agent reconnects with Last-Event-ID ... in place of cursor."
@@ -79,7 +104,7 @@ func (s *Server) startStream(w http.ResponseWriter, r *http.Request, id string, 
 		if _, _, ok := cv.after(cursor, 1); !ok {
 			return newConvError("cursor_expired", "Last-Event-ID or cursor %q names no event the Company holds", cursor)
 		}
-		drop, s.conv.dropStream = s.conv.dropStream, -1
+		drop, s.convState.dropStream = s.convState.dropStream, -1
 		return nil
 	})
 	if e != nil {
@@ -96,7 +121,7 @@ func (s *Server) startStream(w http.ResponseWriter, r *http.Request, id string, 
 // streamBatch returns a copy of the events after cursor, whether the
 // conversation is closed, the channel that signals the next event, and
 // false when the cursor names no event held.
-func (s *Server) streamBatch(id string, c *Caller, cursor string) ([]Event, bool, chan struct{}, bool) {
+func (s *eventStreams) streamBatch(id string, c *Caller, cursor string) ([]Event, bool, chan struct{}, bool) {
 	var evs []Event
 	var changed chan struct{}
 	closed, held := false, false
@@ -110,11 +135,11 @@ func (s *Server) streamBatch(id string, c *Caller, cursor string) ([]Event, bool
 }
 
 // flood writes the pieces FloodDeltas asked for, each of a new message.
-func (s *Server) flood(w http.ResponseWriter) error {
-	s.conv.mu.Lock()
-	n := s.conv.floodDeltas
-	s.conv.floodDeltas = 0
-	s.conv.mu.Unlock()
+func (s *eventStreams) flood(w http.ResponseWriter) error {
+	s.convState.mu.Lock()
+	n := s.convState.floodDeltas
+	s.convState.floodDeltas = 0
+	s.convState.mu.Unlock()
 	for i := range n {
 		if err := writeTextDelta(w, fmt.Sprintf("msg_flood%d", i), "piece "); err != nil {
 			return err
@@ -125,7 +150,7 @@ func (s *Server) flood(w http.ResponseWriter) error {
 
 // streamReplay returns the events a stream from cursor sends again before
 // its first new ones (Options.ReplayEvents).
-func (s *Server) streamReplay(id string, c *Caller, cursor string) []Event {
+func (s *eventStreams) streamReplay(id string, c *Caller, cursor string) []Event {
 	var evs []Event
 	_ = s.withConv(id, c, func(cv *convRecord) *convError {
 		evs = cv.replay(cursor, s.replayCount())
@@ -134,9 +159,9 @@ func (s *Server) streamReplay(id string, c *Caller, cursor string) []Event {
 	return evs
 }
 
-// dropStream breaks the stream before ev, after the first piece of its text
+// breakStream breaks the stream before ev, after the first piece of its text
 // when it is a Company message, so the agent holds part of a message.
-func (s *Server) dropStream(w http.ResponseWriter, rc *http.ResponseController, ev Event) {
+func (s *eventStreams) breakStream(w http.ResponseWriter, rc *http.ResponseController, ev Event) {
 	if pieces := textPieces(ev); len(pieces) > 0 {
 		_ = writeTextDelta(w, ev.Message.ID, pieces[0])
 		_ = rc.Flush()

@@ -20,6 +20,25 @@ import (
 	"time"
 )
 
+// sessionTokens is the Server's concern of Sessions and their Session
+// Tokens: the token endpoint and its grants, the client assertions and DPoP
+// proofs it checks, the agents' documents it fetches, and the
+// authentication of every resource request. Its fields are guarded by the
+// Server's mu.
+type sessionTokens struct {
+	*Server
+	grants       map[string]grantFunc // grant_type -> handler; written by install only, so read without mu
+	sessions     map[string]*Session
+	sessionOrder []string
+	tokens       map[string]*token // access token -> what it is bound to
+	tokenSeq     uint64            // the seq of the latest token issued
+
+	// The checks, each with its own file.
+	*clientAuth   // client assertions and the agents' documents (assertion.go, client.go)
+	*dpopProofs   // DPoP proofs and nonces (dpop.go)
+	*resourceAuth // Session Tokens at resources (resource.go)
+}
+
 // maxTokenRequest bounds a token request body.
 const maxTokenRequest = 64 << 10
 
@@ -95,15 +114,15 @@ type grantFunc func(ctx context.Context, req *tokenRequest) (*grantResult, *oaut
 // issuer, so a token sent to the wrong Company is caught.
 var otherCompanies sync.Map
 
-func (s *Server) tokenEndpoint() string { return s.URL("auth."+s.domain, tokenPath) }
+func (s *sessionTokens) tokenEndpoint() string { return s.URL("auth."+s.domain, tokenPath) }
 
 // installToken registers the token endpoint and the JWT bearer grant.
-func (s *Server) installToken() {
+func (s *sessionTokens) installToken() {
 	s.grants[grantJWTBearer] = s.jwtBearerGrant
 	s.HandleFunc("auth."+s.domain, tokenPath, s.handleToken)
 }
 
-func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
+func (s *sessionTokens) handleToken(w http.ResponseWriter, r *http.Request) {
 	req, e := s.readTokenRequest(r)
 	if e == nil {
 		var res *grantResult
@@ -118,7 +137,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 // readTokenRequest parses a token request and checks what every grant
 // needs: the form, the grant_type, the resource, the DPoP proof and the
 // client assertion.
-func (s *Server) readTokenRequest(r *http.Request) (*tokenRequest, *oauthError) {
+func (s *sessionTokens) readTokenRequest(r *http.Request) (*tokenRequest, *oauthError) {
 	form, e := s.readForm(r)
 	if e != nil {
 		return nil, e
@@ -151,7 +170,7 @@ func (s *Server) readTokenRequest(r *http.Request) (*tokenRequest, *oauthError) 
 
 // readForm reads an application/x-www-form-urlencoded POST body (RFC 6749
 // §3.2), with each parameter at most once.
-func (s *Server) readForm(r *http.Request) (url.Values, *oauthError) {
+func (s *sessionTokens) readForm(r *http.Request) (url.Values, *oauthError) {
 	if r.Method != http.MethodPost {
 		// RFC 6749 §3.2: "The client MUST use the HTTP "POST" method"
 		return nil, s.agentBug(r, "4.2", "invalid_request", "%s to %s, want POST", r.Method, r.URL.Path)
@@ -178,7 +197,7 @@ func (s *Server) readForm(r *http.Request) (url.Values, *oauthError) {
 
 // jwtBearerGrant starts a signed-out Session, or renews one named by
 // session_id (Poppy 0.1 §4.2).
-func (s *Server) jwtBearerGrant(_ context.Context, req *tokenRequest) (*grantResult, *oauthError) {
+func (s *sessionTokens) jwtBearerGrant(_ context.Context, req *tokenRequest) (*grantResult, *oauthError) {
 	claims, e := s.checkSessionAssertion(req.r, req.form, req.client)
 	if e != nil {
 		return nil, e
@@ -209,7 +228,7 @@ func (s *Server) jwtBearerGrant(_ context.Context, req *tokenRequest) (*grantRes
 // sessionFor returns a copy of the Session named by session_id, checked
 // against the client and User, or of a new signed-out Session when there is
 // none.
-func (s *Server) sessionFor(req *tokenRequest, userID string) (Session, *oauthError) {
+func (s *sessionTokens) sessionFor(req *tokenRequest, userID string) (Session, *oauthError) {
 	id := req.form.Get("session_id")
 	s.mu.Lock()
 	sess := s.sessions[id]
@@ -252,24 +271,12 @@ func narrowScopes(form url.Values, have []string) ([]string, *oauthError) {
 
 // writeToken issues a Session Token for a grant's result and writes the
 // token response (Poppy 0.1 §4.2).
-func (s *Server) writeToken(w http.ResponseWriter, req *tokenRequest, res *grantResult) {
-	now := s.timeNow()
-	value := randomString(32)
+func (s *sessionTokens) writeToken(w http.ResponseWriter, req *tokenRequest, res *grantResult) {
 	lifetime := s.opts.TokenLifetime
 	if lifetime <= 0 {
 		lifetime = time.Hour
 	}
-	s.mu.Lock()
-	sess := s.sessions[res.sessionID].clone()
-	s.tokenSeq++
-	tok := &token{sessionID: sess.ID, jkt: req.jkt, resource: req.resource, scopes: res.scopes,
-		signedIn: sess.SignedIn, account: sess.Account, issued: now, expires: now.Add(lifetime), seq: s.tokenSeq}
-	s.tokens[value] = tok
-	s.mu.Unlock()
-	otherCompanies.Store(value, s.Issuer())
-	s.addSecret(value)
-	s.countServed("session_token")
-
+	value, sess := s.issueToken(req, res, lifetime)
 	tokenType := "DPoP"
 	if req.jkt == "" {
 		tokenType = "Bearer" // Poppy 0.1 §4.3: "token_type is DPoP, or Bearer for a token requested without a proof"
@@ -295,9 +302,27 @@ func (s *Server) writeToken(w http.ResponseWriter, req *tokenRequest, res *grant
 	writeJSON(w, cmp.Or(res.status, http.StatusOK), resp)
 }
 
+// issueToken issues a Session Token for the grant's Session, as it is now,
+// for lifetime, and returns it with that Session.
+func (s *sessionTokens) issueToken(req *tokenRequest, res *grantResult, lifetime time.Duration) (string, Session) {
+	now := s.timeNow()
+	value := randomString(32)
+	s.mu.Lock()
+	sess := s.sessions[res.sessionID].clone()
+	s.tokenSeq++
+	tok := &token{sessionID: sess.ID, jkt: req.jkt, resource: req.resource, scopes: res.scopes,
+		signedIn: sess.SignedIn, account: sess.Account, issued: now, expires: now.Add(lifetime), seq: s.tokenSeq}
+	s.tokens[value] = tok
+	s.mu.Unlock()
+	otherCompanies.Store(value, s.Issuer())
+	s.addSecret(value)
+	s.countServed("session_token")
+	return value, sess
+}
+
 // poppyAPIs returns the apis of the poppy.json served at each of the
 // Company's domains now.
-func (s *Server) poppyAPIs() []map[string]any {
+func (s *sessionTokens) poppyAPIs() []map[string]any {
 	var out []map[string]any
 	for _, d := range s.Domains() { // Poppy 0.1 §3.2: every domain's APIs are the one Company's
 		s.mu.Lock()
@@ -317,7 +342,7 @@ func (s *Server) poppyAPIs() []map[string]any {
 
 // resources lists every url and resource of the served poppy.json's apis:
 // the values a token request's resource may take.
-func (s *Server) resources() []string {
+func (s *sessionTokens) resources() []string {
 	var out []string
 	for _, api := range s.poppyAPIs() {
 		for _, k := range []string{"url", "resource"} {
@@ -330,7 +355,7 @@ func (s *Server) resources() []string {
 }
 
 // mcpURLs lists the url of every mcp API in the served poppy.json.
-func (s *Server) mcpURLs() []string {
+func (s *sessionTokens) mcpURLs() []string {
 	var out []string
 	for _, api := range s.poppyAPIs() {
 		if u, ok := api["url"].(string); ok && api["type"] == "mcp" {
@@ -343,7 +368,7 @@ func (s *Server) mcpURLs() []string {
 // EndSession ends the Session id: its tokens stop working (invalid_token)
 // and renewing it gets invalid_session (Poppy 0.1 §4.2). It reports whether
 // the Session existed.
-func (s *Server) EndSession(id string) bool {
+func (s *sessionTokens) EndSession(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess := s.sessions[id]
@@ -355,7 +380,7 @@ func (s *Server) EndSession(id string) bool {
 
 // ExpireTokens makes every Session Token issued so far invalid: resources
 // answer invalid_token, so the agent must renew.
-func (s *Server) ExpireTokens() {
+func (s *sessionTokens) ExpireTokens() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, t := range s.tokens {
@@ -364,7 +389,7 @@ func (s *Server) ExpireTokens() {
 }
 
 // Sessions returns a copy of every Session, in order of creation.
-func (s *Server) Sessions() []Session {
+func (s *sessionTokens) Sessions() []Session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]Session, 0, len(s.sessionOrder))

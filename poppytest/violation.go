@@ -70,7 +70,7 @@ var publicParams = []string{"grant_type", "client_assertion_type", "scope", "res
 // violate records a violation of section by the request r (nil: none),
 // answered with code ("": none), and reports it to T unless the Server is
 // closed.
-func (s *Server) violate(r *http.Request, section, code, format string, args ...any) {
+func (s *recorder) violate(r *http.Request, section, code, format string, args ...any) {
 	v := Violation{Section: section, Code: code, Time: s.timeNow()}
 	v.Rule = s.redactSecrets(fmt.Sprintf(format, args...))
 	if r != nil {
@@ -89,7 +89,7 @@ func (s *Server) violate(r *http.Request, section, code, format string, args ...
 
 // Violations returns every violation found so far, in order, as the
 // messages reported to T.
-func (s *Server) Violations() []string {
+func (s *recorder) Violations() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]string, len(s.viols))
@@ -100,7 +100,7 @@ func (s *Server) Violations() []string {
 }
 
 // ViolationRecords returns every violation found so far, in order.
-func (s *Server) ViolationRecords() []Violation {
+func (s *recorder) ViolationRecords() []Violation {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.viols)
@@ -108,7 +108,7 @@ func (s *Server) ViolationRecords() []Violation {
 
 // summarize describes r without its secrets. The body is the one recorded
 // on arrival, when r is the request ServeHTTP recorded.
-func (s *Server) summarize(r *http.Request) ViolationRequest {
+func (s *recorder) summarize(r *http.Request) ViolationRequest {
 	out := ViolationRequest{Method: r.Method, Host: hostOnly(r.Host), Path: r.URL.Path}
 	var parts []string
 	if r.URL.RawQuery != "" {
@@ -136,7 +136,7 @@ func (s *Server) summarize(r *http.Request) ViolationRequest {
 }
 
 // recordedBody is the body recorded for r on arrival, or nil.
-func (s *Server) recordedBody(r *http.Request) []byte {
+func (s *recorder) recordedBody(r *http.Request) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if i, ok := s.arriving[r]; ok && i < len(s.reqs) {
@@ -201,7 +201,7 @@ func publicValues(v url.Values) string {
 
 // redactSecrets replaces every JWT and every secret the Server issued or
 // received (of 8 characters or more) in text. The caller must not hold mu.
-func (s *Server) redactSecrets(text string) string {
+func (s *recorder) redactSecrets(text string) string {
 	text = jwtLike.ReplaceAllString(text, redacted)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -34,9 +34,12 @@ const (
 	maxBrowserForm = 16 << 10
 )
 
-// webState is what web browsing adds to the Server. It has its own lock.
+// webState is the Server's concern of web browsing (Poppy 0.1 §5): the
+// browser-session endpoint and the website, with the cookies it set.
 type webState struct {
-	// mu guards cookies.
+	*Server
+	// mu guards cookies. In webState's methods, s.mu is this lock;
+	// s.Server.mu is the Server's, which guards the Sessions.
 	mu      sync.Mutex
 	cookies map[string]string // cookie value -> Session ID
 }
@@ -49,14 +52,14 @@ type browserClaims struct {
 }
 
 // installWeb registers the browser-session endpoint and the website.
-func (s *Server) installWeb() {
-	s.web = &webState{cookies: map[string]string{}}
+func (s *webState) installWeb() {
+	s.cookies = map[string]string{}
 	s.installWebOn(s.domain)
 }
 
 // installWebOn registers the browser-session endpoint and the website of
 // the Company's domain d.
-func (s *Server) installWebOn(d string) {
+func (s *webState) installWebOn(d string) {
 	s.HandleFunc(d, "POST "+browserPath, s.handleBrowserSession)
 	s.HandleFunc(d, browserPath, s.handleBrowserSessionMethod)
 	s.installSite(d)
@@ -64,11 +67,11 @@ func (s *Server) installWebOn(d string) {
 
 // BrowserSessionEndpoint is the web.browser_session_endpoint of the default
 // poppy.json.
-func (s *Server) BrowserSessionEndpoint() string { return s.URL(s.domain, browserPath) }
+func (s *webState) BrowserSessionEndpoint() string { return s.URL(s.domain, browserPath) }
 
 // handleBrowserSession checks a posted browser assertion and, if every check
 // passes, sets the Session cookie and redirects to return_to.
-func (s *Server) handleBrowserSession(w http.ResponseWriter, r *http.Request) {
+func (s *webState) handleBrowserSession(w http.ResponseWriter, r *http.Request) {
 	sid, returnTo, e := s.checkBrowserSession(r)
 	if e != nil {
 		// Poppy 0.1 §5: "If not, it sets no cookie and returns an error page with HTTP 400."
@@ -77,9 +80,9 @@ func (s *Server) handleBrowserSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	value := "wsc_" + randomString(32)
-	s.web.mu.Lock()
-	s.web.cookies[value] = sid
-	s.web.mu.Unlock()
+	s.mu.Lock()
+	s.cookies[value] = sid
+	s.mu.Unlock()
 	s.addSecret(value) // a credential of the browser: the agent must never show it
 	// Poppy 0.1 §5: "MUST be Secure and HttpOnly, and use SameSite=Lax or None, not Strict."
 	http.SetCookie(w, &http.Cookie{Name: WebCookie, Value: value, Path: "/", Domain: s.domainOf(hostOnly(r.Host)),
@@ -94,7 +97,7 @@ func (s *Server) handleBrowserSession(w http.ResponseWriter, r *http.Request) {
 // POST, as a real Company does. An assertion sent in such a request's URL is
 // already reported by checkEveryRequest (Poppy 0.1 §5: "The assertion MUST go
 // in the request body, never in the URL.").
-func (s *Server) handleBrowserSessionMethod(w http.ResponseWriter, r *http.Request) {
+func (s *webState) handleBrowserSessionMethod(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Allow", http.MethodPost)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -104,7 +107,7 @@ func (s *Server) handleBrowserSessionMethod(w http.ResponseWriter, r *http.Reque
 
 // checkBrowserSession applies every check of Poppy 0.1 §5 step 3 and
 // returns the Session to join and where to send the browser.
-func (s *Server) checkBrowserSession(r *http.Request) (sid, returnTo string, e *oauthError) {
+func (s *webState) checkBrowserSession(r *http.Request) (sid, returnTo string, e *oauthError) {
 	if e := s.checkNavigation(r); e != nil {
 		return "", "", e
 	}
@@ -132,7 +135,7 @@ func (s *Server) checkBrowserSession(r *http.Request) (sid, returnTo string, e *
 
 // checkNavigation checks, where the browser says so (Fetch Metadata), that
 // the post is a top-level navigation.
-func (s *Server) checkNavigation(r *http.Request) *oauthError {
+func (s *webState) checkNavigation(r *http.Request) *oauthError {
 	mode, dest := r.Header.Get("Sec-Fetch-Mode"), r.Header.Get("Sec-Fetch-Dest")
 	if (mode != "" && mode != "navigate") || (dest != "" && dest != "document") {
 		// Poppy 0.1 §5: "as a form POST, as a top-level navigation, so the cookie the Company sets lands in that browser"
@@ -142,7 +145,7 @@ func (s *Server) checkNavigation(r *http.Request) *oauthError {
 }
 
 // readBrowserForm reads the form body and returns its one assertion.
-func (s *Server) readBrowserForm(r *http.Request) (string, *oauthError) {
+func (s *webState) readBrowserForm(r *http.Request) (string, *oauthError) {
 	if r.URL.RawQuery != "" && url.Values(r.URL.Query()).Has("assertion") {
 		// Poppy 0.1 §5: "The assertion MUST go in the request body, never in the URL."
 		return "", s.agentBug(r, "5", "invalid_request", "the browser assertion is in the URL")
@@ -165,7 +168,7 @@ func (s *Server) readBrowserForm(r *http.Request) (string, *oauthError) {
 
 // verifyBrowserAssertion checks the signature and typ of a browser
 // assertion and returns the agent that signed it and its claims.
-func (s *Server) verifyBrowserAssertion(r *http.Request, raw string) (*client, *browserClaims, *oauthError) {
+func (s *webState) verifyBrowserAssertion(r *http.Request, raw string) (*client, *browserClaims, *oauthError) {
 	var unverified jwtClaims
 	if jws, err := jose.ParseSignedCompact(raw, assertionAlgs); err != nil ||
 		json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &unverified) != nil || unverified.Iss == "" {
@@ -199,7 +202,7 @@ func (s *Server) verifyBrowserAssertion(r *http.Request, raw string) (*client, *
 }
 
 // checkBrowserClaims checks iss, sub, aud, times and jti (Poppy 0.1 §5).
-func (s *Server) checkBrowserClaims(r *http.Request, c *browserClaims, clientID, endpoint string) *oauthError {
+func (s *webState) checkBrowserClaims(r *http.Request, c *browserClaims, clientID, endpoint string) *oauthError {
 	if c.Iss != clientID || c.Sub == "" {
 		// Poppy 0.1 §5: "iss, sub, iat, and jti are as in 4.2."
 		return s.agentBug(r, "5", "invalid_grant", "browser assertion iss %q (want %q) or sub %q", c.Iss, clientID, c.Sub)
@@ -226,14 +229,14 @@ func (s *Server) checkBrowserClaims(r *http.Request, c *browserClaims, clientID,
 // checkBrowserSessionID checks the Session, and that return_to is on
 // domain, the Company's domain whose endpoint the assertion was posted to
 // (Poppy 0.1 §5).
-func (s *Server) checkBrowserSessionID(r *http.Request, c *browserClaims, clientID, domain string) *oauthError {
-	s.mu.Lock()
+func (s *webState) checkBrowserSessionID(r *http.Request, c *browserClaims, clientID, domain string) *oauthError {
+	s.Server.mu.Lock()
 	live := s.sessions[c.SessionID]
 	var sess Session
 	if live != nil {
 		sess = live.clone()
 	}
-	s.mu.Unlock()
+	s.Server.mu.Unlock()
 	switch {
 	case c.SessionID == "" || live == nil:
 		// Poppy 0.1 §5: "session_id is the Session the browser joins"

@@ -15,7 +15,7 @@ import (
 )
 
 // installSite registers the website's pages on the Company's domain d.
-func (s *Server) installSite(d string) {
+func (s *webState) installSite(d string) {
 	for _, host := range []string{d, "www." + d} {
 		s.HandleFunc(host, "GET /{$}", s.handleHome)
 		s.HandleFunc(host, "GET /orders", s.handleOrdersPage)
@@ -49,19 +49,19 @@ var siteTemplate = template.Must(template.New("site").Parse(`<!doctype html>
 // webSession returns the Session of the request's cookie as it is now, or
 // false for a visitor: no cookie, an unknown one, or one whose Session has
 // ended (Poppy 0.1 §5: the cookie "MUST NOT outlive the Session").
-func (s *Server) webSession(r *http.Request) (Session, bool) {
+func (s *webState) webSession(r *http.Request) (Session, bool) {
 	ck, err := r.Cookie(WebCookie)
 	if err != nil {
 		return Session{}, false
 	}
-	s.web.mu.Lock()
-	sid, ok := s.web.cookies[ck.Value]
-	s.web.mu.Unlock()
+	s.mu.Lock()
+	sid, ok := s.cookies[ck.Value]
+	s.mu.Unlock()
 	if !ok {
 		return Session{}, false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Server.mu.Lock()
+	defer s.Server.mu.Unlock()
 	live := s.sessions[sid]
 	if live == nil || live.Ended {
 		return Session{}, false
@@ -71,7 +71,7 @@ func (s *Server) webSession(r *http.Request) (Session, bool) {
 
 // siteFor is the page data of the request's Session, in its current state.
 // Poppy 0.1 §5: the cookie "MUST follow the Session's current state".
-func (s *Server) siteFor(r *http.Request, title string) (siteData, Session) {
+func (s *webState) siteFor(r *http.Request, title string) (siteData, Session) {
 	d := siteData{Title: title}
 	sess, ok := s.webSession(r)
 	if !ok {
@@ -85,7 +85,7 @@ func (s *Server) siteFor(r *http.Request, title string) (siteData, Session) {
 	return d, sess
 }
 
-func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {
+func (s *webState) handleHome(w http.ResponseWriter, r *http.Request) {
 	d, _ := s.siteFor(r, "Example Company")
 	writeSite(w, d)
 }
@@ -93,7 +93,7 @@ func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {
 // handleOrdersPage lists the account's orders. Like the APIs, it needs a
 // signed-in Session with poppy:read (Poppy 0.1 §5: "The website applies the
 // Session's scopes, as the Company's APIs do").
-func (s *Server) handleOrdersPage(w http.ResponseWriter, r *http.Request) {
+func (s *webState) handleOrdersPage(w http.ResponseWriter, r *http.Request) {
 	d, sess := s.siteFor(r, "Your orders")
 	switch {
 	case !d.SignedIn:
@@ -123,17 +123,17 @@ func writeSite(w http.ResponseWriter, d siteData) {
 // account's tokens (RevokeAccountTokens) signs the Session out again. The
 // agent must not renew the Session with its Session assertion meanwhile
 // (Poppy 0.1 §4.2: a signed-in Session is renewed with the Account Token).
-func (s *Server) SignInSession(sessionID, account string, scopes ...string) error {
+func (s *webState) SignInSession(sessionID, account string, scopes ...string) error {
 	if _, ok := s.accountByID(account); !ok {
 		return errors.New("poppytest: SignInSession: no account " + account)
 	}
-	s.mu.Lock()
+	s.Server.mu.Lock()
 	sess := s.sessions[sessionID]
 	clientID := ""
 	if sess != nil {
 		clientID = sess.ClientID
 	}
-	s.mu.Unlock()
+	s.Server.mu.Unlock()
 	if sess == nil {
 		return errors.New("poppytest: SignInSession: no Session " + sessionID)
 	}

@@ -63,7 +63,7 @@ func (a *app) startBrowser(path string, guard *netguard.Options) (*browser.Brows
 	}
 	flags := map[string]any{}
 	if a.demo != nil {
-		spki, err := caSPKIHash(a.demo.srv.CAPEM())
+		spki, err := caSPKIHash(a.demo.Server().CAPEM())
 		if err != nil {
 			return nil, err
 		}

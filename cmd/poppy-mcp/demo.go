@@ -11,6 +11,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/poppy-mcp/poppy-mcp/democompany"
 )
 
 // runDemo walks through what poppy-mcp can do against the embedded demo
@@ -38,7 +40,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "poppy-mcp demo:", err)
 		return 1
 	}
-	if n := a.demo.rep.Failures(); n > 0 {
+	if n := a.demo.Failures(); n > 0 {
 		fmt.Fprintf(stderr, "poppy-mcp demo: the demo Company reported %d protocol violation(s)\n", n)
 		return 1
 	}
@@ -75,7 +77,7 @@ func (w *walk) say(format string, args ...any) {
 }
 
 func (w *walk) run(ctx context.Context, a *app) error {
-	w.say("Start the embedded demo Company (poppytest) at %s, on %s; the one-time codes it sends show at %s.", demoDomain, a.demo.srv.Addr(), a.demo.inboxURL)
+	w.say("Start the embedded demo Company (poppytest) at %s, on %s; the one-time codes it sends show at %s.", demoDomain, a.demo.Addr(), a.demo.InboxURL())
 	cl, err := client.NewInProcessClient(a.tools.MCP())
 	if err != nil {
 		return err
@@ -148,7 +150,7 @@ func (w *walk) signIn(ctx context.Context, _ *app) error {
 // handoff asks for a person; the demo Company's person joins by themself
 // after a few seconds, as under `serve --demo`, and writes.
 func (w *walk) handoff(ctx context.Context, _ *app) error {
-	w.say("Ask for a person at the Company (handoff). The conversation is queued until someone joins; at the demo Company a person joins after %s.", demoJoinAfter)
+	w.say("Ask for a person at the Company (handoff). The conversation is queued until someone joins; at the demo Company a person joins after %s.", democompany.JoinAfter)
 	if _, err := w.call(ctx, "request_human", map[string]any{"conversation_id": w.conversation}); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/democompany"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/metrics"
 	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
@@ -24,6 +25,9 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/store"
 	"github.com/poppy-mcp/poppy-mcp/tools"
 )
+
+// demoDomain is where the embedded demo Company lives (package democompany).
+const demoDomain = democompany.Domain
 
 // serveConfig is serve's parsed command line.
 type serveConfig struct {
@@ -186,7 +190,7 @@ func serveStdio(ctx context.Context, a *app, stdin io.Reader, stdout, stderr io.
 // and the embedded demo Company when asked for.
 type app struct {
 	tools    *tools.Server
-	demo     *demoCompany
+	demo     *democompany.Company
 	store    *store.Store
 	pages    *pages.Server
 	identity *auth.Identity // nil without one
@@ -220,10 +224,10 @@ func (a *app) start(ctx context.Context, c *common, demo bool, o *appOptions) (e
 	logger := o.logger
 	guard := c.guardOptions()
 	if demo {
-		if a.demo, err = startDemoCompany(logger); err != nil {
+		if a.demo, err = democompany.Start(logger); err != nil {
 			return err
 		}
-		guard = a.demo.guardOptions()
+		guard = a.demo.GuardOptions()
 		if c.stateDir == "" { // the demo Company forgets everything on exit: so does the demo agent
 			dir, err := os.MkdirTemp("", "poppy-mcp-demo-")
 			if err != nil {
@@ -312,7 +316,7 @@ func (a *app) newAgent(ctx context.Context, c *common, base http.RoundTripper, h
 	var choice identityChoice
 	var err error
 	if a.demo != nil {
-		choice = identityChoice{clientID: "https://" + a.demo.srv.AgentHost() + "/agent.json", from: "the demo", opts: &auth.IdentityOptions{Store: a.store}}
+		choice = identityChoice{clientID: "https://" + a.demo.Server().AgentHost() + "/agent.json", from: "the demo", opts: &auth.IdentityOptions{Store: a.store}}
 	} else if choice, err = chooseIdentity(ctx, a.store, c.clientID, logger); err != nil {
 		return nil, err
 	}
@@ -345,7 +349,7 @@ func (a *app) newAgent(ctx context.Context, c *common, base http.RoundTripper, h
 		if err != nil {
 			return nil, err
 		}
-		a.demo.srv.SetAgentDocuments(agentJSON, jwks)
+		a.demo.Server().SetAgentDocuments(agentJSON, jwks)
 	}
 	// No client timeout: conversations long-poll and stream; each call is bounded by its ctx,
 	// and each phase (dial, TLS, response headers) by the base transport.
@@ -363,7 +367,7 @@ func (a *app) close() {
 		a.store.Close()
 	}
 	if a.demo != nil {
-		a.demo.close()
+		a.demo.Close()
 	}
 	for _, f := range a.cleanup {
 		f()
