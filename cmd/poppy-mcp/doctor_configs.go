@@ -10,6 +10,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"github.com/poppy-mcp/poppy-mcp/internal/localfile"
 	"io"
 	"io/fs"
 	"maps"
@@ -135,12 +136,12 @@ func vsCodeSettingsServers(doc map[string]json.RawMessage) map[string]json.RawMe
 }
 
 // checkConfigs reads every configuration that exists, each bounded in
-// size and time and only when it is a regular file (localfile.go): a
+// size and time and only when it is a regular file (internal/localfile): a
 // project's .mcp.json linked to /dev/zero is reported, not read.
 func checkConfigs(home, cwd string) []configReport {
 	out := []configReport{}
 	for _, pl := range configPlaces(home, cwd) {
-		b, err := readLocalFile(pl.Path, maxConfigFile)
+		b, err := localfile.Read(pl.Path, localfile.MaxConfigFile)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -152,9 +153,9 @@ func checkConfigs(home, cwd string) []configReport {
 // checkConfigFile checks one configuration file's poppy-mcp entries.
 func checkConfigFile(pl configPlace, b []byte, readErr error) configReport {
 	rep := configReport{App: pl.App, Path: pl.Path, Dialect: pl.Dialect, Status: statusOK, Entries: []entryReport{}}
-	var large *tooLargeError
+	var large *localfile.TooLargeError
 	switch {
-	case errors.As(readErr, &large) || errors.Is(readErr, errTooSlow):
+	case errors.As(readErr, &large) || errors.Is(readErr, localfile.ErrTooSlow):
 		// The assistant may read it all the same: doctor only could not check it.
 		rep.Status, rep.Message = statusWarn, "not checked: "+readErr.Error()
 		return rep

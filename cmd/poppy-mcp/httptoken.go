@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/mattn/go-isatty"
+	"github.com/poppy-mcp/poppy-mcp/internal/localfile"
 )
 
 // httpTokenFile is the token's file in the state directory.
@@ -100,7 +101,7 @@ const maxTokenFile = 4 << 10
 
 // readToken reads a token file, tightening its mode to 0600 if needed.
 func readToken(path string) (string, error) {
-	b, err := readLocalFile(path, maxTokenFile) // localfile.go: never a FIFO or a device
+	b, err := localfile.Read(path, maxTokenFile) // internal/localfile: never a FIFO or a device
 	if err != nil {
 		return "", err
 	}
