@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/app"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 )
 
@@ -87,7 +88,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // doctorChecks runs the checks of the machine and the state.
 func doctorChecks(ctx context.Context, c *common, company string, stderr io.Writer) []doctorCheck {
 	var checks []doctorCheck
-	dir, err := c.stateDirectory()
+	dir, err := c.state().Directory()
 	if err != nil {
 		return []doctorCheck{{"state_dir", statusError, err.Error()}}
 	}
@@ -150,12 +151,12 @@ func checkStateDir(dir string, sqlite bool) (doctorCheck, bool) {
 func checkState(ctx context.Context, c *common, stderr io.Writer) []doctorCheck {
 	st, where, err := c.openStore(ctx)
 	if err != nil {
-		return []doctorCheck{{"state_key", statusError, stateError(where, err).Error()}}
+		return []doctorCheck{{"state_key", statusError, app.StateError(where, err).Error()}}
 	}
 	defer st.Close()
 	key := doctorCheck{"state_key", statusOK, "the state key opens " + st.Where() + "; it comes from " + keySourceText(st.KeySource())}
 	id, err := loadIdentity(ctx, c, st, stderr)
-	var none *noIdentityError
+	var none *app.NoIdentityError
 	switch {
 	case errors.As(err, &none):
 		return []doctorCheck{key, {"identity", statusWarn, err.Error()}}

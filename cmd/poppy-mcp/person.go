@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/poppy-mcp/poppy-mcp/app"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
@@ -67,7 +68,7 @@ func exitCode(err error) int {
 func (p *personFlags) openPerson(ctx context.Context) (*personState, error) {
 	root, where, err := p.openStore(ctx)
 	if err != nil {
-		return nil, stateError(where, err)
+		return nil, app.StateError(where, err)
 	}
 	key, err := p.localUser(ctx, root)
 	if err != nil {
@@ -135,35 +136,14 @@ func (p *personFlags) personAgent(ctx context.Context, ps *personState, stderr i
 	return auth.New(id, &auth.Options{HTTPClient: &http.Client{Transport: p.transport()}, Store: ps.st}), nil
 }
 
-// noIdentityError says the state holds no identity.
-type noIdentityError struct{ where string }
-
-func (e *noIdentityError) Error() string {
-	return "no agent identity in " + e.where + ": run `poppy-mcp init --client-id URL` (with the same --state-dir or --store)"
-}
-
-// loadIdentity loads the identity serve would use from the open state st:
-// the one init stored, or the one --client-id names.
+// loadIdentity loads the identity serve would use from the open state st
+// (app.LoadIdentity), logging on stderr as the flags say.
 func loadIdentity(ctx context.Context, c *common, st *store.Store, stderr io.Writer) (*auth.Identity, error) {
-	if _, err := st.AgentMetadata(ctx); c.clientID == "" && errors.Is(err, store.ErrNotFound) {
-		return nil, &noIdentityError{st.Where()}
-	}
 	logger, err := c.logger(stderr)
 	if err != nil {
 		return nil, err
 	}
-	choice, err := chooseIdentity(ctx, st, c.clientID, logger)
-	if err != nil {
-		return nil, err
-	}
-	if choice.clientID == "" {
-		return nil, &noIdentityError{st.Where()}
-	}
-	id, err := auth.NewIdentity(ctx, choice.clientID, choice.opts)
-	if errors.Is(err, auth.ErrNoIdentity) {
-		return nil, &noIdentityError{st.Where()}
-	}
-	return id, err
+	return app.LoadIdentity(ctx, st, c.clientID, logger)
 }
 
 // companyRef is the Company a domain names.
@@ -190,7 +170,7 @@ func findCompany(ctx context.Context, c *common, st *store.Store, domain string)
 		return nil, &badUsage{err.Error()}
 	}
 	ref := &companyRef{domain: host}
-	co, err := discovery.New(documentClient(c.transport()), nil).Discover(ctx, host, true)
+	co, err := discovery.New(app.DocumentClient(c.transport()), nil).Discover(ctx, host, true)
 	if err == nil {
 		err = co.Err()
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/poppy-mcp/poppy-mcp/app"
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
@@ -39,7 +40,7 @@ func TestPersonOfHostedState(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := bytes.Repeat([]byte{9}, 32) // the deployment's secret, as serve makes it
-	if err := root.PutSecret(ctx, authSecretName, secret); err != nil {
+	if err := root.PutSecret(ctx, app.SecretName, secret); err != nil {
 		t.Fatal(err)
 	}
 	root.Close()

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/app"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/store"
@@ -141,7 +142,7 @@ func stateExists(p *personFlags) error {
 	if p.store != "" {
 		return nil
 	}
-	dir, err := p.stateDirectory()
+	dir, err := p.state().Directory()
 	if err != nil {
 		return err
 	}
@@ -166,7 +167,7 @@ func statusOf(ctx context.Context, p *personFlags, offline bool, stderr io.Write
 		return nil, err
 	}
 	id, err := loadIdentity(ctx, &p.common, ps.root, stderr)
-	var none *noIdentityError
+	var none *app.NoIdentityError
 	switch {
 	case err == nil:
 		rep.Identity = identityOf(id)
@@ -255,7 +256,7 @@ func logIDOf(ctx context.Context, ps *personState) (string, error) {
 	if ps.user == "" {
 		return "", nil
 	}
-	secret, err := ps.root.Secret(ctx, authSecretName)
+	secret, err := app.StoredDeploymentSecret(ctx, ps.root)
 	if errors.Is(err, store.ErrNotFound) {
 		return "", nil
 	} else if err != nil {

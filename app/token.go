@@ -1,4 +1,4 @@
-package main
+package app
 
 // This file gives HTTP mode its bearer token when none is set: on loopback,
 // every local process (and every local user) can reach the port, so MCP
@@ -36,10 +36,10 @@ var stderrIsTerminal = func(w io.Writer) bool {
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
-// resolveToken sets o.token when no token was given and --no-http-token was
+// resolveToken sets o.Token when no token was given and --no-http-token was
 // not: the one in dir's token file, made now if there is none.
-func (o *httpOptions) resolveToken(dir string, stderr io.Writer) error {
-	if o.token != "" || o.noToken {
+func (o *HTTPOptions) resolveToken(dir string, stderr io.Writer) error {
+	if o.Token != "" || o.NoToken {
 		return nil
 	}
 	path := filepath.Join(dir, httpTokenFile)
@@ -47,12 +47,12 @@ func (o *httpOptions) resolveToken(dir string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("the bearer token for MCP over HTTP: %w", err)
 	}
-	o.token, o.tokenFile = token, path
+	o.Token, o.tokenFile = token, path
 	switch {
 	case made && stderrIsTerminal(stderr):
 		fmt.Fprintf(stderr, "poppy-mcp: MCP over HTTP needs this bearer token; it is kept in %s and shown only this once:\n\n"+
 			"    %s\n\nFor Claude Code, for example:\n\n    claude mcp add --transport http poppy-http %s --header \"Authorization: Bearer %s\"\n\n"+
-			"Or set POPPY_HTTP_TOKEN to it where your MCP client's config reads it.\n\n", path, token, o.url, token)
+			"Or set POPPY_HTTP_TOKEN to it where your MCP client's config reads it.\n\n", path, token, o.URL, token)
 	case made:
 		fmt.Fprintf(stderr, "poppy-mcp: MCP over HTTP needs a bearer token: a new one was made and kept in %s (mode 0600); "+
 			"clients send \"Authorization: Bearer\" and its contents.\n", path)
