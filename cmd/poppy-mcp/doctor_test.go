@@ -16,14 +16,14 @@ import (
 
 // runIn runs poppy-mcp in the directory dir with the person's environment
 // and extra variables, and the person's flags after args.
-func (p *person) runIn(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
+func (p *testPerson) runIn(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
 	t.Helper()
 	r := runBinaryAt(t, dir, 60*time.Second, append(slices.Clone(p.env), env...), append(args, p.flags...)...)
 	return r.stdout, r.stderr, r.code
 }
 
 // doctor runs `doctor --json` and returns its report and exit code.
-func (p *person) doctor(t *testing.T, dir string, env []string, args ...string) (doctorReport, int) {
+func (p *testPerson) doctor(t *testing.T, dir string, env []string, args ...string) (doctorReport, int) {
 	t.Helper()
 	out, errOut, code := p.runIn(t, dir, env, append([]string{"doctor", "--json"}, args...)...)
 	var rep doctorReport
@@ -101,7 +101,7 @@ func TestDoctorState(t *testing.T) {
 
 // newDoctorWithoutState runs doctor on a state directory that does not
 // exist: it says to run init, and makes nothing.
-func (p *person) newDoctorWithoutState(t *testing.T) doctorCheck {
+func (p *testPerson) newDoctorWithoutState(t *testing.T) doctorCheck {
 	t.Helper()
 	missing := filepath.Join(t.TempDir(), "none")
 	out, _, _ := runBinary(t, p.env, "doctor", "--json", "--state-dir", missing)
@@ -201,7 +201,7 @@ func TestDoctorConfigs(t *testing.T) {
 func TestPublishOnStaticHost(t *testing.T) {
 	srv := poppytest.NewServer(t, &poppytest.Options{AgentHost: "poppy-user.github.io"})
 	env, resolve := companyArgs(t, srv)
-	p := &person{srv: srv, env: append(env, "POPPY_STATE_KEY="+newKey()), state: t.TempDir()}
+	p := &testPerson{srv: srv, env: append(env, "POPPY_STATE_KEY="+newKey()), state: t.TempDir()}
 	p.flags = append([]string{"--state-dir", p.state}, resolve...)
 	site := t.TempDir()
 	if _, errOut, code := runBinary(t, p.env, "init", "--state-dir", p.state, "--out", site,

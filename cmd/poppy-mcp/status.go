@@ -23,6 +23,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/app"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
+	"github.com/poppy-mcp/poppy-mcp/person"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
@@ -157,16 +158,16 @@ func statusOf(ctx context.Context, p *personFlags, offline bool, stderr io.Write
 	if err := stateExists(p); err != nil {
 		return nil, err
 	}
-	ps, err := p.openPerson(ctx)
+	ps, err := p.openPerson(ctx, stderr)
 	if err != nil {
 		return nil, err
 	}
-	defer ps.root.Close()
-	rep := &statusReport{State: ps.root.Where(), KeySource: ps.root.KeySource(), User: ps.user, Companies: []companyStatus{}}
+	defer ps.Root.Close()
+	rep := &statusReport{State: ps.Root.Where(), KeySource: ps.Root.KeySource(), User: ps.User, Companies: []companyStatus{}}
 	if rep.LogID, err = logIDOf(ctx, ps); err != nil {
 		return nil, err
 	}
-	id, err := loadIdentity(ctx, &p.common, ps.root, stderr)
+	id, err := loadIdentity(ctx, &p.common, ps.Root, stderr)
 	var none *app.NoIdentityError
 	switch {
 	case err == nil:
@@ -178,12 +179,12 @@ func statusOf(ctx context.Context, p *personFlags, offline bool, stderr io.Write
 	case !errors.As(err, &none):
 		return nil, err
 	}
-	issuers, err := ps.st.Issuers(ctx)
+	issuers, err := ps.Store.Issuers(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, iss := range issuers {
-		cs, err := companyOf(ctx, ps.st, iss)
+		cs, err := companyOf(ctx, ps.Store, iss)
 		if err != nil {
 			return nil, err
 		}
@@ -224,7 +225,7 @@ func companyOf(ctx context.Context, st *store.Store, issuer string) (companyStat
 			}
 		}
 	}
-	if cs.Domains, err = recordedDomains(ctx, st, issuer); err != nil {
+	if cs.Domains, err = person.RecordedDomains(ctx, st, issuer); err != nil {
 		return cs, err
 	}
 	cs.Domains = nonNil(cs.Domains)
@@ -252,17 +253,17 @@ func nonNil[T any](s []T) []T {
 // logIDOf is the log ID of ps's --user person, as serve computes it from
 // the deployment's secret in the state: "" without --user or before serve
 // made the secret.
-func logIDOf(ctx context.Context, ps *personState) (string, error) {
-	if ps.user == "" {
+func logIDOf(ctx context.Context, ps *person.State) (string, error) {
+	if ps.User == "" {
 		return "", nil
 	}
-	secret, err := app.StoredDeploymentSecret(ctx, ps.root)
+	secret, err := app.StoredDeploymentSecret(ctx, ps.Root)
 	if errors.Is(err, store.ErrNotFound) {
 		return "", nil
 	} else if err != nil {
 		return "", err
 	}
-	u, err := parseUser(ps.user)
+	u, err := person.ParseUser(ps.User)
 	if err != nil {
 		return "", err
 	}
