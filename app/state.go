@@ -12,7 +12,10 @@ import (
 	"strings"
 
 	"github.com/poppy-mcp/poppy-mcp/internal/metrics"
+	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 	"github.com/poppy-mcp/poppy-mcp/store"
+	"io/fs"
+	"path/filepath"
 )
 
 // State says where the state is kept.
@@ -73,18 +76,7 @@ func ListenError(flag, addr string, err error) error {
 	if flag == "--pages-addr" {
 		todo = "pick another port, or leave --pages-addr out for a random one"
 	}
-	return &StartError{What: fmt.Sprintf("cannot listen on %s %s (%v)", flag, addr, unwrapNet(err)), Todo: todo}
-}
-
-// unwrapNet drops the operation and address a *net.OpError repeats.
-func unwrapNet(err error) error {
-	for {
-		next := errors.Unwrap(err)
-		if next == nil {
-			return err
-		}
-		err = next
-	}
+	return &StartError{What: fmt.Sprintf("cannot listen on %s %s (%v)", flag, addr, netguard.Cause(err)), Todo: todo}
 }
 
 // IsPostgres reports whether where, a Store's Where() or State.Open's
@@ -157,4 +149,20 @@ func postgresError(where string, err error) error {
 func notAStateKey(in string) error {
 	return &StartError{What: "POPPY_STATE_KEY is not a state key (it must be 32 bytes in base64)",
 		Todo: "set it to the key " + in + " was made with, or for a new state directory to one from `head -c 32 /dev/urandom | base64`"}
+}
+
+// Exists reports whether the state can be opened without making it:
+// PostgreSQL (Store), whose tables the database holds, or a state
+// directory that holds the SQLite database. Opening a missing one would
+// make the directory, the database and a state key.
+func (s State) Exists() (bool, error) {
+	if s.Store != "" {
+		return true, nil
+	}
+	dir, err := s.Directory()
+	if err != nil {
+		return false, err
+	}
+	_, err = os.Stat(filepath.Join(dir, "state.db")) // store's file
+	return !errors.Is(err, fs.ErrNotExist), nil
 }

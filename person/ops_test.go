@@ -257,3 +257,24 @@ func TestFindCompanyFromState(t *testing.T) {
 		t.Error("a revocation without the Company's documents")
 	}
 }
+
+// TestStatus: the Company the person used, with its sign-in, Session and
+// conversation; with no identity, none is shown.
+func TestStatus(t *testing.T) {
+	c := newCompany(t, "")
+	rep, err := c.ps.Status(context.Background(), nil)
+	if err != nil || rep.Identity != nil || len(rep.Companies) != 1 {
+		t.Fatalf("Status: %+v, %v", rep, err)
+	}
+	cs := rep.Companies[0]
+	if cs.Issuer != c.srv.Issuer() || !cs.SignedIn || cs.AccountToken == nil || len(cs.Sessions) != 1 || cs.Open != 1 ||
+		!slices.Equal(cs.Domains, []string{c.srv.Domain()}) || !slices.Equal(cs.Scopes, []string{"poppy:read"}) {
+		t.Errorf("the Company: %+v", cs)
+	}
+	if _, err := c.ps.SignOut(context.Background(), c.find(t), false); err != nil {
+		t.Fatal(err)
+	}
+	if rep, _ := c.ps.Status(context.Background(), nil); rep.Companies[0].SignedIn || rep.Companies[0].Sessions[0].SignedIn {
+		t.Errorf("after sign-out: %+v", rep.Companies[0])
+	}
+}

@@ -99,25 +99,14 @@ func liveIdentity(ctx context.Context, c *common, stderr io.Writer) (*auth.Ident
 		return nil, dir, app.StateError(dir, err)
 	}
 	defer st.Close()
-	logger, err := c.logger(stderr)
-	if err != nil {
-		return nil, dir, err
-	}
-	choice, err := app.ChooseIdentity(ctx, st, c.clientID, logger)
-	if err != nil {
-		return nil, dir, err
-	}
 	todo := "`poppy-mcp init --client-id URL --state-dir " + dir + "`"
 	if app.IsPostgres(dir) {
 		todo = "`poppy-mcp init --client-id URL` " + app.SameState(dir)
 	}
-	noIdentity := fmt.Errorf("no identity in %s: run %s, publish the two files it writes, then run check --live again", dir, todo)
-	if choice.ClientID == "" {
-		return nil, dir, noIdentity
-	}
-	id, err := auth.NewIdentity(ctx, choice.ClientID, choice.Opts)
-	if errors.Is(err, auth.ErrNoIdentity) {
-		return nil, dir, noIdentity
+	id, err := loadIdentity(ctx, c, st, stderr)
+	var none *app.NoIdentityError
+	if errors.As(err, &none) {
+		return nil, dir, fmt.Errorf("no identity in %s: run %s, publish the two files it writes, then run check --live again", dir, todo)
 	}
 	return id, dir, err
 }

@@ -44,21 +44,3 @@ func TestPlural(t *testing.T) {
 		}
 	}
 }
-
-// FuzzParseConfig: any bytes in any dialect give a document or a message,
-// never a panic; what strict JSON takes, JSONC takes the same.
-func FuzzParseConfig(f *testing.F) {
-	for _, s := range []string{`{"mcpServers":{}}`, `{"servers":{"p":{"command":"poppy-mcp",},},}`, "{/* c */}", `{"a":"//x"}`, `[1,]`, `{"a":"\`, "// only"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		strict, msg := parseConfig(configPlace{App: "Cursor", Dialect: dialectJSON}, b)
-		loose, _ := parseConfig(configPlace{App: "VS Code", Dialect: dialectJSONC}, b)
-		if strict == nil && msg == "" {
-			t.Fatal("no document and no message")
-		}
-		if strict != nil && len(loose) != len(strict) {
-			t.Errorf("strict JSON %q has %d keys, as JSONC %d", b, len(strict), len(loose))
-		}
-	})
-}

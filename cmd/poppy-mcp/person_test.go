@@ -200,10 +200,10 @@ func TestSignOutRevocationFails(t *testing.T) {
 }
 
 // status runs `status --json --offline`.
-func (p *testPerson) status(t *testing.T) statusReport {
+func (p *testPerson) status(t *testing.T) person.StatusReport {
 	t.Helper()
 	out, errOut, code := p.run(t, "", "status", "--json", "--offline")
-	var rep statusReport
+	var rep person.StatusReport
 	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
 		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
 	}
@@ -224,7 +224,7 @@ func TestStatus(t *testing.T) {
 		t.Fatalf("send_message: %s", text)
 	}
 	out, errOut, code := p.run(t, "", "status", "--json")
-	var rep statusReport
+	var rep person.StatusReport
 	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
 		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
 	}

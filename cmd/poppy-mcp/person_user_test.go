@@ -52,7 +52,7 @@ func TestPersonOfHostedState(t *testing.T) {
 		}
 	}
 	out, errOut, code := p.run(t, "", "status", "--json", "--offline", "--user", who)
-	var st statusReport
+	var st person.StatusReport
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Companies) != 1 || !st.Companies[0].SignedIn || st.User != who {
 		t.Fatalf("status --user: exit %d %s %s", code, out, errOut)
 	}

@@ -23,14 +23,3 @@ func startupFailure(stderr io.Writer, err error) int {
 	fmt.Fprintln(stderr, "poppy-mcp serve:", strings.Join(strings.Fields(msg), " "))
 	return 1
 }
-
-// unwrapNet drops the operation and address a *net.OpError repeats.
-func unwrapNet(err error) error {
-	for {
-		next := errors.Unwrap(err)
-		if next == nil {
-			return err
-		}
-		err = next
-	}
-}
