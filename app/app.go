@@ -85,7 +85,8 @@ type Demo struct {
 }
 
 // App is one running Personal Agent: the tools over the protocol packages.
-// Its methods are safe for concurrent use; Close it once.
+// Serve it once, with ServeStdio or ServeHTTP, then Close it once; Tools
+// and Store may be called from any goroutine meanwhile.
 type App struct {
 	opts     Options
 	logger   *slog.Logger

@@ -20,6 +20,7 @@ import (
 
 	"github.com/poppy-mcp/poppy-mcp/pages"
 	"github.com/poppy-mcp/poppy-mcp/tools"
+	"io"
 )
 
 // HTTPOptions are HTTP mode's: serve's --http flags. Messages about them
@@ -40,6 +41,9 @@ type HTTPOptions struct {
 	URL string
 
 	tokenFile string // where the token came from, when resolveToken read or made it
+	// terminal reports whether stderr is a terminal; nil asks the OS.
+	// Tests set it.
+	terminal func(io.Writer) bool
 }
 
 // Check refuses a configuration that would expose MCP without a token, and

@@ -27,11 +27,9 @@ func TestHTTPAddr(t *testing.T) {
 // TestServeTokenShownOnTerminal: on a terminal, the token is shown once,
 // when it is made, with a config line to paste; after that only where it is.
 func TestServeTokenShownOnTerminal(t *testing.T) {
-	was := stderrIsTerminal
-	stderrIsTerminal = func(io.Writer) bool { return true }
-	t.Cleanup(func() { stderrIsTerminal = was })
+	terminal := func(io.Writer) bool { return true }
 	dir := t.TempDir()
-	o := &HTTPOptions{URL: "http://127.0.0.1:8808/mcp"}
+	o := &HTTPOptions{URL: "http://127.0.0.1:8808/mcp", terminal: terminal}
 	var first bytes.Buffer
 	if err := o.resolveToken(dir, &first); err != nil {
 		t.Fatal(err)
@@ -39,7 +37,7 @@ func TestServeTokenShownOnTerminal(t *testing.T) {
 	if !strings.Contains(first.String(), o.Token) || !strings.Contains(first.String(), `--header "Authorization: Bearer `+o.Token+`"`) {
 		t.Errorf("the first start on a terminal: %s", first.String())
 	}
-	again := &HTTPOptions{URL: o.URL}
+	again := &HTTPOptions{URL: o.URL, terminal: terminal}
 	var second bytes.Buffer
 	if err := again.resolveToken(dir, &second); err != nil || again.Token != o.Token || strings.Contains(second.String(), o.Token) {
 		t.Errorf("the second start showed the token or made another: %s (%v)", second.String(), err)

@@ -30,8 +30,8 @@ const httpTokenFile = "http-token"
 // characters are 256 bits in base64url.
 const minTokenLen = 43
 
-// stderrIsTerminal reports whether w is a terminal; tests replace it.
-var stderrIsTerminal = func(w io.Writer) bool {
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
@@ -49,7 +49,7 @@ func (o *HTTPOptions) resolveToken(dir string, stderr io.Writer) error {
 	}
 	o.Token, o.tokenFile = token, path
 	switch {
-	case made && stderrIsTerminal(stderr):
+	case made && o.shownOnTerminal(stderr):
 		fmt.Fprintf(stderr, "poppy-mcp: MCP over HTTP needs this bearer token; it is kept in %s and shown only this once:\n\n"+
 			"    %s\n\nFor Claude Code, for example:\n\n    claude mcp add --transport http poppy-http %s --header \"Authorization: Bearer %s\"\n\n"+
 			"Or set POPPY_HTTP_TOKEN to it where your MCP client's config reads it.\n\n", path, token, o.URL, token)
@@ -115,4 +115,13 @@ func readToken(path string) (string, error) {
 		return "", fmt.Errorf("%s does not hold a token of at least %d characters: delete it and a new one is made", path, minTokenLen)
 	}
 	return token, nil
+}
+
+// shownOnTerminal reports whether stderr is a terminal, where the token
+// may be shown: by the test seam terminal when set.
+func (o *HTTPOptions) shownOnTerminal(stderr io.Writer) bool {
+	if o.terminal != nil {
+		return o.terminal(stderr)
+	}
+	return isTerminal(stderr)
 }
