@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/catalogstore"
 	"github.com/poppy-mcp/poppy-mcp/openapi2tools"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
@@ -148,16 +149,12 @@ func (ap *apis) storedCatalog(ctx context.Context, u, key string, mem *loadedCat
 	if mem != nil || ap.store == nil {
 		return nil
 	}
-	v, data, err := ap.store.Blob(ctx, u)
-	if err != nil {
+	version, data, err := catalogstore.Get(ctx, ap.store, u, key)
+	if err != nil { // not kept, or under another prefix, resource or format
 		if !errors.Is(err, store.ErrNotFound) {
 			ap.log.InfoContext(ctx, "could not read a stored catalog", "url", u, "err", err)
 		}
 		return nil
-	}
-	keyPart, version, ok := strings.Cut(v, "\n")
-	if !ok || keyPart != key {
-		return nil // another prefix, resource or format
 	}
 	cat, err := openapi2tools.UnmarshalCatalog(data)
 	if err != nil {
@@ -174,7 +171,7 @@ func (ap *apis) storeCatalog(ctx context.Context, u, key string, lc *loadedCatal
 	}
 	data, err := lc.cat.MarshalBinary()
 	if err == nil {
-		err = ap.store.PutBlob(ctx, u, key+"\n"+lc.version, data)
+		err = catalogstore.Put(ctx, ap.store, u, key, lc.version, data)
 	}
 	if err != nil {
 		ap.log.InfoContext(ctx, "could not store a catalog", "url", u, "err", err)

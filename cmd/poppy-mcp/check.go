@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/poppy-mcp/poppy-mcp/app"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 )
 
@@ -57,7 +58,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if lf.live {
 		return runCheckLive(ctx, c, *lf, cfg.asJSON, pos[0], stdout, stderr)
 	}
-	d := discovery.New(documentClient(c.transport()), nil)
+	d := discovery.New(app.DocumentClient(c.transport()), nil)
 	co, err := d.Discover(ctx, pos[0], true)
 	rep := checkReport{Domain: pos[0], Findings: []discovery.Finding{}}
 	if co != nil {

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/poppy-mcp/poppy-mcp/app"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/livecheck"
@@ -95,28 +96,17 @@ func runCheckLive(ctx context.Context, c *common, lf liveFlags, asJSON bool, dom
 func liveIdentity(ctx context.Context, c *common, stderr io.Writer) (*auth.Identity, string, error) {
 	st, dir, err := c.openStore(ctx)
 	if err != nil {
-		return nil, dir, stateError(dir, err)
+		return nil, dir, app.StateError(dir, err)
 	}
 	defer st.Close()
-	logger, err := c.logger(stderr)
-	if err != nil {
-		return nil, dir, err
-	}
-	choice, err := chooseIdentity(ctx, st, c.clientID, logger)
-	if err != nil {
-		return nil, dir, err
-	}
 	todo := "`poppy-mcp init --client-id URL --state-dir " + dir + "`"
-	if isPostgresWhere(dir) {
-		todo = "`poppy-mcp init --client-id URL` " + sameState(dir)
+	if app.IsPostgres(dir) {
+		todo = "`poppy-mcp init --client-id URL` " + app.SameState(dir)
 	}
-	noIdentity := fmt.Errorf("no identity in %s: run %s, publish the two files it writes, then run check --live again", dir, todo)
-	if choice.clientID == "" {
-		return nil, dir, noIdentity
-	}
-	id, err := auth.NewIdentity(ctx, choice.clientID, choice.opts)
-	if errors.Is(err, auth.ErrNoIdentity) {
-		return nil, dir, noIdentity
+	id, err := loadIdentity(ctx, c, st, stderr)
+	var none *app.NoIdentityError
+	if errors.As(err, &none) {
+		return nil, dir, fmt.Errorf("no identity in %s: run %s, publish the two files it writes, then run check --live again", dir, todo)
 	}
 	return id, dir, err
 }

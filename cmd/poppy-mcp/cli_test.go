@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/doctor"
 	"github.com/poppy-mcp/poppy-mcp/livecheck"
+	"github.com/poppy-mcp/poppy-mcp/person"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
@@ -62,15 +64,15 @@ func TestDoctorDialects(t *testing.T) {
 	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=", "POPPY_STATE_KEY=" + newKey()}
 	state := filepath.Join(home, "state")
 	r := runBinaryAt(t, work, time.Minute, env, "doctor", "--json", "--state-dir", state)
-	var rep doctorReport
+	var rep doctor.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.Configs) != 2 {
 		t.Fatalf("doctor --json: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
 	}
 	cursor, vscode := rep.Configs[0], rep.Configs[1]
-	if cursor.Dialect != dialectJSON || cursor.Status != statusError || !strings.Contains(cursor.Message, "comments or trailing commas, which Cursor refuses") {
+	if cursor.Dialect != doctor.DialectJSON || cursor.Status != statusError || !strings.Contains(cursor.Message, "comments or trailing commas, which Cursor refuses") {
 		t.Errorf("Cursor's mcp.json with a trailing comma: %+v", cursor)
 	}
-	if vscode.Dialect != dialectJSONC || vscode.Status != statusOK || len(vscode.Entries) != 2 {
+	if vscode.Dialect != doctor.DialectJSONC || vscode.Status != statusOK || len(vscode.Entries) != 2 {
 		t.Errorf("VS Code's mcp.json with comments and trailing commas: %+v", vscode)
 	}
 	r = runBinaryAt(t, work, time.Minute, env, "doctor", "--state-dir", state)
@@ -93,7 +95,7 @@ func TestFlagsBeforeCommand(t *testing.T) {
 		t.Errorf("--state-dir D status: exit %d\n%s%s", code, out, errOut)
 	}
 	out, errOut, code = runBinary(t, env, "--json", "--state-dir="+state, "status", "--offline")
-	var rep statusReport
+	var rep person.StatusReport
 	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil || rep.Identity == nil {
 		t.Errorf("--json --state-dir=D status: exit %d, %v\n%s%s", code, err, out, errOut)
 	}

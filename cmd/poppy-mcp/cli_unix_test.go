@@ -3,6 +3,7 @@
 package main
 
 import (
+	"github.com/poppy-mcp/poppy-mcp/internal/localfile"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,7 +55,7 @@ func TestDoctorConfigNeverEnds(t *testing.T) {
 	}
 }
 
-// TestDoctorConfigTooLarge: a configuration past maxConfigFile is not read
+// TestDoctorConfigTooLarge: a configuration past localfile.MaxConfigFile is not read
 // and is a warning (the assistant may read it; doctor could not check it),
 // with doctor's exit status unchanged by it.
 func TestDoctorConfigTooLarge(t *testing.T) {
@@ -63,7 +64,7 @@ func TestDoctorConfigTooLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Truncate(maxConfigFile + 1); err != nil { // sparse: no disk spent
+	if err := f.Truncate(localfile.MaxConfigFile + 1); err != nil { // sparse: no disk spent
 		t.Fatal(err)
 	}
 	f.Close()

@@ -29,7 +29,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "poppy-mcp:", err)
 		return 2
 	}
-	a, err := newApp(ctx, c, true, &appOptions{logger: logger})
+	a, err := newApp(ctx, c.appOptions(logger, nil), true)
 	if err != nil {
 		fmt.Fprintln(stderr, "poppy-mcp demo:", err)
 		return 1
@@ -76,9 +76,9 @@ func (w *walk) say(format string, args ...any) {
 	fmt.Fprintf(w.out, "\n%d. %s\n", w.step, fmt.Sprintf(format, args...))
 }
 
-func (w *walk) run(ctx context.Context, a *app) error {
+func (w *walk) run(ctx context.Context, a *running) error {
 	w.say("Start the embedded demo Company (poppytest) at %s, on %s; the one-time codes it sends show at %s.", demoDomain, a.demo.Addr(), a.demo.InboxURL())
-	cl, err := client.NewInProcessClient(a.tools.MCP())
+	cl, err := client.NewInProcessClient(a.Tools().MCP())
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (w *walk) run(ctx context.Context, a *app) error {
 	if err := w.listTools(ctx); err != nil {
 		return err
 	}
-	steps := []func(context.Context, *app) error{w.discover, w.converse, w.signIn, w.handoff, w.api, w.relay, w.website, w.signOut}
+	steps := []func(context.Context, *running) error{w.discover, w.converse, w.signIn, w.handoff, w.api, w.relay, w.website, w.signOut}
 	for _, step := range steps {
 		if err := step(ctx, a); err != nil {
 			return err
@@ -106,7 +106,7 @@ func (w *walk) run(ctx context.Context, a *app) error {
 	return nil
 }
 
-func (w *walk) discover(ctx context.Context, _ *app) error {
+func (w *walk) discover(ctx context.Context, _ *running) error {
 	w.say("Discover the Company: poppy.json, its OAuth server metadata, and its MCP server's resource metadata, each rule checked.")
 	if _, err := w.call(ctx, "discover_company", map[string]any{"domain": demoDomain}); err != nil {
 		return err
@@ -117,7 +117,7 @@ func (w *walk) discover(ctx context.Context, _ *app) error {
 }
 
 // converse talks with the Company Agent until it asks for sign-in.
-func (w *walk) converse(ctx context.Context, _ *app) error {
+func (w *walk) converse(ctx context.Context, _ *running) error {
 	w.say("Talk with the Company Agent. poppy-mcp makes the message IDs, keeps the cursor and retries safely.")
 	res, err := w.call(ctx, "send_message", map[string]any{"domain": demoDomain, "text": "Hello",
 		"context": map[string]any{"locale": "en-US", "time_zone": "America/Los_Angeles", "user_available": true}, "wait_seconds": 10})
@@ -132,7 +132,7 @@ func (w *walk) converse(ctx context.Context, _ *app) error {
 }
 
 // signIn signs in with Device Sign-In and continues the conversation signed in.
-func (w *walk) signIn(ctx context.Context, _ *app) error {
+func (w *walk) signIn(ctx context.Context, _ *running) error {
 	w.say("Sign in with Device Sign-In. The user would open the link and enter the code; the demo Company approves by itself as its test account Dana.")
 	if _, err := w.call(ctx, "sign_in_device", map[string]any{"domain": demoDomain, "scopes": []string{"poppy:read", "poppy:write"}}); err != nil {
 		return err
@@ -149,7 +149,7 @@ func (w *walk) signIn(ctx context.Context, _ *app) error {
 
 // handoff asks for a person; the demo Company's person joins by themself
 // after a few seconds, as under `serve --demo`, and writes.
-func (w *walk) handoff(ctx context.Context, _ *app) error {
+func (w *walk) handoff(ctx context.Context, _ *running) error {
 	w.say("Ask for a person at the Company (handoff). The conversation is queued until someone joins; at the demo Company a person joins after %s.", democompany.JoinAfter)
 	if _, err := w.call(ctx, "request_human", map[string]any{"conversation_id": w.conversation}); err != nil {
 		return err
@@ -165,7 +165,7 @@ func (w *walk) handoff(ctx context.Context, _ *app) error {
 }
 
 // website gives the agent's own browser a one-time page that joins the Session.
-func (w *walk) website(ctx context.Context, _ *app) error {
+func (w *walk) website(ctx context.Context, _ *running) error {
 	w.say("Browse the website in the same Session: poppy-mcp gives its own browser a one-time local page that posts a fresh browser assertion to the Company (never to the user's browser).")
 	res, err := w.call(ctx, "open_website", map[string]any{"domain": demoDomain, "url": "/orders"})
 	if err != nil {
@@ -176,7 +176,7 @@ func (w *walk) website(ctx context.Context, _ *app) error {
 }
 
 // api lists and calls the Company's OpenAPI operations through the Session.
-func (w *walk) api(ctx context.Context, _ *app) error {
+func (w *walk) api(ctx context.Context, _ *running) error {
 	w.say("Find an operation of the Company's OpenAPI API (a large API stays behind these three tools; a small one also gets a tool per operation).")
 	if _, err := w.call(ctx, "list_api_operations", map[string]any{"domain": demoDomain, "query": "orders"}); err != nil {
 		return err
@@ -188,13 +188,13 @@ func (w *walk) api(ctx context.Context, _ *app) error {
 
 // relay calls a tool of the Company's MCP server, relayed by poppy-mcp with
 // a Bearer Session Token issued for that server alone.
-func (w *walk) relay(ctx context.Context, _ *app) error {
+func (w *walk) relay(ctx context.Context, _ *running) error {
 	w.say("Use the Company's own MCP server: its tools are relayed under a per-Company prefix, with a Bearer Session Token issued for that server only (Poppy 0.1 §4.3).")
 	_, err := w.call(ctx, "demo_poppy_example_mcp_search_products", map[string]any{"query": "stormline"})
 	return err
 }
 
-func (w *walk) signOut(ctx context.Context, _ *app) error {
+func (w *walk) signOut(ctx context.Context, _ *running) error {
 	w.say("Close the conversation (it used the account, so it is closed while still signed in).")
 	if _, err := w.call(ctx, "close_conversation", map[string]any{"conversation_id": w.conversation}); err != nil {
 		return err

@@ -1,11 +1,6 @@
 package main
 
-import (
-	"os"
-	"path/filepath"
-	"strings"
-	"testing"
-)
+import "testing"
 
 // TestNearest: a typing mistake names the command or flag meant; a word
 // near nothing names none.
@@ -48,46 +43,4 @@ func TestPlural(t *testing.T) {
 			t.Errorf("plural(%v, %q) = %q, want %q", tc[0], tc[1], got, tc[2])
 		}
 	}
-}
-
-// TestReadLocalFile: a regular file is read up to the limit; a larger one,
-// a directory or a device is refused without reading it.
-func TestReadLocalFile(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "f")
-	if err := os.WriteFile(path, []byte("0123456789"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := readLocalFile(path, 10); err != nil || string(b) != "0123456789" {
-		t.Errorf("a file at the limit: %q, %v", b, err)
-	}
-	if _, err := readLocalFile(path, 9); err == nil || !strings.Contains(err.Error(), "larger than 9 bytes") {
-		t.Errorf("a file past the limit: %v", err)
-	}
-	if _, err := readLocalFile(dir, 10); !isNotRegular(err) || !strings.Contains(err.Error(), "a directory") {
-		t.Errorf("a directory: %v", err)
-	}
-	if _, err := os.Stat("/dev/zero"); err == nil {
-		if _, err := readLocalFile("/dev/zero", 10); !isNotRegular(err) || !strings.Contains(err.Error(), "a device") {
-			t.Errorf("/dev/zero: %v", err)
-		}
-	}
-}
-
-// FuzzParseConfig: any bytes in any dialect give a document or a message,
-// never a panic; what strict JSON takes, JSONC takes the same.
-func FuzzParseConfig(f *testing.F) {
-	for _, s := range []string{`{"mcpServers":{}}`, `{"servers":{"p":{"command":"poppy-mcp",},},}`, "{/* c */}", `{"a":"//x"}`, `[1,]`, `{"a":"\`, "// only"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		strict, msg := parseConfig(configPlace{App: "Cursor", Dialect: dialectJSON}, b)
-		loose, _ := parseConfig(configPlace{App: "VS Code", Dialect: dialectJSONC}, b)
-		if strict == nil && msg == "" {
-			t.Fatal("no document and no message")
-		}
-		if strict != nil && len(loose) != len(strict) {
-			t.Errorf("strict JSON %q has %d keys, as JSONC %d", b, len(strict), len(loose))
-		}
-	})
 }

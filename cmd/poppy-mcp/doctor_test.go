@@ -11,36 +11,37 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/doctor"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
 // runIn runs poppy-mcp in the directory dir with the person's environment
 // and extra variables, and the person's flags after args.
-func (p *person) runIn(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
+func (p *testPerson) runIn(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
 	t.Helper()
 	r := runBinaryAt(t, dir, 60*time.Second, append(slices.Clone(p.env), env...), append(args, p.flags...)...)
 	return r.stdout, r.stderr, r.code
 }
 
 // doctor runs `doctor --json` and returns its report and exit code.
-func (p *person) doctor(t *testing.T, dir string, env []string, args ...string) (doctorReport, int) {
+func (p *testPerson) doctor(t *testing.T, dir string, env []string, args ...string) (doctor.Report, int) {
 	t.Helper()
 	out, errOut, code := p.runIn(t, dir, env, append([]string{"doctor", "--json"}, args...)...)
-	var rep doctorReport
+	var rep doctor.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("doctor --json: exit %d, %v\n%s%s", code, err, out, errOut)
 	}
 	return rep, code
 }
 
-// check returns the report's check id.
-func (r doctorReport) check(id string) doctorCheck {
+// checkOf returns the report's check id.
+func checkOf(r doctor.Report, id string) doctor.Check {
 	for _, c := range r.Checks {
 		if c.ID == id {
 			return c
 		}
 	}
-	return doctorCheck{}
+	return doctor.Check{}
 }
 
 // TestDoctorState: the state directory's permissions (reported, not
@@ -52,11 +53,11 @@ func TestDoctorState(t *testing.T) {
 	env := []string{"HOME=" + home, "XDG_CONFIG_HOME="}
 	rep, code := p.doctor(t, work, env, "--company", "example.com")
 	for _, id := range []string{"state_dir", "state_key", "identity", "agent_json", "jwks_json", "clock"} {
-		if c := rep.check(id); c.Status != statusOK {
+		if c := checkOf(rep, id); c.Status != statusOK {
 			t.Errorf("%s: %+v", id, c)
 		}
 	}
-	if code != 0 || !rep.OK || !strings.Contains(rep.check("state_key").Message, "POPPY_STATE_KEY") || len(rep.Configs) != 0 {
+	if code != 0 || !rep.OK || !strings.Contains(checkOf(rep, "state_key").Message, "POPPY_STATE_KEY") || len(rep.Configs) != 0 {
 		t.Errorf("doctor on a sound state: exit %d %+v", code, rep)
 	}
 
@@ -65,7 +66,7 @@ func TestDoctorState(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, code = p.doctor(t, work, env)
-	if c := rep.check("state_dir"); code != 1 || c.Status != statusError || !strings.Contains(c.Message, "state.db is 0644") {
+	if c := checkOf(rep, "state_dir"); code != 1 || c.Status != statusError || !strings.Contains(c.Message, "state.db is 0644") {
 		t.Errorf("a state.db others can read: exit %d %+v", code, c)
 	}
 
@@ -74,7 +75,7 @@ func TestDoctorState(t *testing.T) {
 	p.srv.SetDocument(p.srv.AgentHost(), "/jwks.json", http.StatusOK, h, []byte(`{"keys":[{"kty":"EC","crv":"P-256","kid":"other",`+
 		`"x":"l8tFrhx-34tV3hRICRDY9zCkDlpBhF42UQUfWVAWBFs","y":"9VE4jf_Ok_o64zbTTlcuNJajHmt6v9TDVrU0CdvGRDA"}]}`))
 	rep, code = p.doctor(t, work, env)
-	if c := rep.check("jwks_json"); code != 1 || c.Status != statusError || !strings.Contains(c.Message, "lacks the signing key") {
+	if c := checkOf(rep, "jwks_json"); code != 1 || c.Status != statusError || !strings.Contains(c.Message, "lacks the signing key") {
 		t.Errorf("a jwks.json without the signing key: exit %d %+v", code, c)
 	}
 
@@ -91,7 +92,7 @@ func TestDoctorState(t *testing.T) {
 	h.Set("Date", time.Now().Add(5*time.Minute).UTC().Format(http.TimeFormat))
 	p.srv.SetDocument("example.com", "/.well-known/poppy.json", http.StatusOK, h, body.Bytes())
 	rep, _ = p.doctor(t, work, env, "--company", "example.com")
-	if c := rep.check("clock"); c.Status != statusError || !strings.Contains(c.Message, "behind") {
+	if c := checkOf(rep, "clock"); c.Status != statusError || !strings.Contains(c.Message, "behind") {
 		t.Errorf("a clock five minutes behind the Company's: %+v", c)
 	}
 	if c := p.newDoctorWithoutState(t); c.Status != statusWarn {
@@ -101,18 +102,18 @@ func TestDoctorState(t *testing.T) {
 
 // newDoctorWithoutState runs doctor on a state directory that does not
 // exist: it says to run init, and makes nothing.
-func (p *person) newDoctorWithoutState(t *testing.T) doctorCheck {
+func (p *testPerson) newDoctorWithoutState(t *testing.T) doctor.Check {
 	t.Helper()
 	missing := filepath.Join(t.TempDir(), "none")
 	out, _, _ := runBinary(t, p.env, "doctor", "--json", "--state-dir", missing)
-	var rep doctorReport
+	var rep doctor.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(missing); err == nil {
 		t.Error("doctor made the state directory")
 	}
-	return rep.check("state_dir")
+	return checkOf(rep, "state_dir")
 }
 
 // TestDoctorConfigs: doctor finds each assistant's configuration in its
@@ -133,7 +134,7 @@ func TestDoctorConfigs(t *testing.T) {
 		}
 	}
 	bin := strings.ReplaceAll(binary, `\`, `\\`)
-	desktop := filepath.Join(userConfigDir(home), "Claude", "claude_desktop_config.json")
+	desktop := filepath.Join(doctor.UserConfigDir(home), "Claude", "claude_desktop_config.json")
 	write(desktop, `{"mcpServers": {"poppy": {"command": "`+bin+`", "args": ["serve"],
 		"env": {"POPPY_STATE_KEY": "`+secret+`", "POPPY_CLIENT_ID": "https://agent.example/agent.json"}},
 		"other": {"command": "npx", "args": ["-y", "some-server"]}}}`)
@@ -148,17 +149,17 @@ func TestDoctorConfigs(t *testing.T) {
 		"poppy": {"type": "stdio", "command": "`+bin+`", "args": ["serve", "--http", "127.0.0.1:8808",],},
 	},
 }`)
-	write(filepath.Join(userConfigDir(home), "Code", "User", "settings.json"), `{"editor.tabSize": 2, /* mine */
+	write(filepath.Join(doctor.UserConfigDir(home), "Code", "User", "settings.json"), `{"editor.tabSize": 2, /* mine */
 	"mcp": {"servers": {"poppy": {"command": "`+bin+`", "args": ["demo"]}}}}`)
 	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=", "PATH=" + filepath.Dir(binary) + string(os.PathListSeparator) + os.Getenv("PATH")}
 	rep, code := p.doctor(t, work, env)
 	want := map[string]string{ // file -> status
 		desktop:                             statusOK,
 		filepath.Join(home, ".claude.json"): statusError, // the project entry's flag
-		filepath.Join(home, ".cursor", "mcp.json"):                          statusError,
-		filepath.Join(work, ".mcp.json"):                                    statusInfo,
-		filepath.Join(work, ".vscode", "mcp.json"):                          statusOK,
-		filepath.Join(userConfigDir(home), "Code", "User", "settings.json"): statusError,
+		filepath.Join(home, ".cursor", "mcp.json"):                                 statusError,
+		filepath.Join(work, ".mcp.json"):                                           statusInfo,
+		filepath.Join(work, ".vscode", "mcp.json"):                                 statusOK,
+		filepath.Join(doctor.UserConfigDir(home), "Code", "User", "settings.json"): statusError,
 	}
 	if code != 1 || len(rep.Configs) != len(want) {
 		t.Fatalf("doctor: exit %d, %d configs: %+v", code, len(rep.Configs), rep.Configs)
@@ -201,7 +202,7 @@ func TestDoctorConfigs(t *testing.T) {
 func TestPublishOnStaticHost(t *testing.T) {
 	srv := poppytest.NewServer(t, &poppytest.Options{AgentHost: "poppy-user.github.io"})
 	env, resolve := companyArgs(t, srv)
-	p := &person{srv: srv, env: append(env, "POPPY_STATE_KEY="+newKey()), state: t.TempDir()}
+	p := &testPerson{srv: srv, env: append(env, "POPPY_STATE_KEY="+newKey()), state: t.TempDir()}
 	p.flags = append([]string{"--state-dir", p.state}, resolve...)
 	site := t.TempDir()
 	if _, errOut, code := runBinary(t, p.env, "init", "--state-dir", p.state, "--out", site,
@@ -214,7 +215,7 @@ func TestPublishOnStaticHost(t *testing.T) {
 	publish()
 	home, env2 := t.TempDir(), []string{"XDG_CONFIG_HOME="}
 	env2 = append(env2, "HOME="+home)
-	if rep, code := p.doctor(t, home, env2); code != 0 || rep.check("agent_json").Status != statusOK || rep.check("jwks_json").Status != statusOK {
+	if rep, code := p.doctor(t, home, env2); code != 0 || checkOf(rep, "agent_json").Status != statusOK || checkOf(rep, "jwks_json").Status != statusOK {
 		t.Fatalf("doctor after publishing: exit %d %+v", code, rep.Checks)
 	}
 	before, _ := p.serve(t)
@@ -230,7 +231,7 @@ func TestPublishOnStaticHost(t *testing.T) {
 		t.Fatalf("jwks.json after --rotate has %d keys, want the new and the old", len(ids))
 	}
 	rep, code := p.doctor(t, home, env2)
-	if c := rep.check("jwks_json"); code != 1 || !strings.Contains(c.Message, "lacks the signing key") {
+	if c := checkOf(rep, "jwks_json"); code != 1 || !strings.Contains(c.Message, "lacks the signing key") {
 		t.Errorf("doctor before the rotated jwks.json is published: exit %d %+v", code, c)
 	}
 	publish()

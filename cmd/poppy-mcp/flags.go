@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/poppy-mcp/poppy-mcp/cache"
+	"github.com/poppy-mcp/poppy-mcp/app"
 	"github.com/poppy-mcp/poppy-mcp/internal/metrics"
 	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 	"github.com/poppy-mcp/poppy-mcp/store"
@@ -28,7 +28,6 @@ type common struct {
 	logFormat string // --log-format
 	resolve   resolveFlag
 	pagesAddr string
-	publicURL string     // serve --public-url
 	browser   string     // serve --browser
 	tools     toolChoice // serve --read-only, --toolsets
 	// metrics records serve's metrics (--metrics-addr); nil elsewhere.
@@ -46,38 +45,14 @@ func (c *common) register(fs *flag.FlagSet) {
 		"under example.com but not example.com itself (as in a TLS certificate): give both")
 }
 
-// openStore opens the state: in PostgreSQL with --store, else in SQLite in
-// --state-dir or the default directory. It also returns where the state is,
-// for messages (never a password).
-func (c *common) openStore(ctx context.Context) (*store.Store, string, error) {
-	if c.store != "" {
-		if !store.IsPostgresURL(c.store) {
-			setting := storeSetting(c.store)
-			leave := "leave --store out"
-			if strings.HasSuffix(setting, "POPPY_STORE") {
-				leave = "unset POPPY_STORE"
-			}
-			return nil, "--store", &startupError{what: setting + " must be a postgres:// URL",
-				todo: "give postgres://USER@HOST/DATABASE (the password in PGPASSWORD), or " + leave + " to keep the state in SQLite in --state-dir"}
-		}
-		st, err := store.OpenPostgres(ctx, c.store, &store.Options{Metrics: c.metrics})
-		return st, store.DescribePostgres(c.store), err
-	}
-	dir, err := c.stateDirectory()
-	if err != nil {
-		return nil, "", err
-	}
-	st, err := store.Open(ctx, dir, &store.Options{Metrics: c.metrics})
-	return st, dir, err
+// state is where the flags say the state is kept.
+func (c *common) state() app.State {
+	return app.State{Dir: c.stateDir, Store: c.store, Metrics: c.metrics}
 }
 
-// stateDirectory is --state-dir, or the default directory. With --store it
-// still holds the files that are not state (the HTTP bearer token).
-func (c *common) stateDirectory() (string, error) {
-	if c.stateDir != "" {
-		return c.stateDir, nil
-	}
-	return store.DefaultDir()
+// openStore opens the state (app.State.Open).
+func (c *common) openStore(ctx context.Context) (*store.Store, string, error) {
+	return c.state().Open(ctx)
 }
 
 // logger returns a logger on stderr at the chosen level, in the chosen
@@ -107,12 +82,6 @@ func (c *common) guardOptions() *netguard.Options {
 // transport is the base HTTP transport (system roots plus SSL_CERT_FILE,
 // Go's default) through the network guard, with a timeout per phase.
 func (c *common) transport() http.RoundTripper { return netguard.New(c.guardOptions()).Transport() }
-
-// documentClient is the client for public documents: cached (package
-// cache); discovery bounds each fetch in time.
-func documentClient(base http.RoundTripper) *http.Client {
-	return &http.Client{Transport: cache.New(base, nil)}
-}
 
 // parse parses flags, writing errors to stderr. It reports false on a usage
 // error, after saying where the command's help is: never the flag list,
@@ -184,11 +153,4 @@ func (tc *toolChoice) check() error {
 	}
 	tc.toolsets = ts
 	return nil
-}
-
-// log says at start which tools are served, when not every one is.
-func (tc *toolChoice) log(logger *slog.Logger) {
-	if tc.readOnly || tc.toolsets.String() != "all" {
-		logger.Info("serving some tools only", "read_only", tc.readOnly, "toolsets", tc.toolsets.String())
-	}
 }

@@ -22,6 +22,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/poppy-mcp/poppy-mcp/app"
 	"github.com/poppy-mcp/poppy-mcp/internal/oidctest"
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
@@ -173,7 +174,7 @@ func (h *hostedDeployment) logIDs(t *testing.T) *mcpauth.LogIDs {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	secret, err := st.Secret(ctx, authSecretName)
+	secret, err := st.Secret(ctx, app.SecretName)
 	if err != nil {
 		t.Fatal(err)
 	}

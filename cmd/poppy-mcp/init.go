@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/poppy-mcp/poppy-mcp/app"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
@@ -51,7 +52,7 @@ func runInit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	st, dir, err := c.openStore(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "poppy-mcp init:", stateError(dir, err))
+		fmt.Fprintln(stderr, "poppy-mcp init:", app.StateError(dir, err))
 		return 1
 	}
 	defer st.Close()
@@ -114,7 +115,7 @@ func finishInit(ctx context.Context, st *store.Store, id *auth.Identity, rotate 
 			return err
 		}
 	}
-	if err := st.PutAgentMetadata(ctx, storedMetadata(id)); err != nil {
+	if err := st.PutAgentMetadata(ctx, app.StoredMetadata(id)); err != nil {
 		return err
 	}
 	return writeIdentityDocs(id, out)

@@ -64,8 +64,8 @@ func TestMCPBManifest(t *testing.T) {
 			t.Errorf("%s: serve %q: %v", name, args, err)
 			continue
 		}
-		if parsed.stateDir != values["state_dir"] || parsed.clientID != values["client_id"] || parsed.http.addr != "" {
-			t.Errorf("%s: serve %q got state %q, client ID %q, --http %q", name, args, parsed.stateDir, parsed.clientID, parsed.http.addr)
+		if parsed.stateDir != values["state_dir"] || parsed.clientID != values["client_id"] || parsed.http.Addr != "" {
+			t.Errorf("%s: serve %q got state %q, client ID %q, --http %q", name, args, parsed.stateDir, parsed.clientID, parsed.http.Addr)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/poppy-mcp/poppy-mcp/internal/httpbody"
+	"github.com/poppy-mcp/poppy-mcp/internal/localfile"
 	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 	"github.com/poppy-mcp/poppy-mcp/openapi2tools"
 	"github.com/poppy-mcp/poppy-mcp/tools"
@@ -108,7 +109,7 @@ func readOpenAPI(ctx context.Context, src string, stdin io.Reader, c *common) ([
 	if !strings.HasPrefix(src, "https://") && !strings.HasPrefix(src, "http://") {
 		r := stdin
 		if src != "-" {
-			f, err := openNonblocking(src) // a FIFO's open waits for no writer; readDocument bounds the size
+			f, err := localfile.OpenNonblocking(src) // a FIFO's open waits for no writer; readDocument bounds the size
 			if err != nil {
 				return nil, "", err
 			}

@@ -3,20 +3,15 @@ package main
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/poppy-mcp/poppy-mcp/internal/testlog"
-
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
-	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
 // getWith GETs u with headers and returns the response, its body read.
@@ -70,32 +65,6 @@ func TestHealthAndRequestIDs(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), "request_id=req-discover-1") {
 		t.Errorf("no line logged while serving the call carries its request ID:\n%s", logged.String())
-	}
-}
-
-// TestReadyWhenTheStoreFails: /readyz answers 503 with the one line that
-// says what failed, and nothing of why, when the store does not answer;
-// /healthz, the liveness probe, still answers 200.
-func TestReadyWhenTheStoreFails(t *testing.T) {
-	st, err := store.Open(context.Background(), t.TempDir(), &store.Options{Key: make([]byte, 32), Keychain: store.NoKeychain{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	var logged testlog.Buffer
-	rec := httptest.NewRecorder()
-	a := &app{store: st}
-	readyHandler(a.readyChecks(), &gate{}, testLogger(&logged)).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
-	if rec.Code != http.StatusServiceUnavailable || rec.Body.String() != "unavailable: the store does not answer\n" {
-		t.Errorf("readyz on a closed store: %d %q", rec.Code, rec.Body.String())
-	}
-	if !strings.Contains(logged.String(), "database does not answer") {
-		t.Errorf("the error was not logged: %q", logged.String())
-	}
-	rec = httptest.NewRecorder()
-	healthHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
-	if rec.Code != http.StatusOK {
-		t.Errorf("healthz on a closed store: %d %q, want 200: it is liveness", rec.Code, rec.Body.String())
 	}
 }
 
@@ -162,6 +131,3 @@ func TestDrainOnSIGTERM(t *testing.T) {
 		t.Errorf("the drain was not logged:\n%s", logged.String())
 	}
 }
-
-// testLogger logs text lines into w.
-func testLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }

@@ -15,13 +15,14 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/person"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
 // person is a poppytest Company, a state directory whose identity (made by
 // `init`) the Company can fetch, and the environment and flags that reach
 // the Company from poppy-mcp processes.
-type person struct {
+type testPerson struct {
 	srv   *poppytest.Server
 	env   []string
 	flags []string // --state-dir and --resolve
@@ -29,7 +30,7 @@ type person struct {
 }
 
 // newPerson starts the Company and runs init.
-func newPerson(t *testing.T, opts *poppytest.Options) *person {
+func newPerson(t *testing.T, opts *poppytest.Options) *testPerson {
 	t.Helper()
 	if opts == nil {
 		opts = &poppytest.Options{}
@@ -39,7 +40,7 @@ func newPerson(t *testing.T, opts *poppytest.Options) *person {
 	}
 	srv := poppytest.NewServer(t, opts)
 	env, resolve := companyArgs(t, srv)
-	p := &person{srv: srv, env: append(env, "POPPY_STATE_KEY="+newKey()), state: t.TempDir()}
+	p := &testPerson{srv: srv, env: append(env, "POPPY_STATE_KEY="+newKey()), state: t.TempDir()}
 	p.flags = append([]string{"--state-dir", p.state}, resolve...)
 	out := t.TempDir()
 	if _, errOut, code := runBinary(t, p.env, "init", "--state-dir", p.state, "--out", out,
@@ -61,14 +62,14 @@ func readFile(t *testing.T, path string) []byte {
 
 // run runs a command of poppy-mcp with the person's flags after its
 // arguments, and stdin.
-func (p *person) run(t *testing.T, stdin string, args ...string) (string, string, int) {
+func (p *testPerson) run(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
 	return runBinaryIn(t, p.env, stdin, append(args, p.flags...)...)
 }
 
 // serve starts `poppy-mcp serve` over stdio on the person's state and
 // connects the go-sdk client to it. Its stderr is returned.
-func (p *person) serve(t *testing.T) (*sdk.ClientSession, *testlog.Buffer) {
+func (p *testPerson) serve(t *testing.T) (*sdk.ClientSession, *testlog.Buffer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -105,7 +106,7 @@ func call(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any)
 
 // signIn signs the person in through the running serve's tools, by device,
 // approved at the Company as acct_dana.
-func (p *person) signIn(t *testing.T, cs *sdk.ClientSession, scopes ...string) {
+func (p *testPerson) signIn(t *testing.T, cs *sdk.ClientSession, scopes ...string) {
 	t.Helper()
 	m := callTool(t, cs, "sign_in_device", map[string]any{"domain": "example.com", "scopes": scopes})
 	code, _ := m["user_code"].(string)
@@ -127,7 +128,7 @@ func (p *person) signIn(t *testing.T, cs *sdk.ClientSession, scopes ...string) {
 }
 
 // noSecrets fails when any secret the Company issued shows in text.
-func (p *person) noSecrets(t *testing.T, text string) {
+func (p *testPerson) noSecrets(t *testing.T, text string) {
 	t.Helper()
 	for _, s := range p.srv.IssuedSecrets() {
 		if len(s) >= 6 && strings.Contains(text, s) {
@@ -164,7 +165,7 @@ func TestSignOutWhileServing(t *testing.T) {
 
 	// Nothing left to revoke: said so, exit 0.
 	out, _, code = p.run(t, "", "sign-out", "--json", "example.com")
-	var rep signOutReport
+	var rep person.SignOutReport
 	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.Held || rep.Issuer != p.srv.Issuer() {
 		t.Errorf("sign-out again: exit %d %s", code, out)
 	}
@@ -189,7 +190,7 @@ func TestSignOutRevocationFails(t *testing.T) {
 		t.Error("a failed sign-out deleted the Account Token")
 	}
 	out, errOut, code = p.run(t, "", "sign-out", "--yes", "--json", "example.com")
-	var rep signOutReport
+	var rep person.SignOutReport
 	if code != 1 || json.Unmarshal([]byte(out), &rep) != nil || rep.Revoked || !rep.Deleted || rep.Error == "" {
 		t.Fatalf("sign-out --yes: exit %d\n%s%s", code, out, errOut)
 	}
@@ -199,10 +200,10 @@ func TestSignOutRevocationFails(t *testing.T) {
 }
 
 // status runs `status --json --offline`.
-func (p *person) status(t *testing.T) statusReport {
+func (p *testPerson) status(t *testing.T) person.StatusReport {
 	t.Helper()
 	out, errOut, code := p.run(t, "", "status", "--json", "--offline")
-	var rep statusReport
+	var rep person.StatusReport
 	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
 		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
 	}
@@ -223,7 +224,7 @@ func TestStatus(t *testing.T) {
 		t.Fatalf("send_message: %s", text)
 	}
 	out, errOut, code := p.run(t, "", "status", "--json")
-	var rep statusReport
+	var rep person.StatusReport
 	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
 		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
 	}
@@ -288,7 +289,7 @@ func TestForgetWhileServing(t *testing.T) {
 	}
 	// Without an answer (no terminal, no --yes), nothing is forgotten.
 	out, _, code = p.run(t, "", "forget", "--json", "example.com")
-	var rep forgetReport
+	var rep person.ForgetReport
 	if code != 1 || json.Unmarshal([]byte(out), &rep) != nil || rep.Forgotten || !rep.Held || rep.Error != "nothing was changed" {
 		t.Errorf("forget without an answer: exit %d %s", code, out)
 	}

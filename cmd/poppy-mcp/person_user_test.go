@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/poppy-mcp/poppy-mcp/app"
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
+	"github.com/poppy-mcp/poppy-mcp/person"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
@@ -39,7 +41,7 @@ func TestPersonOfHostedState(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := bytes.Repeat([]byte{9}, 32) // the deployment's secret, as serve makes it
-	if err := root.PutSecret(ctx, authSecretName, secret); err != nil {
+	if err := root.PutSecret(ctx, app.SecretName, secret); err != nil {
 		t.Fatal(err)
 	}
 	root.Close()
@@ -50,7 +52,7 @@ func TestPersonOfHostedState(t *testing.T) {
 		}
 	}
 	out, errOut, code := p.run(t, "", "status", "--json", "--offline", "--user", who)
-	var st statusReport
+	var st person.StatusReport
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Companies) != 1 || !st.Companies[0].SignedIn || st.User != who {
 		t.Fatalf("status --user: exit %d %s %s", code, out, errOut)
 	}
@@ -60,29 +62,11 @@ func TestPersonOfHostedState(t *testing.T) {
 		t.Errorf("status --user: log_id %q, want %q", st.LogID, want)
 	}
 	out, errOut, code = p.run(t, "", "sign-out", "--json", "--user", who, "example.com")
-	var so signOutReport
+	var so person.SignOutReport
 	if code != 0 || json.Unmarshal([]byte(out), &so) != nil || !so.Revoked || !so.Deleted {
 		t.Fatalf("sign-out --user: exit %d %s %s", code, out, errOut)
 	}
 	if _, _, code := p.run(t, "", "status", "--user", "someone"); code != 2 {
 		t.Errorf("--user without an issuer: exit %d, want 2", code)
-	}
-}
-
-func TestParseUser(t *testing.T) {
-	for in, want := range map[string]mcpauth.User{
-		"https://login.example.org/realms/people:248289761001": {Issuer: "https://login.example.org/realms/people", Subject: "248289761001"},
-		"https://login.example.org:8443/r:urn:x:1":             {Issuer: "https://login.example.org:8443/r", Subject: "urn:x:1"},
-		"https://accounts.example.com:auth0|abc":               {Issuer: "https://accounts.example.com", Subject: "auth0|abc"},
-		"https://login.example.org:8443:sub":                   {Issuer: "https://login.example.org:8443", Subject: "sub"},
-	} {
-		if got, err := parseUser(in); err != nil || got != want {
-			t.Errorf("parseUser(%q) = %+v, %v; want %+v", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "sub", "http://login.example.org:sub", "https://login.example.org/realms/people", "https://x/:"} {
-		if u, err := parseUser(bad); err == nil {
-			t.Errorf("parseUser(%q) = %+v", bad, u)
-		}
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"net"
 	"net/http"
@@ -120,28 +119,6 @@ func TestServeNoToken(t *testing.T) {
 		if _, errOut, code := runBinary(t, nil, append([]string{"serve", "--state-dir", t.TempDir()}, args...)...); code != 2 || !strings.Contains(errOut, "--no-http-token") {
 			t.Errorf("%v: exit %d %s", args, code, errOut)
 		}
-	}
-}
-
-// TestServeTokenShownOnTerminal: on a terminal, the token is shown once,
-// when it is made, with a config line to paste; after that only where it is.
-func TestServeTokenShownOnTerminal(t *testing.T) {
-	was := stderrIsTerminal
-	stderrIsTerminal = func(io.Writer) bool { return true }
-	t.Cleanup(func() { stderrIsTerminal = was })
-	dir := t.TempDir()
-	o := &httpOptions{url: "http://127.0.0.1:8808/mcp"}
-	var first bytes.Buffer
-	if err := o.resolveToken(dir, &first); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(first.String(), o.token) || !strings.Contains(first.String(), `--header "Authorization: Bearer `+o.token+`"`) {
-		t.Errorf("the first start on a terminal: %s", first.String())
-	}
-	again := &httpOptions{url: o.url}
-	var second bytes.Buffer
-	if err := again.resolveToken(dir, &second); err != nil || again.token != o.token || strings.Contains(second.String(), o.token) {
-		t.Errorf("the second start showed the token or made another: %s (%v)", second.String(), err)
 	}
 }
 

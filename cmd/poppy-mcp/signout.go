@@ -1,36 +1,18 @@
 package main
 
 // This file is `poppy-mcp sign-out DOMAIN`: what the sign_out tool does,
-// without an assistant in between (Poppy 0.1 §4.9). auth revokes the
-// Account Token held at the Company (RFC 7009) under the token's lease,
-// deletes it, and counts the sign-out in the state, so that a `serve`
-// already running continues signed out from its next request.
+// without an assistant in between (Poppy 0.1 §4.9), as package person
+// does it: it parses the flags, prints what happened and exits.
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
 
-	"github.com/poppy-mcp/poppy-mcp/store"
+	"github.com/poppy-mcp/poppy-mcp/person"
 )
-
-// signOutReport is `sign-out --json`'s output.
-type signOutReport struct {
-	Domain  string   `json:"domain"`
-	Issuer  string   `json:"issuer"`
-	Domains []string `json:"domains"`
-	// Held: an Account Token was held for the Company.
-	Held bool `json:"held"`
-	// Revoked: the Company revoked it.
-	Revoked bool `json:"revoked"`
-	// Deleted: poppy-mcp no longer holds it.
-	Deleted bool     `json:"deleted"`
-	Scopes  []string `json:"scopes"`
-	Error   string   `json:"error,omitempty"`
-}
 
 // signOutFlags registers sign-out's flags.
 func signOutFlags(fs *flag.FlagSet) *personFlags {
@@ -68,61 +50,21 @@ func runSignOut(ctx context.Context, args []string, stdout, stderr io.Writer) in
 
 // signOut signs the person out of the Company domain names. A report with
 // an error is a revocation that failed.
-func signOut(ctx context.Context, p *personFlags, domain string, stderr io.Writer) (*signOutReport, error) {
-	ps, err := p.openPerson(ctx)
+func signOut(ctx context.Context, p *personFlags, domain string, stderr io.Writer) (*person.SignOutReport, error) {
+	ps, err := p.openPerson(ctx, stderr)
 	if err != nil {
 		return nil, err
 	}
-	defer ps.root.Close()
-	ref, err := findCompany(ctx, &p.common, ps.st, domain)
+	defer ps.Root.Close()
+	c, err := p.findCompany(ctx, ps, domain)
 	if err != nil {
 		return nil, err
 	}
-	rep := &signOutReport{Domain: ref.domain, Issuer: ref.issuer, Domains: ref.covered(), Scopes: []string{}}
-	userID, err := ps.st.FindUserID(ctx, ref.issuer)
-	if ref.issuer == "" || errors.Is(err, store.ErrNotFound) {
-		return rep, nil // never used there: nothing held
-	}
-	if err != nil {
-		return nil, err
-	}
-	agent, err := p.personAgent(ctx, ps, stderr)
-	if err != nil {
-		return nil, err
-	}
-	res, err := agent.SignOutUser(ctx, ref.company, userID, p.yes)
-	rep.Held, rep.Revoked, rep.Deleted, rep.Scopes = res.Held, res.Revoked, res.Deleted, nonNil(res.Scopes)
-	if err != nil && ref.docErr != nil {
-		err = fmt.Errorf("its documents could not be used: %w", ref.docErr)
-	}
-	if err == nil || res.Deleted {
-		if serr := recordSignedOut(ctx, ps.st, ref.issuer); serr != nil {
-			return rep, serr
-		}
-	}
-	return rep, err
-}
-
-// recordSignedOut records the Sessions at issuer as signed out, as the
-// serve using them will once it notices, so that status says so now.
-func recordSignedOut(ctx context.Context, st *store.Store, issuer string) error {
-	sessions, err := st.Sessions(ctx, issuer)
-	if err != nil {
-		return err
-	}
-	for _, s := range sessions {
-		if s.SignedIn {
-			s.SignedIn, s.Scopes, s.Account = false, nil, ""
-			if err := st.PutSession(ctx, s); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return ps.SignOut(ctx, c, p.yes)
 }
 
 // printSignOut says what happened, and with a failure what to do.
-func printSignOut(u *ui, stderr io.Writer, rep *signOutReport, err error, forced bool) {
+func printSignOut(u *ui, stderr io.Writer, rep *person.SignOutReport, err error, forced bool) {
 	scopes := ""
 	if len(rep.Scopes) > 0 {
 		scopes = " (" + strings.Join(rep.Scopes, " ") + ")"

@@ -13,83 +13,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/poppy-mcp/poppy-mcp/auth"
+	"cmp"
+	"github.com/poppy-mcp/poppy-mcp/app"
+	"github.com/poppy-mcp/poppy-mcp/internal/doctor"
+	"github.com/poppy-mcp/poppy-mcp/internal/published"
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
+	"github.com/poppy-mcp/poppy-mcp/person"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
-
-// statusReport is `status --json`'s output.
-type statusReport struct {
-	State     string `json:"state"`
-	KeySource string `json:"key_source"`
-	User      string `json:"user,omitempty"`
-	// LogID is the ID serve's logs name the --user person by ("user=..."),
-	// keyed by the deployment's secret; "" before serve ever made one.
-	LogID     string          `json:"log_id,omitempty"`
-	Identity  *identityStatus `json:"identity"` // null without one
-	Companies []companyStatus `json:"companies"`
-}
-
-// identityStatus is the agent's identity (Poppy 0.1 §4.1).
-type identityStatus struct {
-	ClientID string      `json:"client_id"`
-	JWKSURI  string      `json:"jwks_uri"`
-	Keys     []keyStatus `json:"keys"`
-	// Published is the documents at client_id and jwks_uri compared with
-	// the state; null with --offline.
-	Published *publishedCheck `json:"published"`
-}
-
-// keyStatus is one public key in jwks.json.
-type keyStatus struct {
-	KeyID   string `json:"kid"`
-	Signing bool   `json:"signing"`
-}
-
-// companyStatus is what the state holds at one Company.
-type companyStatus struct {
-	Issuer  string   `json:"issuer"`
-	Domains []string `json:"domains"`
-	// SignedIn: an Account Token is held, so Sessions start signed in.
-	SignedIn     bool              `json:"signed_in"`
-	Scopes       []string          `json:"scopes"`
-	AccountToken *tokenStatus      `json:"account_token"` // null when none is held
-	Sessions     []sessionStatus   `json:"sessions"`
-	Open         int               `json:"open_conversations"`
-	Convs        []conversationRow `json:"conversations"`
-}
-
-// tokenStatus describes the Account Token held, never the token.
-type tokenStatus struct {
-	LastUsed  time.Time `json:"last_used"`           // zero: not recorded
-	ExpiresAt time.Time `json:"expires_at,omitzero"` // zero: no expiry
-	Expired   bool      `json:"expired"`
-}
-
-// sessionStatus is a Session as the process using it last recorded it.
-type sessionStatus struct {
-	ID        string    `json:"session_id"`
-	Domain    string    `json:"domain"`
-	SignedIn  bool      `json:"signed_in"`
-	Scopes    []string  `json:"scopes"`
-	ExpiresAt time.Time `json:"token_expires_at,omitzero"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
-
-// conversationRow is one conversation held.
-type conversationRow struct {
-	ID     string `json:"conversation_id"`
-	Domain string `json:"domain"`
-	Status string `json:"status"`
-	Closed bool   `json:"closed"`
-}
 
 // statusFlags registers status's flags.
 func statusFlags(fs *flag.FlagSet) (p *personFlags, offline *bool) {
@@ -133,135 +67,51 @@ func (e *noState) Error() string {
 		"`poppy-mcp init --client-id URL` makes the identity there (give --state-dir DIR, or --store URL, if the state is elsewhere)"
 }
 
-// stateExists is nil when the state can be opened without making it:
-// PostgreSQL (--store), whose tables the database holds, or a state
-// directory that holds the SQLite database. Opening a missing one would
-// make the directory, the database and a state key.
-func stateExists(p *personFlags) error {
-	if p.store != "" {
-		return nil
+// statusOf gathers the report (person.State.Status), with the published
+// identity checked unless offline.
+func statusOf(ctx context.Context, p *personFlags, offline bool, stderr io.Writer) (*person.StatusReport, error) {
+	if ok, err := p.state().Exists(); err != nil || !ok {
+		dir, _ := p.state().Directory()
+		return nil, cmp.Or(err, error(&noState{dir}))
 	}
-	dir, err := p.stateDirectory()
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(filepath.Join(dir, "state.db")); errors.Is(err, fs.ErrNotExist) { // store's file
-		return &noState{dir}
-	}
-	return nil
-}
-
-// statusOf gathers the report.
-func statusOf(ctx context.Context, p *personFlags, offline bool, stderr io.Writer) (*statusReport, error) {
-	if err := stateExists(p); err != nil {
-		return nil, err
-	}
-	ps, err := p.openPerson(ctx)
+	ps, err := p.openPerson(ctx, stderr)
 	if err != nil {
 		return nil, err
 	}
-	defer ps.root.Close()
-	rep := &statusReport{State: ps.root.Where(), KeySource: ps.root.KeySource(), User: ps.user, Companies: []companyStatus{}}
+	defer ps.Root.Close()
+	id, err := loadIdentity(ctx, &p.common, ps.Root, stderr)
+	var none *app.NoIdentityError
+	if err != nil && !errors.As(err, &none) {
+		return nil, err
+	}
+	rep, err := ps.Status(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	if rep.LogID, err = logIDOf(ctx, ps); err != nil {
 		return nil, err
 	}
-	id, err := loadIdentity(ctx, &p.common, ps.root, stderr)
-	var none *noIdentityError
-	switch {
-	case err == nil:
-		rep.Identity = identityOf(id)
-		if !offline {
-			pc := checkPublished(ctx, p.transport(), id)
-			rep.Identity.Published = &pc
-		}
-	case !errors.As(err, &none):
-		return nil, err
-	}
-	issuers, err := ps.st.Issuers(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, iss := range issuers {
-		cs, err := companyOf(ctx, ps.st, iss)
-		if err != nil {
-			return nil, err
-		}
-		rep.Companies = append(rep.Companies, cs)
+	if id != nil && !offline {
+		pc := published.Check(ctx, p.transport(), id)
+		rep.Identity.Published = &pc
 	}
 	return rep, nil
-}
-
-func identityOf(id *auth.Identity) *identityStatus {
-	md := id.Metadata()
-	is := &identityStatus{ClientID: md.ClientID, JWKSURI: md.JWKSURI}
-	for _, k := range id.JWKS().Keys {
-		is.Keys = append(is.Keys, keyStatus{KeyID: k.KeyID, Signing: k.KeyID == id.CurrentKeyID()})
-	}
-	return is
-}
-
-// companyOf is what the state holds at the Company issuer.
-func companyOf(ctx context.Context, st *store.Store, issuer string) (companyStatus, error) {
-	cs := companyStatus{Issuer: issuer, Scopes: []string{}, Sessions: []sessionStatus{}, Convs: []conversationRow{}}
-	sessions, err := st.Sessions(ctx, issuer)
-	if err != nil {
-		return cs, err
-	}
-	for _, s := range sessions {
-		cs.Sessions = append(cs.Sessions, sessionStatus{ID: s.ID, Domain: s.Domain, SignedIn: s.SignedIn,
-			Scopes: nonNil(s.Scopes), ExpiresAt: s.ExpiresAt, UpdatedAt: s.UpdatedAt})
-	}
-	convs, err := st.Conversations(ctx, "")
-	if err != nil {
-		return cs, err
-	}
-	for _, c := range convs {
-		if c.Issuer == issuer {
-			cs.Convs = append(cs.Convs, conversationRow{ID: c.ID, Domain: c.Domain, Status: c.Status, Closed: c.Closed})
-			if !c.Closed {
-				cs.Open++
-			}
-		}
-	}
-	if cs.Domains, err = recordedDomains(ctx, st, issuer); err != nil {
-		return cs, err
-	}
-	cs.Domains = nonNil(cs.Domains)
-	userID, err := st.FindUserID(ctx, issuer)
-	if err != nil {
-		return cs, nil // no User ID: no Account Token either
-	}
-	tok, err := st.AccountToken(ctx, issuer, userID, auth.DefaultAccountLabel)
-	if err != nil {
-		return cs, nil // none held (or one that does not decrypt: status says none)
-	}
-	expired := !tok.ExpiresAt.IsZero() && !time.Now().Before(tok.ExpiresAt)
-	cs.AccountToken = &tokenStatus{LastUsed: tok.UsedAt, ExpiresAt: tok.ExpiresAt, Expired: expired}
-	cs.SignedIn, cs.Scopes = !expired, nonNil(tok.Scopes)
-	return cs, nil
-}
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }
 
 // logIDOf is the log ID of ps's --user person, as serve computes it from
 // the deployment's secret in the state: "" without --user or before serve
 // made the secret.
-func logIDOf(ctx context.Context, ps *personState) (string, error) {
-	if ps.user == "" {
+func logIDOf(ctx context.Context, ps *person.State) (string, error) {
+	if ps.User == "" {
 		return "", nil
 	}
-	secret, err := ps.root.Secret(ctx, authSecretName)
+	secret, err := app.StoredDeploymentSecret(ctx, ps.Root)
 	if errors.Is(err, store.ErrNotFound) {
 		return "", nil
 	} else if err != nil {
 		return "", err
 	}
-	u, err := parseUser(ps.user)
+	u, err := person.ParseUser(ps.User)
 	if err != nil {
 		return "", err
 	}
@@ -273,7 +123,7 @@ func logIDOf(ctx context.Context, ps *personState) (string, error) {
 }
 
 // printStatus prints the report for a person.
-func printStatus(u *ui, rep *statusReport, now time.Time) {
+func printStatus(u *ui, rep *person.StatusReport, now time.Time) {
 	who := ""
 	if rep.User != "" {
 		who = ", for " + rep.User
@@ -320,7 +170,7 @@ func dashIfEmpty(s string) string {
 }
 
 // printIdentity prints the identity and its published documents.
-func printIdentity(u *ui, is *identityStatus) {
+func printIdentity(u *ui, is *person.IdentityStatus) {
 	if is == nil {
 		u.line("%s none: run `poppy-mcp init --client-id https://YOUR.HOST/agent.json` and publish the two files it writes.", u.bold("Identity"))
 		return
@@ -337,30 +187,10 @@ func printIdentity(u *ui, is *identityStatus) {
 	if p := is.Published; p != nil {
 		for _, d := range []struct {
 			name string
-			c    docCheck
+			c    published.Doc
 		}{{"agent.json", p.AgentJSON}, {"jwks.json", p.JWKS}} {
-			rows = append(rows, []string{d.name, u.cell(docStatus(d.c)), printable(docSummary(d.c))})
+			rows = append(rows, []string{d.name, u.cell(doctor.DocStatus(d.c)), printable(doctor.DocSummary(d.c))})
 		}
 	}
 	u.table("  ", rows)
-}
-
-// docStatus is a published document's status word.
-func docStatus(c docCheck) string {
-	switch {
-	case !c.OK:
-		return statusError
-	case len(c.Notes) > 0:
-		return statusWarn
-	}
-	return statusOK
-}
-
-// docSummary says what was found at a document's URL.
-func docSummary(c docCheck) string {
-	msgs := slices.Concat(c.Problems, c.Notes)
-	if len(msgs) == 0 {
-		return "published at " + c.URL + ", the same as the state's"
-	}
-	return c.URL + ": " + strings.Join(msgs, "; ")
 }

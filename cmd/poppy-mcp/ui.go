@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mattn/go-isatty"
+	"github.com/poppy-mcp/poppy-mcp/internal/doctor"
 )
 
 // ui prints for a person. It is not safe for concurrent use.
@@ -42,11 +43,11 @@ func colorTerminal(w io.Writer) bool {
 
 // Status words, in the columns of doctor and status.
 const (
-	statusOK    = "ok"
-	statusWarn  = "warning"
-	statusError = "error"
-	statusSkip  = "skipped"
-	statusInfo  = "info"
+	statusOK    = doctor.StatusOK
+	statusWarn  = doctor.StatusWarn
+	statusError = doctor.StatusError
+	statusSkip  = doctor.StatusSkip
+	statusInfo  = doctor.StatusInfo
 )
 
 // statusColors are the ANSI colours of the status words.

@@ -1,6 +1,6 @@
-package main
+package app
 
-// This file is what running serve --http as a service needs: a liveness
+// This file is what running HTTP mode (serve --http) as a service needs: a liveness
 // and a readiness endpoint for load balancers and orchestrators
 // (docs/operations.md), an ID on every request for its log lines, and a
 // graceful drain on SIGTERM.
@@ -18,19 +18,19 @@ import (
 )
 
 const (
-	// healthPath is the liveness endpoint: the process answers.
-	healthPath = "/healthz"
-	// readyPath is the readiness endpoint: the process can take work.
-	readyPath = "/readyz"
+	// HealthPath is the liveness endpoint: the process answers.
+	HealthPath = "/healthz"
+	// ReadyPath is the readiness endpoint: the process can take work.
+	ReadyPath = "/readyz"
 	// readyTimeout is how long each readiness check has: the store's ping,
 	// the issuer's keys when they must be fetched again.
 	readyTimeout = time.Second
 	// drainRetryAfter is the Retry-After of a request refused while
 	// draining: by then another replica, or this one restarted, answers.
 	drainRetryAfter = 5 * time.Second
-	// defaultDrainTimeout is --drain-timeout's default: inside the 30 s
+	// DefaultDrainTimeout is HTTPOptions.DrainTimeout's default: inside the 30 s
 	// an orchestrator commonly waits between SIGTERM and SIGKILL.
-	defaultDrainTimeout = 25 * time.Second
+	DefaultDrainTimeout = 25 * time.Second
 )
 
 // readyCheck is one thing /readyz asks: check fails with why, and reason
@@ -116,7 +116,7 @@ func readyHandler(checks []readyCheck, g *gate, logger *slog.Logger) http.Handle
 
 // readyChecks are what /readyz asks of a: the store answers; in hosted
 // mode, the authorization server's metadata and keys are current.
-func (a *app) readyChecks() []readyCheck {
+func (a *App) readyChecks() []readyCheck {
 	checks := []readyCheck{{reason: "the store does not answer", check: a.store.Check}}
 	if a.hosted != nil {
 		checks = append(checks, readyCheck{reason: "the authorization server's keys are not current", check: a.hosted.resource.Ready})
@@ -132,7 +132,7 @@ type drainer interface {
 // drainHTTP shuts srv down gracefully once ctx (SIGINT, SIGTERM) ends: new
 // MCP requests get 503 (the gate), the tool calls in flight have until
 // bound to finish, then every request still open (streams, long polls) is
-// ended by cancelling base, and srv stops. What follows, in runServe,
+// ended by cancelling base, and srv stops. What follows, in App.Close,
 // stops background work and closes the store.
 func drainHTTP(srv *http.Server, g *gate, tools drainer, cancelBase context.CancelFunc, bound time.Duration, logger *slog.Logger) error {
 	g.close()

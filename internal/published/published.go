@@ -1,12 +1,11 @@
-package main
-
-// This file checks the agent's published identity (Poppy 0.1 §4.1) the way
+// Package published checks the agent's published identity (Poppy 0.1 §4.1) the way
 // a Company reads it: agent.json fetched at the client_id URL and jwks.json
 // at its jwks_uri, over HTTPS through the network guard, without following
 // redirects (a Company fetches client_id itself, and "client_id MUST equal
 // the URL the document was fetched from"), and compares them with what the
 // state holds: metadata field by field, keys by their RFC 7638 thumbprint
-// and key ID. status and doctor both report it.
+// and key ID. `poppy-mcp status` and `poppy-mcp doctor` both report it.
+package published
 
 import (
 	"context"
@@ -25,13 +24,14 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 )
 
 // maxIdentityDocument bounds a fetched agent.json or jwks.json.
 const maxIdentityDocument = 64 << 10
 
-// docCheck is what was found at one of the identity's URLs.
-type docCheck struct {
+// Doc is what was found at one of the identity's URLs.
+type Doc struct {
 	URL string `json:"url"`
 	// OK: reachable, and what a Company reads there matches the state.
 	OK bool `json:"ok"`
@@ -42,32 +42,32 @@ type docCheck struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// publishedCheck is the published identity compared with the state's.
-type publishedCheck struct {
-	AgentJSON docCheck `json:"agent_json"`
-	JWKS      docCheck `json:"jwks_json"`
+// Result is the published identity compared with the state's.
+type Result struct {
+	AgentJSON Doc `json:"agent_json"`
+	JWKS      Doc `json:"jwks_json"`
 }
 
 // OK reports whether both documents match.
-func (p publishedCheck) OK() bool { return p.AgentJSON.OK && p.JWKS.OK }
+func (p Result) OK() bool { return p.AgentJSON.OK && p.JWKS.OK }
 
-// checkPublished fetches and compares both documents.
-func checkPublished(ctx context.Context, rt http.RoundTripper, id *auth.Identity) publishedCheck {
+// Check fetches both documents through rt and compares them with id's.
+func Check(ctx context.Context, rt http.RoundTripper, id *auth.Identity) Result {
 	md := id.Metadata()
-	agent := docCheck{URL: md.ClientID}
+	agent := Doc{URL: md.ClientID}
 	if body, err := fetchIdentityDoc(ctx, rt, md.ClientID); err != nil {
 		agent.Problems = []string{err.Error()}
 	} else {
 		agent.Problems, agent.Notes = compareAgentJSON(body, md)
 	}
-	keys := docCheck{URL: md.JWKSURI}
+	keys := Doc{URL: md.JWKSURI}
 	if body, err := fetchIdentityDoc(ctx, rt, md.JWKSURI); err != nil {
 		keys.Problems = []string{err.Error()}
 	} else {
 		keys.Problems, keys.Notes = compareJWKS(body, id.JWKS(), id.CurrentKeyID())
 	}
 	agent.OK, keys.OK = len(agent.Problems) == 0, len(keys.Problems) == 0
-	return publishedCheck{AgentJSON: agent, JWKS: keys}
+	return Result{AgentJSON: agent, JWKS: keys}
 }
 
 // fetchIdentityDoc GETs one document as a Company would.
@@ -82,7 +82,7 @@ func fetchIdentityDoc(ctx context.Context, rt http.RoundTripper, url string) ([]
 	c := &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("not reachable: %v", unwrapNet(err))
+		return nil, fmt.Errorf("not reachable: %v", netguard.Cause(err))
 	}
 	defer resp.Body.Close()
 	switch {
@@ -147,6 +147,7 @@ func show(v any) string {
 	return string(b)
 }
 
+// sameSet reports whether a and b hold the same strings, in any order.
 func sameSet(a, b []string) bool {
 	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
 }
@@ -159,28 +160,9 @@ var privateJWKMembers = []string{"d", "p", "q", "dp", "dq", "qi", "k", "oth"}
 // refuse every assertion it signs; a retired key still within its seven
 // days should be, for a poppy-mcp still running with it.
 func compareJWKS(body []byte, want jose.JSONWebKeySet, current string) (problems, notes []string) {
-	var set struct {
-		Keys []json.RawMessage `json:"keys"`
-	}
-	if err := json.Unmarshal(body, &set); err != nil {
+	published, problems, err := readJWKS(body)
+	if err != nil {
 		return []string{"is not a JWK set: " + err.Error()}, nil
-	}
-	published := map[string]string{} // thumbprint -> kid
-	for i, raw := range set.Keys {
-		var members map[string]any
-		_ = json.Unmarshal(raw, &members)
-		for _, m := range privateJWKMembers {
-			if _, ok := members[m]; ok {
-				// Poppy 0.1 §4.1: "The key set contains only public keys."
-				problems = append(problems, fmt.Sprintf("key %d is a PRIVATE key (member %q): take it down now, then make a new key with `poppy-mcp init --rotate`", i, m))
-			}
-		}
-		var k jose.JSONWebKey
-		if err := k.UnmarshalJSON(raw); err != nil {
-			problems = append(problems, fmt.Sprintf("key %d is not a JWK: %v", i, err))
-			continue
-		}
-		published[thumbprint(k)] = k.KeyID
 	}
 	for _, k := range want.Keys {
 		role := "retired"
@@ -203,6 +185,35 @@ func compareJWKS(body []byte, want jose.JSONWebKeySet, current string) (problems
 		notes = append(notes, fmt.Sprintf("also has key %q, which this state does not hold (an older key, or another machine's)", kid))
 	}
 	return problems, notes
+}
+
+// readJWKS reads a published key set: its public keys' key IDs by
+// thumbprint, and the problems of the keys that are private or no JWK.
+func readJWKS(body []byte) (published map[string]string, problems []string, err error) {
+	var set struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := json.Unmarshal(body, &set); err != nil {
+		return nil, nil, err
+	}
+	published = map[string]string{} // thumbprint -> kid
+	for i, raw := range set.Keys {
+		var members map[string]any
+		_ = json.Unmarshal(raw, &members)
+		for _, m := range privateJWKMembers {
+			if _, ok := members[m]; ok {
+				// Poppy 0.1 §4.1: "The key set contains only public keys."
+				problems = append(problems, fmt.Sprintf("key %d is a PRIVATE key (member %q): take it down now, then make a new key with `poppy-mcp init --rotate`", i, m))
+			}
+		}
+		var k jose.JSONWebKey
+		if err := k.UnmarshalJSON(raw); err != nil {
+			problems = append(problems, fmt.Sprintf("key %d is not a JWK: %v", i, err))
+			continue
+		}
+		published[thumbprint(k)] = k.KeyID
+	}
+	return published, problems, nil
 }
 
 // thumbprint is a key's RFC 7638 SHA-256 thumbprint, or "" for a key

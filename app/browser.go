@@ -1,4 +1,7 @@
-package main
+package app
+
+// This file is the browse_page tool's browser: poppy-mcp's own headless
+// Chromium, behind the network guard.
 
 import (
 	"crypto/sha256"
@@ -19,15 +22,15 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 )
 
-// browserPath finds the Chromium executable --browser names ("auto" looks
+// BrowserPath finds the Chromium executable --browser names ("auto" looks
 // for one), so that a path that cannot work stops serve at start, in one
-// line, instead of failing the first browse_page.
-func browserPath(path string) (string, error) {
+// line (a *StartError), instead of failing the first browse_page.
+func BrowserPath(path string) (string, error) {
 	if path == "auto" {
 		p, err := browser.Find()
 		if err != nil {
-			return "", &startupError{what: "--browser auto: " + strings.TrimPrefix(err.Error(), "browser: "),
-				todo: "install Chromium, or give the path of its executable"}
+			return "", &StartError{What: "--browser auto: " + strings.TrimPrefix(err.Error(), "browser: "),
+				Todo: "install Chromium, or give the path of its executable"}
 		}
 		return p, nil
 	}
@@ -46,15 +49,15 @@ func browserPath(path string) (string, error) {
 	case errors.Is(err, syscall.EISDIR):
 		why = "is a directory"
 	}
-	return "", &startupError{what: fmt.Sprintf("--browser %s %s", path, why),
-		todo: "give the path of Chromium's executable (such as /usr/bin/chromium), or --browser auto to find one"}
+	return "", &StartError{What: fmt.Sprintf("--browser %s %s", path, why),
+		Todo: "give the path of Chromium's executable (such as /usr/bin/chromium), or --browser auto to find one"}
 }
 
 // startBrowser starts poppy-mcp's own headless Chromium, the executable at
 // path. Every connection it makes goes through the network guard (its
 // mappings included), which also lets it reach poppy-mcp's own local pages.
 // In demo mode it trusts the demo Company's CA, as SSL_CERT_FILE does for Go.
-func (a *app) startBrowser(path string, guard *netguard.Options) (*browser.Browser, error) {
+func (a *App) startBrowser(path string, guard *netguard.Options) (*browser.Browser, error) {
 	g := *guard
 	if u, err := url.Parse(a.pages.BaseURL()); err == nil {
 		if ap, err := netip.ParseAddrPort(u.Host); err == nil {
@@ -62,8 +65,8 @@ func (a *app) startBrowser(path string, guard *netguard.Options) (*browser.Brows
 		}
 	}
 	flags := map[string]any{}
-	if a.demo != nil {
-		spki, err := caSPKIHash(a.demo.Server().CAPEM())
+	if a.opts.Demo != nil {
+		spki, err := caSPKIHash(a.opts.Demo.CAPEM)
 		if err != nil {
 			return nil, err
 		}

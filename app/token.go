@@ -1,4 +1,4 @@
-package main
+package app
 
 // This file gives HTTP mode its bearer token when none is set: on loopback,
 // every local process (and every local user) can reach the port, so MCP
@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/mattn/go-isatty"
+	"github.com/poppy-mcp/poppy-mcp/internal/localfile"
 )
 
 // httpTokenFile is the token's file in the state directory.
@@ -29,16 +30,16 @@ const httpTokenFile = "http-token"
 // characters are 256 bits in base64url.
 const minTokenLen = 43
 
-// stderrIsTerminal reports whether w is a terminal; tests replace it.
-var stderrIsTerminal = func(w io.Writer) bool {
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
-// resolveToken sets o.token when no token was given and --no-http-token was
+// resolveToken sets o.Token when no token was given and --no-http-token was
 // not: the one in dir's token file, made now if there is none.
-func (o *httpOptions) resolveToken(dir string, stderr io.Writer) error {
-	if o.token != "" || o.noToken {
+func (o *HTTPOptions) resolveToken(dir string, stderr io.Writer) error {
+	if o.Token != "" || o.NoToken {
 		return nil
 	}
 	path := filepath.Join(dir, httpTokenFile)
@@ -46,12 +47,12 @@ func (o *httpOptions) resolveToken(dir string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("the bearer token for MCP over HTTP: %w", err)
 	}
-	o.token, o.tokenFile = token, path
+	o.Token, o.tokenFile = token, path
 	switch {
-	case made && stderrIsTerminal(stderr):
+	case made && o.shownOnTerminal(stderr):
 		fmt.Fprintf(stderr, "poppy-mcp: MCP over HTTP needs this bearer token; it is kept in %s and shown only this once:\n\n"+
 			"    %s\n\nFor Claude Code, for example:\n\n    claude mcp add --transport http poppy-http %s --header \"Authorization: Bearer %s\"\n\n"+
-			"Or set POPPY_HTTP_TOKEN to it where your MCP client's config reads it.\n\n", path, token, o.url, token)
+			"Or set POPPY_HTTP_TOKEN to it where your MCP client's config reads it.\n\n", path, token, o.URL, token)
 	case made:
 		fmt.Fprintf(stderr, "poppy-mcp: MCP over HTTP needs a bearer token: a new one was made and kept in %s (mode 0600); "+
 			"clients send \"Authorization: Bearer\" and its contents.\n", path)
@@ -100,7 +101,7 @@ const maxTokenFile = 4 << 10
 
 // readToken reads a token file, tightening its mode to 0600 if needed.
 func readToken(path string) (string, error) {
-	b, err := readLocalFile(path, maxTokenFile) // localfile.go: never a FIFO or a device
+	b, err := localfile.Read(path, maxTokenFile) // internal/localfile: never a FIFO or a device
 	if err != nil {
 		return "", err
 	}
@@ -114,4 +115,13 @@ func readToken(path string) (string, error) {
 		return "", fmt.Errorf("%s does not hold a token of at least %d characters: delete it and a new one is made", path, minTokenLen)
 	}
 	return token, nil
+}
+
+// shownOnTerminal reports whether stderr is a terminal, where the token
+// may be shown: by the test seam terminal when set.
+func (o *HTTPOptions) shownOnTerminal(stderr io.Writer) bool {
+	if o.terminal != nil {
+		return o.terminal(stderr)
+	}
+	return isTerminal(stderr)
 }

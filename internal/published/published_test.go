@@ -1,10 +1,9 @@
-package main
+package published
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -83,57 +82,4 @@ func FuzzCompareIdentityDocuments(f *testing.F) {
 			t.Errorf("jwks.json %q without the signing key taken for the state's", body)
 		}
 	})
-}
-
-func TestStripJSONC(t *testing.T) {
-	for in, want := range map[string]any{
-		`{"a": 1, // one
-		  "b": [1, 2,], /* two, */ }`: map[string]any{"a": 1.0, "b": []any{1.0, 2.0}},
-		`{"url": "https://x//y", "c": "/* not a comment */", "q": "\"//\""}`: map[string]any{"url": "https://x//y", "c": "/* not a comment */", "q": `"//"`},
-		`[1,/*x*/]`: []any{1.0},
-	} {
-		var got any
-		if err := json.Unmarshal(stripJSONC([]byte(in)), &got); err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("stripJSONC(%s) = %s: %v, %v", in, stripJSONC([]byte(in)), got, err)
-		}
-	}
-}
-
-// FuzzStripJSONC: JSON comes back meaning the same, and nothing panics.
-func FuzzStripJSONC(f *testing.F) {
-	for _, s := range []string{`{"a":[1,2,],}`, `{"s":"a//b\"/*"}`, `// c`, `/* open`, `"open`, `{"x":"\\"}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		out := stripJSONC(b)
-		if !json.Valid(b) {
-			return
-		}
-		var want, got any
-		json.Unmarshal(b, &want)
-		if err := json.Unmarshal(out, &got); err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("JSON %q came back as %q", b, out)
-		}
-	})
-}
-
-// TestTableAlignsColour: a coloured status word takes the width of the
-// plain one, so columns line up the same on a terminal.
-func TestTableAlignsColour(t *testing.T) {
-	lines := func(color bool) []string {
-		var b bytes.Buffer
-		u := &ui{w: &b, color: color}
-		u.table("", [][]string{{u.cell(statusOK), "state_dir", "fine"}, {u.cell(statusWarn), "clock", "off"}})
-		return strings.Split(strings.TrimSpace(b.String()), "\n")
-	}
-	plain, coloured := lines(false), lines(true)
-	for i := range plain {
-		stripped := strings.NewReplacer("\x1b[32m", "", "\x1b[33m", "", "\x1b[0m", "").Replace(coloured[i])
-		if stripped != plain[i] || !strings.Contains(coloured[i], "\x1b[") {
-			t.Errorf("line %d: coloured %q, plain %q", i, coloured[i], plain[i])
-		}
-	}
-	if colorTerminal(&bytes.Buffer{}) {
-		t.Error("a buffer is taken for a terminal")
-	}
 }

@@ -1,6 +1,6 @@
-package main
+package doctor
 
-// This file is the part of `poppy-mcp doctor` that reads the assistants'
+// This file is the part of doctor that reads the assistants'
 // MCP configurations where each keeps them (Claude Desktop, Claude Code,
 // Cursor, VS Code), finds the entries that start poppy-mcp, and checks that
 // each command exists and that `serve` accepts its flags (with serve's own
@@ -10,7 +10,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"io"
+	"github.com/poppy-mcp/poppy-mcp/internal/localfile"
 	"io/fs"
 	"maps"
 	"os"
@@ -23,20 +23,20 @@ import (
 
 // The dialects the assistants read their configurations in.
 const (
-	// dialectJSON is strict JSON (RFC 8259): Claude Desktop, Claude Code
+	// DialectJSON is strict JSON (RFC 8259): Claude Desktop, Claude Code
 	// and Cursor parse their files with JSON.parse, which refuses comments
 	// and trailing commas.
-	dialectJSON = "JSON"
-	// dialectJSONC is VS Code's JSON with comments: // and /* */ comments
+	DialectJSON = "JSON"
+	// DialectJSONC is VS Code's JSON with comments: // and /* */ comments
 	// and trailing commas are accepted.
-	dialectJSONC = "JSONC"
+	DialectJSONC = "JSONC"
 )
 
 // configPlace is where one assistant keeps MCP servers.
 type configPlace struct {
 	App     string
 	Path    string
-	Dialect string // dialectJSON or dialectJSONC
+	Dialect string // DialectJSON or DialectJSONC
 	// servers finds the servers objects of the parsed file, by where they
 	// are in it ("" for the file's own).
 	servers func(doc map[string]json.RawMessage) map[string]json.RawMessage
@@ -51,18 +51,18 @@ type configEntry struct {
 	URL     string            `json:"url"`
 }
 
-// configReport is what doctor found in one file.
-type configReport struct {
+// ConfigReport is what doctor found in one file.
+type ConfigReport struct {
 	App     string        `json:"app"`
 	Path    string        `json:"path"`
 	Dialect string        `json:"dialect"` // what the assistant reads it as: JSON or JSONC
 	Status  string        `json:"status"`
 	Message string        `json:"message,omitempty"`
-	Entries []entryReport `json:"entries"`
+	Entries []EntryReport `json:"entries"`
 }
 
-// entryReport is one poppy-mcp entry.
-type entryReport struct {
+// EntryReport is one poppy-mcp entry.
+type EntryReport struct {
 	Name    string `json:"name"`
 	Where   string `json:"where,omitempty"` // Claude Code: the project it is for
 	Status  string `json:"status"`
@@ -79,24 +79,24 @@ func configPlaces(home, cwd string) []configPlace {
 			return map[string]json.RawMessage{"": doc[k]}
 		}
 	}
-	appData := userConfigDir(home)
+	appData := UserConfigDir(home)
 	return []configPlace{
-		{"Claude Desktop", filepath.Join(appData, "Claude", "claude_desktop_config.json"), dialectJSON, key("mcpServers")},
-		{"Claude Code", filepath.Join(home, ".claude.json"), dialectJSON, claudeCodeServers},
-		{"Claude Code", filepath.Join(cwd, ".mcp.json"), dialectJSON, key("mcpServers")},
-		{"Cursor", filepath.Join(home, ".cursor", "mcp.json"), dialectJSON, key("mcpServers")},
-		{"Cursor", filepath.Join(cwd, ".cursor", "mcp.json"), dialectJSON, key("mcpServers")},
-		{"VS Code", filepath.Join(cwd, ".vscode", "mcp.json"), dialectJSONC, key("servers")},
-		{"VS Code", filepath.Join(appData, "Code", "User", "mcp.json"), dialectJSONC, key("servers")},
-		{"VS Code", filepath.Join(appData, "Code", "User", "settings.json"), dialectJSONC, vsCodeSettingsServers},
+		{"Claude Desktop", filepath.Join(appData, "Claude", "claude_desktop_config.json"), DialectJSON, key("mcpServers")},
+		{"Claude Code", filepath.Join(home, ".claude.json"), DialectJSON, claudeCodeServers},
+		{"Claude Code", filepath.Join(cwd, ".mcp.json"), DialectJSON, key("mcpServers")},
+		{"Cursor", filepath.Join(home, ".cursor", "mcp.json"), DialectJSON, key("mcpServers")},
+		{"Cursor", filepath.Join(cwd, ".cursor", "mcp.json"), DialectJSON, key("mcpServers")},
+		{"VS Code", filepath.Join(cwd, ".vscode", "mcp.json"), DialectJSONC, key("servers")},
+		{"VS Code", filepath.Join(appData, "Code", "User", "mcp.json"), DialectJSONC, key("servers")},
+		{"VS Code", filepath.Join(appData, "Code", "User", "settings.json"), DialectJSONC, vsCodeSettingsServers},
 	}
 }
 
-// userConfigDir is where applications keep their settings for the user:
+// UserConfigDir is where applications keep their settings for the user:
 // ~/Library/Application Support on macOS, %APPDATA% on Windows, else
 // $XDG_CONFIG_HOME or ~/.config. It goes by home rather than
 // os.UserConfigDir, so that tests can set HOME.
-func userConfigDir(home string) string {
+func UserConfigDir(home string) string {
 	switch runtime.GOOS {
 	case "darwin":
 		return filepath.Join(home, "Library", "Application Support")
@@ -135,52 +135,42 @@ func vsCodeSettingsServers(doc map[string]json.RawMessage) map[string]json.RawMe
 }
 
 // checkConfigs reads every configuration that exists, each bounded in
-// size and time and only when it is a regular file (localfile.go): a
+// size and time and only when it is a regular file (internal/localfile): a
 // project's .mcp.json linked to /dev/zero is reported, not read.
-func checkConfigs(home, cwd string) []configReport {
-	out := []configReport{}
+func checkConfigs(home, cwd string, serve func([]string) error) []ConfigReport {
+	out := []ConfigReport{}
 	for _, pl := range configPlaces(home, cwd) {
-		b, err := readLocalFile(pl.Path, maxConfigFile)
+		b, err := localfile.Read(pl.Path, localfile.MaxConfigFile)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		out = append(out, checkConfigFile(pl, b, err))
+		out = append(out, checkConfigFile(pl, b, err, serve))
 	}
 	return out
 }
 
 // checkConfigFile checks one configuration file's poppy-mcp entries.
-func checkConfigFile(pl configPlace, b []byte, readErr error) configReport {
-	rep := configReport{App: pl.App, Path: pl.Path, Dialect: pl.Dialect, Status: statusOK, Entries: []entryReport{}}
-	var large *tooLargeError
+func checkConfigFile(pl configPlace, b []byte, readErr error, serve func([]string) error) ConfigReport {
+	rep := ConfigReport{App: pl.App, Path: pl.Path, Dialect: pl.Dialect, Status: StatusOK, Entries: []EntryReport{}}
+	var large *localfile.TooLargeError
 	switch {
-	case errors.As(readErr, &large) || errors.Is(readErr, errTooSlow):
+	case errors.As(readErr, &large) || errors.Is(readErr, localfile.ErrTooSlow):
 		// The assistant may read it all the same: doctor only could not check it.
-		rep.Status, rep.Message = statusWarn, "not checked: "+readErr.Error()
+		rep.Status, rep.Message = StatusWarn, "not checked: "+readErr.Error()
 		return rep
 	case readErr != nil:
-		rep.Status, rep.Message = statusError, "cannot be read: "+strings.TrimPrefix(readErr.Error(), "open "+pl.Path+": ")
+		rep.Status, rep.Message = StatusError, "cannot be read: "+strings.TrimPrefix(readErr.Error(), "open "+pl.Path+": ")
 		return rep
 	}
 	doc, msg := parseConfig(pl, b)
 	if doc == nil {
-		rep.Status, rep.Message = statusError, msg
+		rep.Status, rep.Message = StatusError, msg
 		return rep
 	}
-	places := pl.servers(doc)
-	for _, where := range slices.Sorted(maps.Keys(places)) {
-		var entries map[string]configEntry
-		_ = json.Unmarshal(places[where], &entries)
-		for _, name := range slices.Sorted(maps.Keys(entries)) {
-			if e, ok := checkEntry(pl.App, name, entries[name]); ok {
-				e.Where = where
-				rep.Entries = append(rep.Entries, e)
-			}
-		}
-	}
-	rep.Status = statusInfo // no entry, or only HTTP ones
+	rep.Entries = checkEntries(pl, doc, serve)
+	rep.Status = StatusInfo // no entry, or only HTTP ones
 	for _, e := range rep.Entries {
-		if e.Status != statusInfo {
+		if e.Status != StatusInfo {
 			rep.Status = worse(rep.Status, e.Status)
 		}
 	}
@@ -190,13 +180,30 @@ func checkConfigFile(pl configPlace, b []byte, readErr error) configReport {
 	return rep
 }
 
+// checkEntries checks the poppy-mcp entries of a parsed configuration.
+func checkEntries(pl configPlace, doc map[string]json.RawMessage, serve func([]string) error) []EntryReport {
+	out := []EntryReport{}
+	places := pl.servers(doc)
+	for _, where := range slices.Sorted(maps.Keys(places)) {
+		var entries map[string]configEntry
+		_ = json.Unmarshal(places[where], &entries)
+		for _, name := range slices.Sorted(maps.Keys(entries)) {
+			if e, ok := checkEntry(pl.App, name, entries[name], serve); ok {
+				e.Where = where
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
 // parseConfig parses a configuration in its assistant's dialect. A nil
 // document comes with what is wrong, phrased for the person: a file with
 // comments or trailing commas where the assistant reads strict JSON is as
 // broken for it as one that is no JSON at all.
 func parseConfig(pl configPlace, b []byte) (map[string]json.RawMessage, string) {
 	var doc map[string]json.RawMessage
-	if pl.Dialect == dialectJSONC {
+	if pl.Dialect == DialectJSONC {
 		if json.Unmarshal(stripJSONC(b), &doc) != nil || doc == nil {
 			return nil, "is not JSON with comments (JSONC, as " + pl.App + " reads it): " + pl.App + " cannot read it either"
 		}
@@ -213,7 +220,7 @@ func parseConfig(pl configPlace, b []byte) (map[string]json.RawMessage, string) 
 
 // worse is the more serious of two status words.
 func worse(a, b string) string {
-	rank := map[string]int{statusInfo: 0, statusSkip: 0, statusOK: 1, statusWarn: 2, statusError: 3}
+	rank := map[string]int{StatusInfo: 0, StatusSkip: 0, StatusOK: 1, StatusWarn: 2, StatusError: 3}
 	if rank[b] > rank[a] {
 		return b
 	}
@@ -222,22 +229,22 @@ func worse(a, b string) string {
 
 // checkEntry checks one server entry; ok is false for an entry that does
 // not start poppy-mcp.
-func checkEntry(app, name string, e configEntry) (entryReport, bool) {
-	rep := entryReport{Name: name, Env: slices.Sorted(maps.Keys(e.Env))}
+func checkEntry(app, name string, e configEntry, serve func([]string) error) (EntryReport, bool) {
+	rep := EntryReport{Name: name, Env: slices.Sorted(maps.Keys(e.Env))}
 	if rep.Env == nil {
 		rep.Env = []string{}
 	}
 	base := strings.TrimSuffix(filepath.Base(e.Command), ".exe")
 	switch {
 	case e.Command == "" && e.URL != "" && strings.Contains(strings.ToLower(name), "poppy"):
-		rep.Status, rep.Message = statusInfo, "connects over HTTP to "+e.URL+": doctor does not check a running serve --http"
+		rep.Status, rep.Message = StatusInfo, "connects over HTTP to "+e.URL+": doctor does not check a running serve --http"
 		return rep, true
 	case base != "poppy-mcp":
 		return rep, false
 	}
-	rep.Status, rep.Message = checkCommand(app, e)
+	rep.Status, rep.Message = checkCommand(app, e, serve)
 	if unknown := unknownVariables(rep.Env); len(unknown) > 0 {
-		rep.Status = worse(rep.Status, statusWarn)
+		rep.Status = worse(rep.Status, StatusWarn)
 		rep.Message += "; sets " + strings.Join(unknown, ", ") + ", which poppy-mcp does not read"
 	}
 	return rep, true
@@ -245,23 +252,23 @@ func checkEntry(app, name string, e configEntry) (entryReport, bool) {
 
 // checkCommand checks that an entry's command exists and that serve
 // accepts its arguments.
-func checkCommand(app string, e configEntry) (status, message string) {
+func checkCommand(app string, e configEntry, serve func([]string) error) (status, message string) {
 	path, err := commandPath(e.Command)
 	if err != nil {
-		return statusError, err.Error()
+		return StatusError, err.Error()
 	}
 	args := e.Args
 	if len(args) > 0 && args[0] == "serve" {
 		args = args[1:]
 	} else if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return statusError, "runs `poppy-mcp " + args[0] + "`: an assistant needs `poppy-mcp serve`"
+		return StatusError, "runs `poppy-mcp " + args[0] + "`: an assistant needs `poppy-mcp serve`"
 	}
-	if _, err := parseServe(args, io.Discard); err != nil {
-		return statusError, "serve does not accept its arguments " + show(e.Args) + ": " + err.Error()
+	if err := serve(args); err != nil {
+		return StatusError, "serve does not accept its arguments " + quote(e.Args) + ": " + err.Error()
 	}
-	status, message = statusOK, "runs "+path+" "+strings.Join(e.Args, " ")
+	status, message = StatusOK, "runs "+path+" "+strings.Join(e.Args, " ")
 	if app == "Claude Desktop" && !filepath.IsAbs(e.Command) && runtime.GOOS == "darwin" {
-		status = statusWarn
+		status = StatusWarn
 		message += "; Claude Desktop starts servers with a shorter PATH than a shell's: give the full path, " + path
 	}
 	return status, message
@@ -355,4 +362,10 @@ func endOfString(b []byte, i int) int {
 		}
 	}
 	return len(b)
+}
+
+// quote quotes a configuration's arguments for a sentence.
+func quote(args []string) string {
+	b, _ := json.Marshal(args)
+	return string(b)
 }
