@@ -17,6 +17,7 @@ const modulePath = "github.com/poppy-mcp/poppy-mcp"
 // the package's non-test files import; its line of mcp-go's importers is
 // the code's.
 func TestArchitectureNamesEveryPackage(t *testing.T) {
+	t.Parallel()
 	code := listPackages(t)
 	doc, importers := architectureTable(t, readRepoFile(t, "docs/architecture.md"))
 	for pkg, imports := range code {

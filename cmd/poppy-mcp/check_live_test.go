@@ -43,6 +43,7 @@ func liveCompany(t *testing.T, opts *poppytest.Options) (*poppytest.Server, []st
 // Company: exit 0, the --json shape, and the notice on stderr that names
 // the identity and the risk before anything is sent.
 func TestCheckLiveJSON(t *testing.T) {
+	t.Parallel()
 	srv, env, args := liveCompany(t, nil)
 	out, errOut, code := runBinary(t, env, append(args, "--json", "--conversations", "example.com")...)
 	if code != 0 {
@@ -82,6 +83,7 @@ func TestCheckLiveJSON(t *testing.T) {
 // Company (golden files), with exit codes 0 and 1 and the security bugs
 // marked.
 func TestCheckLiveHuman(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		golden string
 		flaws  poppytest.Flaws
@@ -105,6 +107,7 @@ func TestCheckLiveHuman(t *testing.T) {
 // TestCheckLiveDryRun: --dry-run reads the public documents, prints every
 // probe it would send (golden), and sends none.
 func TestCheckLiveDryRun(t *testing.T) {
+	t.Parallel()
 	srv, env, args := liveCompany(t, nil)
 	out, errOut, code := runBinary(t, env, append(args, "--dry-run", "example.com")...)
 	if code != 0 {
@@ -126,6 +129,7 @@ func TestCheckLiveDryRun(t *testing.T) {
 // TestCheckLiveCouldNotCheck: without an identity, or with one the Company
 // cannot fetch, check --live exits 2 and says what to do.
 func TestCheckLiveCouldNotCheck(t *testing.T) {
+	t.Parallel()
 	srv, env, args := liveCompany(t, nil)
 	_, errOut, code := runBinary(t, env, "check", "--live", "--state-dir", t.TempDir(), "example.com")
 	if code != 2 || !strings.Contains(errOut, "poppy-mcp init") {

@@ -53,6 +53,7 @@ func runBinaryAt(t *testing.T, dir string, limit time.Duration, env []string, ar
 // is an error, as Cursor refuses the file), JSONC for VS Code; and "2
 // poppy-mcp entries", not "entrys".
 func TestDoctorDialects(t *testing.T) {
+	t.Parallel()
 	home, work := t.TempDir(), t.TempDir()
 	mkdirs(t, filepath.Join(work, ".cursor"), filepath.Join(work, ".vscode"))
 	bin := jsonString(binary)
@@ -85,6 +86,7 @@ func TestDoctorDialects(t *testing.T) {
 // (before, it was read as serve and refused), `--json` may come first
 // too, and no command word is still serve.
 func TestFlagsBeforeCommand(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	env := []string{"POPPY_STATE_KEY=" + newKey()}
 	if _, errOut, code := runBinary(t, env, "init", "--state-dir", state, "--out", t.TempDir(), "--client-id", "https://agent.example/agent.json"); code != 0 {
@@ -108,6 +110,7 @@ func TestFlagsBeforeCommand(t *testing.T) {
 
 // TestCommandLine: which words are the command, with flags before it.
 func TestCommandLine(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args, want []string // want: the command, then its arguments
 	}{
@@ -131,6 +134,7 @@ func TestCommandLine(t *testing.T) {
 // TestMistyped: a mistyped command, or a mistyped flag of a command or of
 // serve, is one line on stderr naming the nearest, with exit status 2.
 func TestMistyped(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -156,6 +160,7 @@ func TestMistyped(t *testing.T) {
 // says so, and makes neither the directory nor a key. Before, it made the
 // directory, an empty database and a state.key, and reported them.
 func TestStatusMakesNoState(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "none")
 	out, errOut, code := runBinary(t, []string{"POPPY_STATE_KEY="}, "status", "--state-dir", dir)
 	if code != 1 || out != "" || !strings.Contains(errOut, "no state in "+dir) || !strings.Contains(errOut, "status made nothing") {
@@ -169,6 +174,7 @@ func TestStatusMakesNoState(t *testing.T) {
 // TestLiveLines: check --live says a warning that several probes repeat
 // once, with their count and IDs; errors stay one line each.
 func TestLiveLines(t *testing.T) {
+	t.Parallel()
 	advice := "§4.3 names invalid_dpop_proof for a failed proof check"
 	checks := []livecheck.Check{
 		{ID: "refuse.proof_htm", Section: "4.3", Status: livecheck.Warned, Message: "refused a proof for POST with invalid_token; " + advice},
@@ -219,6 +225,7 @@ func jsonString(s string) string {
 // directory's permissions and free space", and a missing signing key was
 // to be made "with the same state directory".
 func TestPostgresAdvice(t *testing.T) {
+	t.Parallel()
 	key := newKey()
 	for name, tc := range map[string]struct {
 		env, args, want []string

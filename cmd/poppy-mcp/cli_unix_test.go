@@ -19,6 +19,10 @@ import (
 // Before, doctor read /dev/zero until memory ran out, would have waited on
 // the FIFO for ever, and printed the name raw (clearing the screen and
 // retitling the terminal).
+//
+// Not parallel: a child started by os/exec shares the test process's memory
+// until it execs, and Linux counts that in the child's ru_maxrss, so the
+// figure is only the child's while no parallel test is running.
 func TestDoctorConfigNeverEnds(t *testing.T) {
 	home, work := t.TempDir(), t.TempDir()
 	if err := os.Symlink("/dev/zero", filepath.Join(work, ".mcp.json")); err != nil {
@@ -59,6 +63,7 @@ func TestDoctorConfigNeverEnds(t *testing.T) {
 // and is a warning (the assistant may read it; doctor could not check it),
 // with doctor's exit status unchanged by it.
 func TestDoctorConfigTooLarge(t *testing.T) {
+	t.Parallel()
 	home, work := t.TempDir(), t.TempDir()
 	f, err := os.Create(filepath.Join(home, ".claude.json"))
 	if err != nil {

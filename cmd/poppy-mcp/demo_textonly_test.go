@@ -37,6 +37,7 @@ func (d *demoSession) text(name string, args map[string]any) string {
 // in to another account in a new Session through the mediated sign-in's
 // local page, whose link is in the text.
 func TestServeDemoTextOnly(t *testing.T) {
+	t.Parallel()
 	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(rev, func(t *testing.T) {
 			d := startTextOnlyDemo(t, rev)

@@ -63,6 +63,7 @@ func (d *demoSession) call(name string, args map[string]any) (string, map[string
 // joins a handoff by themself and writes, as in `poppy-mcp demo`. Before,
 // the handoff stayed queued forever.
 func TestServeDemoHandoff(t *testing.T) {
+	t.Parallel()
 	d := startDemoServe(t)
 	_, res := d.call("send_message", map[string]any{"domain": demoDomain, "text": "Hello", "wait_seconds": 10})
 	conv, _ := res["conversation_id"].(string)
@@ -90,6 +91,7 @@ var (
 // in. The code never reaches the model nor the log. Before, the code was
 // random and shown nowhere.
 func TestServeDemoMediatedCode(t *testing.T) {
+	t.Parallel()
 	d := startDemoServe(t)
 	_, res := d.call("sign_in_mediated", map[string]any{"domain": demoDomain, "scopes": []string{"poppy:read"}})
 	page, _ := res["sign_in_url"].(string)

@@ -28,6 +28,7 @@ import (
 // old serve published "redirect_uris": [] and client_name "poppy-mcp", so
 // the Company refused the authorization request.
 func TestInitThenServeDirectSignIn(t *testing.T) {
+	t.Parallel()
 	srv := poppytest.NewServer(t, nil)
 	env, resolve := companyArgs(t, srv)
 	const token = "deployment-token-0123456789-abcdefghijklmnop"
@@ -94,6 +95,7 @@ func TestInitThenServeDirectSignIn(t *testing.T) {
 // TestServeClientIDDiffers: a --client-id other than the one init stored
 // wins, with a warning that says what to run.
 func TestServeClientIDDiffers(t *testing.T) {
+	t.Parallel()
 	state, env := t.TempDir(), []string{"POPPY_STATE_KEY=" + newKey()}
 	if _, errOut, code := runBinary(t, env, "init", "--state-dir", state, "--out", t.TempDir(), "--client-id", "https://agent.test/agent.json"); code != 0 {
 		t.Fatalf("init: %s", errOut)
@@ -162,6 +164,7 @@ func browse(t *testing.T, b *http.Client, method, u string, form url.Values) *ht
 // rotate the key, say) keeps the redirect URIs and name it stored unless
 // new ones are given, and says so.
 func TestInitKeepsMetadata(t *testing.T) {
+	t.Parallel()
 	state, out, env := t.TempDir(), t.TempDir(), []string{"POPPY_STATE_KEY=" + newKey()}
 	id := []string{"init", "--state-dir", state, "--out", out, "--client-id", "https://agent.test/agent.json"}
 	if _, errOut, code := runBinary(t, env, append(id, "--redirect-uri", "https://agent.test/cb", "--client-name", "Mine")...); code != 0 {

@@ -5,6 +5,7 @@ import "testing"
 // TestNearest: a typing mistake names the command or flag meant; a word
 // near nothing names none.
 func TestNearest(t *testing.T) {
+	t.Parallel()
 	commands := []string{"serve", "check", "init", "openapi", "demo", "status", "sign-out", "forget", "doctor", "version", "help"}
 	for word, want := range map[string]string{
 		"stauts": "status", "statu": "status", "sttaus": "status", "doctr": "doctor", "docter": "doctor", "serv": "serve",
@@ -20,6 +21,7 @@ func TestNearest(t *testing.T) {
 // TestPrintable: control characters, bidirectional overrides and bytes
 // that are not UTF-8 are escaped; everything else, and the name, is shown.
 func TestPrintable(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"poppy":                  "poppy",
 		"poppy\x1b[2J":           `poppy\x1b[2J`,
@@ -37,6 +39,7 @@ func TestPrintable(t *testing.T) {
 }
 
 func TestPlural(t *testing.T) {
+	t.Parallel()
 	for _, tc := range [][3]any{{1, "poppy-mcp entry", "1 poppy-mcp entry"}, {2, "poppy-mcp entry", "2 poppy-mcp entries"},
 		{0, "entry", "0 entries"}, {2, "day", "2 days"}, {3, "Session", "3 Sessions"}, {2, "key", "2 keys"}} {
 		if got := plural(tc[0].(int), tc[1].(string)); got != tc[2] {

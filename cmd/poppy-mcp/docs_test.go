@@ -25,6 +25,7 @@ func readRepoFile(t *testing.T, name string) string {
 // TestReadmeListsEveryCommand: README's table of commands has a row for
 // each command of the table, so a command added there is documented.
 func TestReadmeListsEveryCommand(t *testing.T) {
+	t.Parallel()
 	readme := readRepoFile(t, "README.md")
 	for _, c := range commands() {
 		if !strings.Contains(readme, "| `poppy-mcp "+c.name) {
@@ -38,6 +39,7 @@ func TestReadmeListsEveryCommand(t *testing.T) {
 // 20,257); it names the tests that print the sizes, and scripts/bench.sh
 // runs them.
 func TestBenchmarksPrintToolsListSizes(t *testing.T) {
+	t.Parallel()
 	doc := readRepoFile(t, "BENCHMARKS.md")
 	start := strings.Index(doc, "### tools/list size")
 	if start < 0 {
@@ -64,6 +66,7 @@ func TestBenchmarksPrintToolsListSizes(t *testing.T) {
 // entry the files have, and what it says of poppy-http holds: it is in every
 // file but Claude Desktop's, whose config takes only local servers.
 func TestExamplesReadmeEntries(t *testing.T) {
+	t.Parallel()
 	readme := readRepoFile(t, "examples/claude-config/README.md")
 	if !strings.Contains(readme, "in every file but Claude\nDesktop's") && !strings.Contains(readme, "in every file but Claude Desktop's") {
 		t.Fatal("the README no longer says which files have poppy-http: update this test with it")
@@ -90,6 +93,7 @@ func TestExamplesReadmeEntries(t *testing.T) {
 // TestReadmeListsEveryToolGroup: README's table of tool groups has a row
 // for each group serve --toolsets takes.
 func TestReadmeListsEveryToolGroup(t *testing.T) {
+	t.Parallel()
 	readme := readRepoFile(t, "README.md")
 	for _, g := range tools.ToolGroups() {
 		if !strings.Contains(readme, "| `"+g+"`") {

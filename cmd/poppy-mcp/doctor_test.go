@@ -48,6 +48,7 @@ func checkOf(r doctor.Report, id string) doctor.Check {
 // changed), the key's source, the published identity (fine, then one file
 // broken), and the clock against a Company's Date header.
 func TestDoctorState(t *testing.T) {
+	t.Parallel()
 	p := newPerson(t, nil)
 	home, work := t.TempDir(), t.TempDir()
 	env := []string{"HOME=" + home, "XDG_CONFIG_HOME="}
@@ -121,6 +122,7 @@ func (p *testPerson) newDoctorWithoutState(t *testing.T) doctor.Check {
 // entry with serve's own parser and that its command exists, names the
 // variables an entry sets, and never shows their values.
 func TestDoctorConfigs(t *testing.T) {
+	t.Parallel()
 	p := newPerson(t, nil)
 	home, work := t.TempDir(), t.TempDir()
 	const secret = "c2VrcmV0LXN0YXRlLWtleS10aGF0LW11c3Qtbm90LXNob3c="
@@ -200,6 +202,7 @@ func TestDoctorConfigs(t *testing.T) {
 // is, a serve started before the rotation (still signing with the old key)
 // and one started after (with the new key) both work.
 func TestPublishOnStaticHost(t *testing.T) {
+	t.Parallel()
 	srv := poppytest.NewServer(t, &poppytest.Options{AgentHost: "poppy-user.github.io"})
 	env, resolve := companyArgs(t, srv)
 	p := &testPerson{srv: srv, env: append(env, "POPPY_STATE_KEY="+newKey()), state: t.TempDir()}

@@ -33,6 +33,7 @@ var tokenHeaders = map[string]string{
 // TestExampleConfigs parses every file in examples/claude-config and checks
 // that each command line is one `poppy-mcp serve` accepts.
 func TestExampleConfigs(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "..", "examples", "claude-config")
 	files := map[string]string{ // file -> key of its servers object
 		"claude_desktop_config.json": "mcpServers", ".mcp.json": "mcpServers",

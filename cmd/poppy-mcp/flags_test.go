@@ -18,6 +18,7 @@ import (
 // shorter. Before, *.example.com was stored as a name no host has, and
 // every Company host needed an entry of its own.
 func TestResolveWildcard(t *testing.T) {
+	t.Parallel()
 	var r resolveFlag
 	for _, v := range []string{"*.example.com:443:127.0.0.1:8443", "*.shop.example.com:443:127.0.0.2", "api.example.com:443:127.0.0.3", "*.Example.org:8443:[::1]"} {
 		if err := r.Set(v); err != nil {
@@ -55,6 +56,7 @@ func TestResolveWildcard(t *testing.T) {
 // OAuth metadata at auth., the MCP server's at mcp.). Before, `check` could
 // not connect to auth.example.com with these two.
 func TestResolveWildcardReachesCompany(t *testing.T) {
+	t.Parallel()
 	srv := poppytest.NewServer(t, nil)
 	env, _ := companyArgs(t, srv)
 	out, errOut, code := runBinary(t, env, "check", "--json", "--resolve", "example.com:443:"+srv.Addr(),
@@ -72,6 +74,7 @@ func TestResolveWildcardReachesCompany(t *testing.T) {
 // (pages would be handed out as http://[::]:PORT/... links, open to the
 // network); loopback addresses are taken.
 func TestPagesAddrLoopbackOnly(t *testing.T) {
+	t.Parallel()
 	for _, addr := range []string{"0.0.0.0:8809", "[::]:8809", ":8809", "192.0.2.1:8809", "example.com:8809"} {
 		if _, err := parseServe([]string{"--pages-addr", addr}, io.Discard); err == nil || !strings.Contains(err.Error(), "loopback only") {
 			t.Errorf("--pages-addr %s: %v", addr, err)
@@ -87,6 +90,7 @@ func TestPagesAddrLoopbackOnly(t *testing.T) {
 // TestHTTPTokenOverStdioWarns: --http-token over stdio starts, with a
 // warning that it is ignored, and the warning does not show the token.
 func TestHTTPTokenOverStdioWarns(t *testing.T) {
+	t.Parallel()
 	const token = "a-token-given-to-stdio-by-mistake"
 	_, errOut, code := runBinary(t, []string{"POPPY_STATE_KEY=" + newKey()}, "serve", "--state-dir", t.TempDir(), "--http-token", token)
 	if code != 0 || !strings.Contains(errOut, "--http-token applies to HTTP mode (--http) only: ignored over stdio") {
@@ -101,6 +105,7 @@ func TestHTTPTokenOverStdioWarns(t *testing.T) {
 // at start, in one line that says why and what to give. Before, serve
 // started, and the first browse_page failed with "Try again later".
 func TestBrowserPathCheckedAtStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "chromium")
 	if err := os.WriteFile(plain, []byte("not a program"), 0o600); err != nil {

@@ -22,6 +22,7 @@ func runIn(t *testing.T, args ...string) (string, string, int) {
 // and the shared flags. Before, `--help` and `-h` went to serve, which
 // printed its own flags in the flag package's form on stderr and exited 2.
 func TestMainHelp(t *testing.T) {
+	t.Parallel()
 	want, errOut, code := runIn(t, "help")
 	if code != 0 || errOut != "" {
 		t.Fatalf("help: exit %d, stderr %q", code, errOut)
@@ -51,6 +52,7 @@ func TestMainHelp(t *testing.T) {
 // accepts as --name with a placeholder for its value, and one example.
 // Before, `CMD --help` exited 2 with the flag package's -name list.
 func TestCommandHelp(t *testing.T) {
+	t.Parallel()
 	for _, c := range commands() {
 		t.Run(c.name, func(t *testing.T) {
 			page, errOut, code := runIn(t, "help", c.name)
@@ -105,6 +107,7 @@ func TestHelpShowsNoSecret(t *testing.T) {
 // TestVersionFlag: `poppy-mcp --version` is `poppy-mcp version`. Before, it
 // was taken as a flag of serve and refused.
 func TestVersionFlag(t *testing.T) {
+	t.Parallel()
 	want, _, code := runIn(t, "version")
 	if code != 0 || !strings.HasPrefix(want, "poppy-mcp ") {
 		t.Fatalf("version: exit %d, %q", code, want)
@@ -117,6 +120,7 @@ func TestVersionFlag(t *testing.T) {
 // TestUnknownCommand: an unknown command or help topic is a usage error
 // that says where the commands are.
 func TestUnknownCommand(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"frobnicate"}, {"help", "frobnicate"}} {
 		if _, errOut, code := runIn(t, args...); code != 2 || !strings.Contains(errOut, "'poppy-mcp help'") {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)

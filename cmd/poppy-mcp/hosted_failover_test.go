@@ -20,6 +20,7 @@ import (
 // its lease back; cmd/poppy-mcp's TestReplicasFailover kills a replica of
 // a deployment serving no one in particular.
 func TestHostedSignInTakenOverAfterKill(t *testing.T) {
+	t.Parallel()
 	dbURL := postgresURL(t)
 	h := startHostedWith(t, &deploymentOptions{Replicas: 2, Store: dbURL})
 	dana := h.connectPerson(t, 0, "dana", "acct_dana", "2026-07-28")

@@ -146,6 +146,7 @@ func (p *hostedPerson) signIn(t *testing.T, h *hostedDeployment) {
 // first at the one User the deployment had, and sam's client listed and
 // read dana's conversation: this test fails there.
 func TestHostedPeopleAtOneCompany(t *testing.T) {
+	t.Parallel()
 	other := poppytest.NewServer(t, &poppytest.Options{Domain: "outdoor.example"})
 	h := startHostedWith(t, &deploymentOptions{Others: []*poppytest.Server{other}})
 	dana := h.connectPerson(t, 0, "dana", "acct_dana", "2025-11-25")

@@ -37,6 +37,7 @@ import (
 // On main before this test, the lines of the relay that connects to a
 // Company's MCP server for one person carried no user ID: it fails there.
 func TestHostedPeopleThroughReplicas(t *testing.T) {
+	t.Parallel()
 	dbURL := postgresURL(t)
 	other := poppytest.NewServer(t, &poppytest.Options{Domain: "outdoor.example"})
 	h := startHostedWith(t, &deploymentOptions{Others: []*poppytest.Server{other}, Replicas: 2, Store: dbURL})

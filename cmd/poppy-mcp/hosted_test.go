@@ -224,6 +224,7 @@ func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f
 // URL by the go-sdk client's own fetcher, names the issuer and the
 // resource; a token for another resource is refused.
 func TestHostedRefusesAndPublishes(t *testing.T) {
+	t.Parallel()
 	h := startHosted(t)
 	req, _ := http.NewRequest(http.MethodPost, h.public+"/mcp", strings.NewReader(initialize))
 	req.Header.Set("Content-Type", "application/json")
@@ -258,6 +259,7 @@ func TestHostedRefusesAndPublishes(t *testing.T) {
 // opens in alice's; bob cannot use alice's MCP session; neither token, nor
 // subject, nor e-mail address is logged.
 func TestHostedPeopleKeptApart(t *testing.T) {
+	t.Parallel()
 	h := startHosted(t)
 	aliceToken, bobToken := h.idp.AccessToken(t, "claude", "alice"), h.idp.AccessToken(t, "claude", "bob")
 	alice, bob := connectAt(t, h.replicas[0].mcpURL, aliceToken, "2025-11-25"), connectAt(t, h.replicas[0].mcpURL, bobToken, "2026-07-28")

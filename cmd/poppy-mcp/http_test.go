@@ -62,6 +62,7 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // TestServeHTTP drives `serve --demo --http` with the go-sdk and mcp-go
 // clients at both MCP revisions.
 func TestServeHTTP(t *testing.T) {
+	t.Parallel()
 	u, token, _ := startHTTP(t, nil, "--demo", "--http", "127.0.0.1:0")
 	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run("go-sdk/"+rev, func(t *testing.T) {
@@ -120,6 +121,7 @@ func mcpGoCall(t *testing.T, u, rev string, headers map[string]string) {
 
 // TestServeStdioMCPGo drives the binary over stdio with the mcp-go client.
 func TestServeStdioMCPGo(t *testing.T) {
+	t.Parallel()
 	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(rev, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -149,6 +151,7 @@ func TestServeStdioMCPGo(t *testing.T) {
 }
 
 func TestServeHTTPToken(t *testing.T) {
+	t.Parallel()
 	if _, errOut, code := runBinary(t, nil, "serve", "--http", "0.0.0.0:0"); code != 2 || !strings.Contains(errOut, "without a bearer token") {
 		t.Fatalf("public bind without token: exit %d %s", code, errOut)
 	}
@@ -167,6 +170,7 @@ func TestServeHTTPToken(t *testing.T) {
 // TestServePublicURL: one deployment is a complete Personal Agent: it serves
 // its own agent.json and jwks.json under --public-url.
 func TestServePublicURL(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	env := []string{"POPPY_STATE_KEY=" + strings.Repeat("B", 43)}
 	if _, errOut, code := runBinary(t, env, "init", "--state-dir", state, "--out", t.TempDir(), "--client-id", "https://agent.test/agent.json"); code != 0 {
@@ -209,6 +213,7 @@ func TestServePublicURL(t *testing.T) {
 
 // TestServeGracefulShutdown: SIGTERM ends the server cleanly with exit 0.
 func TestServeGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	_, _, cmd := startHTTP(t, nil, "--demo", "--http", "127.0.0.1:0")
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)

@@ -50,6 +50,7 @@ func startSessionText(t *testing.T, srv *poppytest.Server, key string, args ...s
 // earlier init made without storing its client_id was told to run init as
 // if it had none.
 func TestServeSaysWhatIdentityIsMissing(t *testing.T) {
+	t.Parallel()
 	srv := poppytest.NewServer(t, nil)
 	key := newKey()
 	const clientID = "https://agent.example/agent.json"
@@ -86,6 +87,7 @@ func TestServeSaysWhatIdentityIsMissing(t *testing.T) {
 // TestServeAfterInit: after init, serve with no --client-id loads the
 // identity init stored, says which in its log, and opens a Session.
 func TestServeAfterInit(t *testing.T) {
+	t.Parallel()
 	srv := poppytest.NewServer(t, nil)
 	key, state, out := newKey(), t.TempDir(), t.TempDir()
 	const clientID = "https://agent.example/agent.json"

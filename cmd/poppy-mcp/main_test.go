@@ -80,6 +80,7 @@ func companyArgs(t testing.TB, srv *poppytest.Server) ([]string, []string) {
 }
 
 func TestCheckClean(t *testing.T) {
+	t.Parallel()
 	srv := poppytest.NewServer(t, nil)
 	env, args := companyArgs(t, srv)
 	out, errOut, code := runBinary(t, env, append(append([]string{"check", "--json"}, args...), "example.com")...)
@@ -99,6 +100,7 @@ func TestCheckClean(t *testing.T) {
 }
 
 func TestCheckErrors(t *testing.T) {
+	t.Parallel()
 	srv := poppytest.NewServer(t, &poppytest.Options{
 		Metadata: func(m map[string]any) { m["poppy_domains"] = []any{"example.org"} },
 	})
@@ -121,6 +123,7 @@ func TestCheckErrors(t *testing.T) {
 // check reports it and exits 1, but poppy-mcp ignores extensions it does
 // not support (Poppy 0.1 §3.3), so the Company stays usable.
 func TestCheckSkippedErrors(t *testing.T) {
+	t.Parallel()
 	srv := poppytest.NewServer(t, &poppytest.Options{PoppyJSON: func(d map[string]any) {
 		d["extensions"] = map[string]any{"gift-wrap": map[string]any{"version": "1"}}
 	}})
@@ -142,6 +145,7 @@ func TestCheckSkippedErrors(t *testing.T) {
 // says only that the address is not public. (TestCheckClean reaches the
 // same listener under names mapped with --resolve, the explicit escape hatch.)
 func TestCheckRefusesLocalAddress(t *testing.T) {
+	t.Parallel()
 	srv := poppytest.NewServer(t, nil)
 	env, _ := companyArgs(t, srv)
 	out, errOut, code := runBinary(t, env, "check", "--json", srv.Addr())
@@ -155,6 +159,7 @@ func TestCheckRefusesLocalAddress(t *testing.T) {
 }
 
 func TestCheckCouldNotCheck(t *testing.T) {
+	t.Parallel()
 	srv := poppytest.NewServer(t, nil)
 	env, _ := companyArgs(t, srv)
 	// Port 1 on loopback: connection refused.
@@ -174,6 +179,7 @@ func TestCheckCouldNotCheck(t *testing.T) {
 // TestServeStdio drives `serve --demo` as a subprocess with the official
 // go-sdk client at both MCP revisions.
 func TestServeStdio(t *testing.T) {
+	t.Parallel()
 	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(rev, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -204,6 +210,7 @@ func TestServeStdio(t *testing.T) {
 // and poppy-mcp's own join page allowed, and lands on the page in the
 // Session. (tools' hostile rows show that the same proxy refuses the rest.)
 func TestServeDemoBrowser(t *testing.T) {
+	t.Parallel()
 	path, err := browser.Find()
 	if err != nil {
 		if os.Getenv("POPPY_REQUIRE_CHROMIUM") == "1" {
@@ -232,6 +239,7 @@ func TestServeDemoBrowser(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	out, errOut, code := runBinary(t, nil, "demo", "--state-dir", t.TempDir())
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -256,6 +264,7 @@ func TestDemo(t *testing.T) {
 }
 
 func TestVersionAndUsage(t *testing.T) {
+	t.Parallel()
 	if out, _, code := runBinary(t, nil, "version"); code != 0 || !strings.HasPrefix(out, "poppy-mcp ") {
 		t.Errorf("version: %d %q", code, out)
 	}
@@ -265,6 +274,7 @@ func TestVersionAndUsage(t *testing.T) {
 }
 
 func TestResolveFlag(t *testing.T) {
+	t.Parallel()
 	var r resolveFlag
 	for _, v := range []string{"example.com:443:127.0.0.1", "auth.example.com:443:127.0.0.1:8443", "x.example:443:[::1]"} {
 		if err := r.Set(v); err != nil {
@@ -285,6 +295,7 @@ func TestResolveFlag(t *testing.T) {
 }
 
 func TestInit(t *testing.T) {
+	t.Parallel()
 	state, out := t.TempDir(), t.TempDir()
 	env := []string{"POPPY_STATE_KEY=" + strings.Repeat("A", 43)}
 	args := []string{"init", "--state-dir", state, "--out", out, "--client-id", "https://agent.example/agent.json",
@@ -356,6 +367,7 @@ func jwkIDs(t *testing.T, dir string) []string {
 // TestServeWithoutKey: --client-id without `init` must not invent an
 // unpublished key; discovery still works and start_session says what to run.
 func TestServeWithoutKey(t *testing.T) {
+	t.Parallel()
 	srv := poppytest.NewServer(t, nil)
 	env, resolve := companyArgs(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -394,6 +406,7 @@ func TestServeWithoutKey(t *testing.T) {
 // stopped at the first ". " and showed start_direct_conversation as
 // "... linked to an agent conversation (e.g.".
 func TestFirstSentence(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"Let the user talk with the Company themselves, linked to an agent conversation (e.g. after the Company asked for the user). " +
 			"text is the user's own first message.": "Let the user talk with the Company themselves, linked to an agent conversation (e.g. after the Company asked for the user).",

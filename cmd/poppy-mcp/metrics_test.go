@@ -70,6 +70,7 @@ func counted(families map[string]*dto.MetricFamily, name string, want map[string
 // Company (by endpoint kind and status class); and no label value is a
 // domain, a user ID or anything else not of poppy-mcp's own words.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	p := newPerson(t, nil)
 	cmd := exec.Command(binary, append([]string{"serve", "--metrics-addr", "127.0.0.1:0"}, p.flags...)...)
 	cmd.Env = append(cmd.Environ(), p.env...)

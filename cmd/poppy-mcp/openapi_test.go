@@ -21,6 +21,7 @@ func wantGolden(t *testing.T, name, got string) {
 // TestOpenAPICommand runs `poppy-mcp openapi` on the reference Company's
 // store API, by URL as an API owner would, in both output forms.
 func TestOpenAPICommand(t *testing.T) {
+	t.Parallel()
 	srv := poppytest.NewServer(t, nil)
 	env, resolve := companyArgs(t, srv)
 	const doc = "https://api.example.com/openapi.json"
@@ -50,6 +51,7 @@ func TestOpenAPICommand(t *testing.T) {
 }
 
 func TestOpenAPICommandErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		path := filepath.Join(dir, name)
@@ -91,6 +93,7 @@ func TestOpenAPICommandErrors(t *testing.T) {
 // (64 MiB; Microsoft Graph's beta description is 45 MiB), and says so past
 // it. Before, it refused anything over 32 MiB.
 func TestOpenAPICommandLargeDocument(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name string, size int) string {
 		const doc = `{"openapi":"3.0.0","info":{"title":"Big","version":"1","description":"%s"},"paths":{"/a":{"get":{"operationId":"a"}}}}`
@@ -117,6 +120,7 @@ func TestOpenAPICommandLargeDocument(t *testing.T) {
 // with a note in the description. Before, `[\w-.+]` went out as it was and
 // the TypeScript SDK refused the tool.
 func TestOpenAPICommandPatterns(t *testing.T) {
+	t.Parallel()
 	out, errOut, code := runBinary(t, nil, "openapi", "--json", "../../openapi2tools/testdata/nasty/bodies.json")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
@@ -140,6 +144,7 @@ func TestOpenAPICommandPatterns(t *testing.T) {
 // expansion. Before, the process grew past 2 GB converting it to JSON, and
 // died with "fatal error: out of memory" where memory was short.
 func TestOpenAPICommandYAMLAliasBomb(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "bomb.yaml")
 	if err := os.WriteFile(path, poppytest.YAMLAliasBomb("https://api.example.com"), 0o600); err != nil {
 		t.Fatal(err)

@@ -35,6 +35,7 @@ func getWith(t *testing.T, u string, headers map[string]string) (*http.Response,
 // X-Request-Id, the caller's when well-formed; and the lines logged while
 // handling a request carry its ID.
 func TestHealthAndRequestIDs(t *testing.T) {
+	t.Parallel()
 	p := newPerson(t, nil)
 	env := append(p.env, "POPPY_HTTP_TOKEN=ops-test-token-0123456789")
 	u, logged := startLogged(t, env, append([]string{"serve", "--http", "127.0.0.1:0", "--log-level", "debug"}, p.flags...)...)
@@ -74,6 +75,7 @@ func TestHealthAndRequestIDs(t *testing.T) {
 // result; then it exits 0, having stopped background work and closed the
 // store.
 func TestDrainOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	p := newPerson(t, &poppytest.Options{AgentDelay: 3 * time.Second})
 	env := append(p.env, "POPPY_HTTP_TOKEN=ops-test-token-0123456789")
 	cmd, u, logged := startProcess(t, env, append([]string{"serve", "--http", "127.0.0.1:0", "--drain-timeout", "60s"}, p.flags...)...)

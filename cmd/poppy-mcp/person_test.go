@@ -143,6 +143,7 @@ func (p *testPerson) noSecrets(t *testing.T, text string) {
 // as Poppy 0.1 §4.9 allows), so a serve that did not notice would still
 // read the user's orders after the user signed out.
 func TestSignOutWhileServing(t *testing.T) {
+	t.Parallel()
 	p := newPerson(t, &poppytest.Options{LateSignOut: true})
 	cs, stderr := p.serve(t)
 	p.signIn(t, cs, "poppy:read")
@@ -175,6 +176,7 @@ func TestSignOutWhileServing(t *testing.T) {
 // reported and deletes nothing; with --yes the token is deleted anyway,
 // and said to be still valid at the Company.
 func TestSignOutRevocationFails(t *testing.T) {
+	t.Parallel()
 	p := newPerson(t, nil)
 	cs, _ := p.serve(t)
 	p.signIn(t, cs, "poppy:read")
@@ -214,6 +216,7 @@ func (p *testPerson) status(t *testing.T) person.StatusReport {
 // compared, and the Company with its sign-in, Sessions and conversations,
 // and never a secret.
 func TestStatus(t *testing.T) {
+	t.Parallel()
 	p := newPerson(t, nil)
 	if st := p.status(t); len(st.Companies) != 0 || st.Identity == nil || len(st.Identity.Keys) != 1 {
 		t.Fatalf("status before any Company: %+v", st)
@@ -256,6 +259,7 @@ func TestStatus(t *testing.T) {
 // revokes the Account Token, deletes everything held for the Company, and
 // the running serve's next use of it starts a new Session for a new User.
 func TestForgetWhileServing(t *testing.T) {
+	t.Parallel()
 	p := newPerson(t, &poppytest.Options{OtherDomains: []string{"example.co.uk"}})
 	cs, _ := p.serve(t)
 	p.signIn(t, cs, "poppy:read")

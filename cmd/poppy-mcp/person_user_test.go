@@ -18,6 +18,7 @@ import (
 // deployment's) is refused without --user, and with --user ISSUER:SUB each
 // command acts for that person only, keyed as the hosted mode keys them.
 func TestPersonOfHostedState(t *testing.T) {
+	t.Parallel()
 	p := newPerson(t, nil)
 	ctx := context.Background()
 	var key []byte

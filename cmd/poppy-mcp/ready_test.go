@@ -47,6 +47,7 @@ func throwawayPostgres(t *testing.T) (string, func()) {
 // database answers; once it stops, /readyz answers 503 saying the store
 // does not answer, while /healthz, liveness, still answers 200.
 func TestReadyWhenPostgresStops(t *testing.T) {
+	t.Parallel()
 	dsn, stopPostgres := throwawayPostgres(t)
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
@@ -73,6 +74,7 @@ func TestReadyWhenPostgresStops(t *testing.T) {
 // so, while /healthz answers 200 (before, /healthz said 200 and nothing
 // said 503).
 func TestReadyWhenTheIssuerIsDown(t *testing.T) {
+	t.Parallel()
 	idp := oidctest.New(t, nil)
 	idp.Close()
 	ca := filepath.Join(t.TempDir(), "ca.pem")

@@ -100,6 +100,7 @@ func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 // the Company has it exactly once. On the old code B knew of no sign-in
 // ("no_sign_in"), and nothing polled it after A died.
 func TestReplicasFailover(t *testing.T) {
+	t.Parallel()
 	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(rev, func(t *testing.T) {
 			rs := startReplicas(t)
@@ -183,6 +184,7 @@ func recorded(srv *poppytest.Server, text string) int {
 // in too. On the old code B knew of no sign-in. At 2025-11-25, B answers
 // a request of A's MCP session too.
 func TestReplicasSignInWaitElsewhere(t *testing.T) {
+	t.Parallel()
 	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(rev, func(t *testing.T) {
 			rs := startReplicas(t)

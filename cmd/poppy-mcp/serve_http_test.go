@@ -72,6 +72,7 @@ func post(t *testing.T, u string, headers map[string]string) int {
 // it on the next start, and never writes it to stderr when stderr is not a
 // terminal. The old code answered every local process without a token.
 func TestServeDefaultToken(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	u, stderr := startLogged(t, nil, "serve", "--demo", "--state-dir", state, "--http", "127.0.0.1:0")
 	path := filepath.Join(state, "http-token")
@@ -107,6 +108,7 @@ func TestServeDefaultToken(t *testing.T) {
 // TestServeNoToken: --no-http-token opts out on loopback, and is refused
 // where the server can be reached from elsewhere.
 func TestServeNoToken(t *testing.T) {
+	t.Parallel()
 	u, _, _ := startHTTP(t, nil, "--demo", "--http", "127.0.0.1:0", "--no-http-token")
 	if code := post(t, u, nil); code != http.StatusOK {
 		t.Errorf("--no-http-token: %d, want 200", code)
@@ -127,6 +129,7 @@ func TestServeNoToken(t *testing.T) {
 // must not drive poppy-mcp); no Origin, the server's own origin and those
 // of --allow-origin pass. The old code answered 200 to any Origin.
 func TestServeOrigin(t *testing.T) {
+	t.Parallel()
 	env := []string{"POPPY_HTTP_TOKEN=origin-test-token"}
 	u, _, _ := startHTTP(t, env, "--demo", "--http", "127.0.0.1:0", "--allow-origin", "https://App.Example")
 	auth := bearer("origin-test-token")

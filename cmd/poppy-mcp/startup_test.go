@@ -22,6 +22,7 @@ func newKey() string {
 // code panicked with a nil pointer (the deferred close of a nil app) for
 // every one of these and hid the reason.
 func TestServeStartupErrors(t *testing.T) {
+	t.Parallel()
 	state, key := t.TempDir(), newKey()
 	noKeychain := "DBUS_SESSION_BUS_ADDRESS="
 	if _, errOut, code := runBinary(t, []string{"POPPY_STATE_KEY=" + key}, "init", "--state-dir", state, "--out", t.TempDir(),

@@ -92,6 +92,7 @@ func mustExecSQL(t testing.TB, db *sql.DB, q string) {
 // metadata init was given), so a second init, as another replica would
 // run it, finds it there; the state directory gets no database.
 func TestInitWithPostgresStore(t *testing.T) {
+	t.Parallel()
 	dbURL := postgresURL(t)
 	key := newKey()
 	env := []string{"POPPY_STATE_KEY=" + key}

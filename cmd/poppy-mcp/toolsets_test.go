@@ -88,6 +88,7 @@ func checkReadOnly(t *testing.T, cs *sdk.ClientSession, domain, prefix string) {
 // revisions, over single-user HTTP and in hosted mode, with the demo
 // Company and with poppytest.
 func TestServeReadOnly(t *testing.T) {
+	t.Parallel()
 	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run("stdio/"+rev, func(t *testing.T) {
 			checkReadOnly(t, stdioSession(t, rev, nil, "--demo", "--read-only"), demoDomain, "demo_poppy_example_")
@@ -110,6 +111,7 @@ func TestServeReadOnly(t *testing.T) {
 // TestServeToolsets: --toolsets and POPPY_TOOLSETS serve the groups named,
 // and discovery, over stdio at both revisions.
 func TestServeToolsets(t *testing.T) {
+	t.Parallel()
 	want := []string{"discover_company", "open_website", "sign_in_device", "sign_in_direct", "sign_in_mediated", "sign_in_status", "sign_out", "start_session"}
 	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(rev, func(t *testing.T) {
@@ -131,6 +133,7 @@ func TestServeToolsets(t *testing.T) {
 // POPPY_READ_ONLY that is not a boolean, stops serve at start with one line
 // on stderr that says what to give, and exit status 2.
 func TestServeToolsetsUnknown(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		env        []string
 		args, want []string

@@ -9,6 +9,7 @@ import (
 // TestTableAlignsColour: a coloured status word takes the width of the
 // plain one, so columns line up the same on a terminal.
 func TestTableAlignsColour(t *testing.T) {
+	t.Parallel()
 	lines := func(color bool) []string {
 		var b bytes.Buffer
 		u := &ui{w: &b, color: color}

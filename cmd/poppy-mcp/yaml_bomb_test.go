@@ -24,6 +24,7 @@ const bombRefused = "YAML alias expansion: the aliases of this 507 KiB document 
 // conversion grew it past 2 GB: in hosted mode, a replica and everyone on it
 // died with it.
 func TestServeYAMLAliasBomb(t *testing.T) {
+	t.Parallel()
 	srv := poppytest.NewServer(t, nil)
 	serveBomb(srv)
 	env, resolve := companyArgs(t, srv)
@@ -52,6 +53,7 @@ func TestServeYAMLAliasBomb(t *testing.T) {
 // document is the YAML alias bomb runs to its end, and api.read says why
 // the document gave no operation to probe with.
 func TestCheckLiveYAMLAliasBomb(t *testing.T) {
+	t.Parallel()
 	srv, env, args := liveCompany(t, nil)
 	serveBomb(srv)
 	out, errOut, code := runBinary(t, env, append(args, "--json", "example.com")...)
