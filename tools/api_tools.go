@@ -24,10 +24,10 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/poppy-mcp/poppy-mcp/agent"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
-	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/openapi2tools"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
@@ -39,20 +39,26 @@ import (
 type apis struct {
 	companies *companies
 	sessions  *sessions
-	signIn    *signIn                             // what to do when an API asks for a sign-in
-	names     *prefixRegistry                     // claims the tool-name prefixes of per-operation tools
-	store     *store.Store                        // catalogs kept for the next start; nil: memory only
-	mcp       func(user string) *server.MCPServer // the person's MCP server, which announces their per-operation tools
+	signIn    *signIn                               // what to do when an API asks for a sign-in
+	names     *prefixRegistry                       // claims the tool-name prefixes of per-operation tools
+	store     *store.Store                          // catalogs kept for the next start; nil: memory only
+	people    *people                               // whose per-operation tools are announced
+	mcp       func(*agent.Person) *server.MCPServer // the person's MCP server, which announces their per-operation tools
 	log       *slog.Logger
 	maxTools  int    // Options.MaxAPITools
 	policy    policy // under read-only, only GET and HEAD operations are called or get tools (toolsets.go)
 
-	// mu guards catalogs, exposed and schemas.
+	// mu guards catalogs and schemas. It is held while a person's
+	// per-operation tools are announced (refresh), so that two refreshes
+	// do not interleave; the tools announced are the person's
+	// (agent.Person.Announced).
 	mu       sync.Mutex
-	catalogs map[string]*loadedCatalog          // by catalogKey
-	exposed  map[personPrefix]map[string]string // person and Company prefix -> tool name -> its JSON
-	schemas  *lru.Cache[[32]byte, *argSchema]   // operations' input schemas by SHA-256, compiled on first call; nil until then
+	catalogs loadedCatalogs                   // by catalogKey
+	schemas  *lru.Cache[[32]byte, *argSchema] // operations' input schemas by SHA-256, compiled on first call; nil until then
 }
+
+// loadedCatalogs are the catalogs loaded, by catalogKey.
+type loadedCatalogs map[string]*loadedCatalog
 
 // maxOperationSchemas bounds the compiled input schemas kept: those of the
 // operations called most recently.
@@ -154,7 +160,7 @@ func (ap *apis) company(ctx context.Context, domain string) (*discovery.Company,
 		return nil, nil, failure(map[string]string{"error": "no_openapi", "domain": co.Domain},
 			"%s lists no OpenAPI API. Use its conversations (send_message) or its MCP tools instead.", co.Domain)
 	}
-	ap.refresh(ctx, mcpauth.KeyFrom(ctx), co, entries)
+	ap.refresh(ctx, ap.people.of(ctx), co, entries)
 	return co, entries, nil
 }
 
@@ -169,7 +175,7 @@ func (ap *apis) list(ctx context.Context, _ mcp.CallToolRequest, args listOperat
 	}
 	query := args.Query
 	out := operationList{Domain: co.Domain, APIs: []apiInfo{}, Operations: []operationSummary{}, CompanyText: apiTextNote}
-	exposed := ap.exposedTools(mcpauth.KeyFrom(ctx), companyPrefix(co))
+	exposed := ap.exposedTools(ap.people.of(ctx), companyPrefix(co))
 	prefix := companyPrefix(co)
 	for _, a := range entries {
 		info := apiInfo{URL: a.entry.URL}
@@ -278,7 +284,7 @@ func (ap *apis) describe(ctx context.Context, _ mcp.CallToolRequest, args operat
 		Description: untrusted.Display(t.Description, 0), InputSchema: t.InputSchema, CompanyText: apiTextNote,
 		ReadOnly: t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint,
 		Next:     fmt.Sprintf("Call call_api with domain %s, operation %s and arguments that follow input_schema.", co.Domain, op)}
-	if ap.exposedTools(mcpauth.KeyFrom(ctx), companyPrefix(co))[t.Name] {
+	if ap.exposedTools(ap.people.of(ctx), companyPrefix(co))[t.Name] {
 		d.Tool = t.Name
 		d.Next += " Or call the tool " + t.Name + " with the same arguments."
 	}
@@ -347,10 +353,11 @@ func (ap *apis) callOperation(ctx context.Context, domain, name string, args map
 			"The arguments of operation %s do not fit its input schema: %s. Call describe_api_operation with domain %s and operation %s for its arguments.",
 			op, untrusted.Quote(err.Error(), 1000), co.Domain, op)
 	}
-	_, _, sess, err := ap.sessions.session(ctx, domain, false)
+	reached, err := ap.sessions.session(ctx, domain, false)
 	if err != nil {
 		return ap.sessions.failure(ctx, domain, err)
 	}
+	sess := reached.sess
 	client := sess.Client()
 	if a.cat.Resource != "" {
 		if client, err = sess.ResourceClient(a.cat.Resource); err != nil {

@@ -248,7 +248,7 @@ func authError(s string) string { return companyWord(s, "sign_in_required", "ins
 // failure phrases an error of a request on conversation id (Poppy 0.1
 // §7.13) with what to do next.
 func (t *convTarget) failure(id string, err error) *mcp.CallToolResult {
-	if r, ok := t.c.signIn.needed(t.cs.logContext(), t.domain, err); ok {
+	if r, ok := t.c.signIn.needed(t.cs.LogContext(), t.domain, err); ok {
 		return r
 	}
 	var (
@@ -280,7 +280,7 @@ func (t *convTarget) failure(id string, err error) *mcp.CallToolResult {
 		}
 	}
 	out["error"] = code
-	t.c.log.InfoContext(t.cs.logContext(), "conversation request failed", "domain", t.domain, "code", code, "err", err)
+	t.c.log.InfoContext(t.cs.LogContext(), "conversation request failed", "domain", t.domain, "code", code, "err", err)
 	var re *conversation.ResentError
 	if errors.As(err, &re) {
 		resent := resentNotes(re.Resent)

@@ -25,6 +25,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/poppy-mcp/poppy-mcp/agent"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/metrics"
@@ -57,21 +58,15 @@ type signIn struct {
 	choice    signInChoice
 	noTools   bool              // the signin group is not served (toolsets.go): advice names no tool
 	pages     *pages.Server     // the mediated and Direct Sign-In pages; nil: those tools say so
-	bg        *background       // device polling
 	mcp       *server.MCPServer // progress notifications while sign_in_status waits
 	log       *slog.Logger
 	now       func() time.Time
 	metrics   *metrics.Recorder // device sign-ins polled; nil records nothing
-
-	// mu guards flows. It is never held during I/O.
-	mu sync.Mutex
-	// flows holds each person's latest sign-in at each Company, under way or
-	// finished; a Company without one has none. One person's sign-in never
-	// replaces, or answers for, another's.
-	flows map[personCompany]*signInFlow
 }
 
-// signInFlow is one sign-in. Fields above mu are set before it is shared.
+// signInFlow is one sign-in, the latest of a person at a Company
+// (agent.Company.SignIn): one person's sign-in never replaces, or answers
+// for, another's. Fields above mu are set before it is shared.
 type signInFlow struct {
 	id      string // opaque: the MCP requestState and elicitationId
 	kind    string // device, direct or mediated
@@ -121,21 +116,27 @@ func (f *signInFlow) end(status string, granted, missing []string, detail string
 	return true
 }
 
+// Pending reports whether the sign-in waits on the user (agent.SignIn).
+func (f *signInFlow) Pending() bool { return isPending(f) }
+
+// Stop ends a pending sign-in and stops its polling or page (agent.SignIn):
+// the person is being forgotten, or the Server closes.
+func (f *signInFlow) Stop() {
+	if f.end(statusFailed, nil, nil, "The sign-in was stopped (poppy-mcp is shutting down).") {
+		f.close()
+	}
+}
+
 // current returns the latest sign-in of the Company cs is, or nil.
-func (si *signIn) current(cs *companyState) *signInFlow {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	return si.flows[personCompany{cs.user, cs.issuer}]
+func (si *signIn) current(cs *agent.Company) *signInFlow {
+	f, _ := cs.SignIn().(*signInFlow)
+	return f
 }
 
 // replace makes f the sign-in of the Company cs is; one still pending is
 // stopped first.
-func (si *signIn) replace(cs *companyState, f *signInFlow) {
-	si.mu.Lock()
-	key := personCompany{cs.user, cs.issuer}
-	old := si.flows[key]
-	si.flows[key] = f
-	si.mu.Unlock()
+func (si *signIn) replace(cs *agent.Company, f *signInFlow) {
+	old, _ := cs.SetSignIn(f).(*signInFlow)
 	// The same sign-in pictured anew (taken over from another replica) is
 	// not a newer one: its waiters read the new picture.
 	if old != nil && old.id != f.id && old.end(statusFailed, nil, nil, "replaced by a newer sign-in") {
@@ -148,11 +149,11 @@ func (si *signIn) replace(cs *companyState, f *signInFlow) {
 // §4.4: "The new Account Token replaces the old one, which the Personal Agent
 // SHOULD revoke (4.9)"). A failed sign-in leaves the tokens held as they were
 // (§4.4: "A pending or failed sign-in leaves existing tokens unchanged").
-func (si *signIn) finish(ctx context.Context, cs *companyState, sess *auth.Session, f *signInFlow, in *auth.SignIn, err error) {
+func (si *signIn) finish(ctx context.Context, cs *agent.Company, sess *auth.Session, f *signInFlow, in *auth.SignIn, err error) {
 	if err != nil {
 		status, detail := flowFailure(err)
 		if f.end(status, nil, nil, detail) {
-			si.log.InfoContext(ctx, "sign-in ended", "type", f.kind, "issuer", cs.issuer, "status", status, "err", err)
+			si.log.InfoContext(ctx, "sign-in ended", "type", f.kind, "issuer", cs.Issuer(), "status", status, "err", err)
 		}
 		return
 	}
@@ -160,19 +161,19 @@ func (si *signIn) finish(ctx context.Context, cs *companyState, sess *auth.Sessi
 	var held *auth.HoldError
 	if errors.As(sess.Hold(ctx, in), &held) {
 		if held.Keep != nil {
-			si.log.ErrorContext(ctx, "could not keep the Account Token", "issuer", cs.issuer, "err", held.Keep)
+			si.log.ErrorContext(ctx, "could not keep the Account Token", "issuer", cs.Issuer(), "err", held.Keep)
 			detail = "poppy-mcp could not store the Account Token, so later Sessions will start signed out."
 		}
 		if held.Revoke != nil {
-			si.log.WarnContext(ctx, "could not revoke the replaced Account Token", "issuer", cs.issuer, "err", held.Revoke)
+			si.log.WarnContext(ctx, "could not revoke the replaced Account Token", "issuer", cs.Issuer(), "err", held.Revoke)
 		}
 	}
 	si.sessions.saveSignedIn(ctx, cs, sess)
 	// Logged before the flow ends, so whoever reads it complete finds the lines.
-	si.log.InfoContext(ctx, "signed in", "type", f.kind, "issuer", cs.issuer, "scopes", strings.Join(in.Scopes, " "))
+	si.log.InfoContext(ctx, "signed in", "type", f.kind, "issuer", cs.Issuer(), "scopes", strings.Join(in.Scopes, " "))
 	if extra := notRequested(in.Scopes, f.scopes); len(extra) > 0 {
 		// Poppy 0.1 §4.4: "The Company MUST NOT grant scopes beyond those requested and allowed for the type used."
-		si.log.WarnContext(ctx, "the Company granted scopes that were not requested", "issuer", cs.issuer,
+		si.log.WarnContext(ctx, "the Company granted scopes that were not requested", "issuer", cs.Issuer(),
 			"requested", strings.Join(f.scopes, " "), "not_requested", strings.Join(extra, " "))
 	}
 	f.end(statusComplete, in.Scopes, in.Missing, detail)
@@ -249,14 +250,14 @@ func (si *signIn) checkScopes(co *discovery.Company, kind, tool string, scopes [
 // Company, so a Session that only seems signed in (the User disconnected
 // poppy-mcp, §4.9) gets a real sign-in. It returns the result to give, or
 // nil to go on with a new sign-in.
-func (si *signIn) alreadyCovered(ctx context.Context, cs *companyState, sess *auth.Session, domain string, scopes []string) *mcp.CallToolResult {
+func (si *signIn) alreadyCovered(ctx context.Context, cs *agent.Company, sess *auth.Session, domain string, scopes []string) *mcp.CallToolResult {
 	before := sess.Info()
 	err := sess.SignInHeld(ctx, scopes)
 	switch {
 	case errors.Is(err, auth.ErrNoAccountToken):
 		return nil // a new sign-in follows
 	case errors.Is(err, auth.ErrAccountTokenRefused):
-		si.log.InfoContext(ctx, "the held Account Token was refused", "issuer", cs.issuer)
+		si.log.InfoContext(ctx, "the held Account Token was refused", "issuer", cs.Issuer())
 		return nil
 	case err != nil:
 		return si.sessions.failure(ctx, domain, err)
@@ -278,7 +279,7 @@ func (si *signIn) alreadyCovered(ctx context.Context, cs *companyState, sess *au
 // the Session is the Company's, the endpoints the domain's), and the scopes
 // asked for.
 type signInStart struct {
-	cs     *companyState
+	cs     *agent.Company
 	co     *discovery.Company
 	sess   *auth.Session
 	scopes []string
@@ -290,10 +291,11 @@ type signInStart struct {
 // makes a new sign-in needless. done is the result to give at once, if any.
 func (si *signIn) begin(ctx context.Context, req mcp.CallToolRequest, args signInArgs, kind, tool string) (start *signInStart, done *mcp.CallToolResult) {
 	domain := args.Domain
-	cs, co, sess, err := si.sessions.session(ctx, domain, false)
+	r, err := si.sessions.session(ctx, domain, false)
 	if err != nil {
 		return nil, si.sessions.failure(ctx, domain, err)
 	}
+	cs, co, sess := r.cs, r.co, r.sess
 	if f, action := si.elicited(req, cs); f != nil {
 		// Declined or not answered: the result is the one without
 		// elicitation, the link and any code with it.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/agent"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
@@ -47,9 +48,9 @@ func (si *signIn) device(ctx context.Context, req mcp.CallToolRequest, args sign
 	}
 	f := newFlow("device", domain, scopes)
 	f.device, f.expires = d, d.ExpiresAt
-	kept := &auth.DeviceFlow{ID: f.id, Issuer: cs.issuer, Domain: domain, Device: d, Interval: d.Interval, Status: statusPending,
-		Owner: ownerOf(cs.person)}
-	l, err := si.lease(detach(ctx), cs.store, kept) // its log lines name the person and the request
+	kept := &auth.DeviceFlow{ID: f.id, Issuer: cs.Issuer(), Domain: domain, Device: d, Interval: d.Interval, Status: statusPending,
+		Owner: ownerOf(cs.Person().User())}
+	l, err := si.lease(detach(ctx), cs.Store(), kept) // its log lines name the person and the request
 	if err != nil {
 		return si.sessions.failure(ctx, domain, err)
 	}
@@ -57,14 +58,14 @@ func (si *signIn) device(ctx context.Context, req mcp.CallToolRequest, args sign
 	si.replace(cs, f) // before it is announced, so this replica knows it as its own
 	si.keep(ctx, cs, kept)
 	si.poll(cs, sess, f, kept, l)
-	si.log.InfoContext(ctx, "device sign-in started", "issuer", cs.issuer, "scopes", strings.Join(scopes, " "))
+	si.log.InfoContext(ctx, "device sign-in started", "issuer", cs.Issuer(), "scopes", strings.Join(scopes, " "))
 	return si.offerDevice(ctx, cs, f)
 }
 
 // offerDevice is the result for a pending device sign-in: URL-mode
 // elicitation of the verification URL where the client supports it, else
 // the fields for the model to show.
-func (si *signIn) offerDevice(ctx context.Context, cs *companyState, f *signInFlow) *mcp.CallToolResult {
+func (si *signIn) offerDevice(ctx context.Context, cs *agent.Company, f *signInFlow) *mcp.CallToolResult {
 	if elicitsURL(ctx) && isPending(f) {
 		u := f.device.VerificationURIComplete
 		if u == "" {
@@ -108,10 +109,10 @@ func (si *signIn) lease(base context.Context, st *store.Store, kept *auth.Device
 // sign-in's polling stops here unfinished (the lease lost, or poppy-mcp
 // shutting down), it stays pending in the store and another replica takes
 // it over (takeOver).
-func (si *signIn) poll(cs *companyState, sess *auth.Session, f *signInFlow, kept *auth.DeviceFlow, l *leasedPoll) {
+func (si *signIn) poll(cs *agent.Company, sess *auth.Session, f *signInFlow, kept *auth.DeviceFlow, l *leasedPoll) {
 	si.replace(cs, f) // nothing when f is the Company's sign-in already
-	st := cs.store
-	started := si.bg.Go(func(bg context.Context) {
+	st := cs.Store()
+	started := cs.Person().Go(func(bg context.Context) { // forgetting the person or Close stops it
 		defer l.release()
 		defer si.metrics.SigningIn()()
 		stop := context.AfterFunc(bg, l.cancel) // Close stops polling
@@ -123,7 +124,7 @@ func (si *signIn) poll(cs *companyState, sess *auth.Session, f *signInFlow, kept
 		} else if in, err = sess.PollDeviceFlow(l.ctx, st, kept); err != nil && l.ctx.Err() != nil {
 			// Stopped unfinished: replaced by a newer sign-in (ended
 			// already), or left pending in the store for another replica.
-			si.log.InfoContext(l.ctx, "device sign-in polling stopped here", "issuer", cs.issuer, "err", err)
+			si.log.InfoContext(l.ctx, "device sign-in polling stopped here", "issuer", cs.Issuer(), "err", err)
 			return
 		}
 		// The outcome is kept even while shutting down, so it is not lost.

@@ -28,6 +28,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/agent"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/pages"
@@ -80,7 +81,7 @@ func (si *signIn) direct(ctx context.Context, req mcp.CallToolRequest, args sign
 	f.direct, f.expires, f.callback = d, d.Started.Add(directTTL), ds.callback
 	f.page, f.close = si.pages.OpenForUser(mcpauth.KeyFrom(ctx), ds.start, directTTL)
 	si.replace(cs, f)
-	si.log.InfoContext(ctx, "direct sign-in started", "issuer", cs.issuer, "scopes", strings.Join(scopes, " "))
+	si.log.InfoContext(ctx, "direct sign-in started", "issuer", cs.Issuer(), "scopes", strings.Join(scopes, " "))
 	if elicitsURL(ctx) {
 		return si.elicitURL(ctx, cs, f, f.page, "Sign in to "+whereTo(start.co, "")+" on its own page, to let your assistant use your account.")
 	}
@@ -98,7 +99,7 @@ func randomToken() string {
 // concurrent use: callbacks are taken one at a time.
 type directSignIn struct {
 	si      *signIn
-	cs      *companyState
+	cs      *agent.Company
 	sess    *auth.Session
 	f       *signInFlow
 	d       *auth.DirectSignIn
@@ -158,11 +159,11 @@ func (ds *directSignIn) callback(w http.ResponseWriter, r *http.Request) {
 		pages.Message(w, http.StatusGone, "Sign-in finished", "This sign-in has finished. Return to your assistant.")
 		return
 	}
-	ctx := ds.cs.withPerson(context.WithoutCancel(r.Context())) // a browser that leaves does not stop the exchange
+	ctx := ds.cs.Person().WithPerson(context.WithoutCancel(r.Context())) // a browser that leaves does not stop the exchange
 	in, err := ds.sess.FinishDirect(ctx, ds.d, r.URL.Query())
 	if err != nil && !errors.Is(err, auth.ErrAccessDenied) && !errors.Is(err, auth.ErrAccountMismatch) {
 		ds.failed++
-		ds.si.log.InfoContext(ctx, "direct sign-in: a callback could not be used", "issuer", ds.cs.issuer, "err", err)
+		ds.si.log.InfoContext(ctx, "direct sign-in: a callback could not be used", "issuer", ds.cs.Issuer(), "err", err)
 		if ds.failed < maxDirectCallbacks {
 			ds.f.note("A return from the Company's page could not be used (" + callbackTrouble(err) + "); still waiting for the user.")
 			pages.Message(w, http.StatusBadRequest, "Sign-in not finished",
@@ -234,11 +235,12 @@ func (si *signIn) directFlow(state string) *signInFlow {
 	if state == "" {
 		return nil
 	}
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	for _, f := range si.flows {
-		if f.direct != nil && isPending(f) && subtle.ConstantTimeCompare([]byte(f.direct.State), []byte(state)) == 1 {
-			return f
+	for _, p := range si.sessions.people.all() {
+		for _, cs := range p.Companies() {
+			f := si.current(cs)
+			if f != nil && f.direct != nil && isPending(f) && subtle.ConstantTimeCompare([]byte(f.direct.State), []byte(state)) == 1 {
+				return f
+			}
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/agent"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/store"
@@ -24,21 +25,21 @@ const takeOverEvery = 2 * time.Second
 
 // keep saves a sign-in as it is now, in the store view of cs's person;
 // without a store, the sign-in still works through this replica alone.
-func (si *signIn) keep(ctx context.Context, cs *companyState, kept *auth.DeviceFlow) {
-	if cs.store == nil {
+func (si *signIn) keep(ctx context.Context, cs *agent.Company, kept *auth.DeviceFlow) {
+	if cs.Store() == nil {
 		return
 	}
-	if err := auth.SaveDeviceFlow(ctx, cs.store, kept); err != nil {
+	if err := auth.SaveDeviceFlow(ctx, cs.Store(), kept); err != nil {
 		si.log.WarnContext(ctx, "could not keep the device sign-in in the store: only this replica can finish it", "issuer", kept.Issuer, "err", err)
 	}
 }
 
 // keepOutcome saves how f ended, unless a newer sign-in replaced it.
-func (si *signIn) keepOutcome(ctx context.Context, cs *companyState, f *signInFlow, kept *auth.DeviceFlow) {
-	if cs.store == nil {
+func (si *signIn) keepOutcome(ctx context.Context, cs *agent.Company, f *signInFlow, kept *auth.DeviceFlow) {
+	if cs.Store() == nil {
 		return
 	}
-	if now, err := auth.LoadDeviceFlow(ctx, cs.store, kept.Issuer); err == nil && now.ID != kept.ID {
+	if now, err := auth.LoadDeviceFlow(ctx, cs.Store(), kept.Issuer); err == nil && now.ID != kept.ID {
 		return
 	}
 	kept.Status, kept.Granted, kept.Missing, kept.Detail = f.state()
@@ -86,13 +87,13 @@ func fromKept(kept *auth.DeviceFlow) *signInFlow {
 // kept one: started through another replica, or finished there. A sign-in
 // that completed elsewhere signs this replica's Session in with the
 // Account Token the store now holds.
-func (si *signIn) latest(ctx context.Context, cs *companyState) *signInFlow {
+func (si *signIn) latest(ctx context.Context, cs *agent.Company) *signInFlow {
 	f := si.current(cs)
-	st := cs.store
+	st := cs.Store()
 	if st == nil || f != nil && f.kind != "device" {
 		return f // direct and mediated sign-ins live on the replica whose page they use
 	}
-	kept, err := auth.LoadDeviceFlow(ctx, st, cs.issuer)
+	kept, err := auth.LoadDeviceFlow(ctx, st, cs.Issuer())
 	if err != nil {
 		return f
 	}
@@ -116,17 +117,17 @@ func (si *signIn) latest(ctx context.Context, cs *companyState) *signInFlow {
 
 // adopt signs this replica's Session in with the Account Token a sign-in
 // finished on another replica left in the store (auth.Session.SignInHeld).
-func (si *signIn) adopt(ctx context.Context, cs *companyState, kept *auth.DeviceFlow) {
-	ctx = cs.withPerson(ctx) // the Session of cs's person, whoever's work this is
-	_, _, sess, err := si.sessions.session(ctx, kept.Domain, false)
+func (si *signIn) adopt(ctx context.Context, cs *agent.Company, kept *auth.DeviceFlow) {
+	ctx = cs.Person().WithPerson(ctx) // the Session of cs's person, whoever's work this is
+	r, err := si.sessions.session(ctx, kept.Domain, false)
 	if err == nil {
-		err = sess.SignInHeld(ctx, kept.Device.Scopes)
+		err = r.sess.SignInHeld(ctx, kept.Device.Scopes)
 	}
 	if err != nil {
-		si.log.WarnContext(ctx, "could not sign in with the Account Token another replica obtained", "issuer", cs.issuer, "err", err)
+		si.log.WarnContext(ctx, "could not sign in with the Account Token another replica obtained", "issuer", cs.Issuer(), "err", err)
 		return
 	}
-	si.sessions.saveSignedIn(ctx, cs, sess)
+	si.sessions.saveSignedIn(ctx, cs, r.sess)
 }
 
 // takeOver polls, until ctx ends, the kept device sign-ins that no replica
@@ -134,28 +135,21 @@ func (si *signIn) adopt(ctx context.Context, cs *companyState, kept *auth.Device
 // earlier run of poppy-mcp, for any person. It runs on the Server's
 // background.
 func (si *signIn) takeOver(ctx context.Context) {
-	t := time.NewTicker(takeOverEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, takeOverEvery, func() {
 		users, err := auth.DeviceFlowHolders(ctx, si.sessions.store) // one query, however many people
 		if err != nil {
 			si.log.Debug("could not list the people with kept device sign-ins", "err", err)
-			continue
+			return
 		}
 		for _, key := range users {
 			si.takeOverFor(ctx, key)
 		}
-	}
+	})
 }
 
 // takeOverFor takes over the kept device sign-ins of the local user key.
 func (si *signIn) takeOverFor(ctx context.Context, key string) {
-	st := si.sessions.storeFor(key)
+	st := si.sessions.store.ForUser(key)
 	flows, err := auth.DeviceFlows(ctx, st)
 	if err != nil {
 		si.log.Debug("could not list the kept device sign-ins", "err", err)
@@ -182,8 +176,8 @@ func (si *signIn) takeOne(ctx context.Context, st *store.Store, kept *auth.Devic
 		}
 		return
 	}
-	cs, _, sess, err := si.sessions.session(ctx, kept.Domain, false)
-	if err == nil && cs.store.User() != st.User() {
+	r, err := si.sessions.session(ctx, kept.Domain, false)
+	if err == nil && r.cs.Store().User() != st.User() {
 		err = errors.New("tools: the sign-in's person and Session differ")
 	}
 	if err != nil {
@@ -195,13 +189,13 @@ func (si *signIn) takeOne(ctx context.Context, st *store.Store, kept *auth.Devic
 	f := fromKept(kept) // in place of this replica's picture of it, if any: the same sign-in
 	f.close = l.cancel
 	si.log.InfoContext(ctx, "taking over a device sign-in no replica polls", "issuer", kept.Issuer)
-	si.poll(cs, sess, f, kept, l)
+	si.poll(r.cs, r.sess, f, kept, l)
 }
 
 // listen returns a channel that receives when a kept sign-in of the
 // Company cs is changes (auth.SignInChannel), until ctx ends; nil (never
 // ready) without a store or when the store cannot listen.
-func (si *signIn) listen(ctx context.Context, cs *companyState) <-chan struct{} {
+func (si *signIn) listen(ctx context.Context, cs *agent.Company) <-chan struct{} {
 	st := si.sessions.store
 	if st == nil {
 		return nil
@@ -210,7 +204,7 @@ func (si *signIn) listen(ctx context.Context, cs *companyState) <-chan struct{} 
 	if err != nil {
 		return nil
 	}
-	key := auth.FlowKey(cs.store, cs.issuer)
+	key := auth.FlowKey(cs.Store(), cs.Issuer())
 	changed := make(chan struct{}, 1)
 	go func() {
 		for p := range notes {
@@ -239,9 +233,11 @@ func (si *signIn) follow(ctx context.Context) {
 		return
 	}
 	for key := range notes {
-		for _, cs := range si.sessions.all() {
-			if auth.FlowKey(cs.store, cs.issuer) == key && cs.current() != nil {
-				si.latest(cs.withPerson(ctx), cs)
+		for _, p := range si.sessions.people.all() {
+			for _, cs := range p.Companies() {
+				if auth.FlowKey(cs.Store(), cs.Issuer()) == key && cs.Session() != nil {
+					si.latest(p.WithPerson(ctx), cs)
+				}
 			}
 		}
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/agent"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
@@ -70,7 +71,7 @@ func (si *signIn) mediated(ctx context.Context, req mcp.CallToolRequest, args si
 	// user must see where, not only the name the Company gives itself.
 	f.note("The page asks for what " + whereTo(co, m.Endpoint) + " wants and sends it only to " + mp.endpoint + ", never to you.")
 	si.replace(cs, f)
-	si.log.InfoContext(ctx, "mediated sign-in page opened", "issuer", cs.issuer)
+	si.log.InfoContext(ctx, "mediated sign-in page opened", "issuer", cs.Issuer())
 	if elicitsURL(ctx) {
 		return si.elicitURL(ctx, cs, f, url, "Sign in to "+whereTo(co, m.Endpoint)+" on this page of poppy-mcp's own: what you type goes only to "+
 			mp.endpoint+", never to your assistant.")
@@ -119,7 +120,7 @@ func hostOf(raw string) string {
 // concurrent use: posts are taken one at a time.
 type mediatedPage struct {
 	si     *signIn
-	cs     *companyState
+	cs     *agent.Company
 	sess   *auth.Session
 	at     *auth.Site // the Session at the domain whose auth.mediated.endpoint takes the credentials
 	f      *signInFlow
@@ -154,7 +155,7 @@ func (p *mediatedPage) serve(w http.ResponseWriter, r *http.Request, done func()
 	// A browser that leaves (a closed tab, a second click) does not cancel
 	// the Company's request: the credentials or code it took may already
 	// have signed the user in. auth bounds each request (30 s).
-	ctx := p.cs.withPerson(context.WithoutCancel(r.Context()))
+	ctx := p.cs.Person().WithPerson(context.WithoutCancel(r.Context()))
 	var st *auth.MediatedStep
 	var err error
 	if p.step == nil {
@@ -179,7 +180,7 @@ func (p *mediatedPage) credentials(r *http.Request) map[string]auth.Secret {
 
 // outcome shows the Company's answer and ends the flow when it is final.
 func (p *mediatedPage) outcome(w http.ResponseWriter, r *http.Request, st *auth.MediatedStep, err error, done func()) {
-	ctx := p.cs.withPerson(context.WithoutCancel(r.Context()))
+	ctx := p.cs.Person().WithPerson(context.WithoutCancel(r.Context()))
 	var wait *auth.RetryAfterError
 	switch {
 	case errors.As(err, &wait):

@@ -11,7 +11,6 @@ import (
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
-	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 )
 
 // signInNeededResult is the structured content of a result that asks for a
@@ -70,8 +69,8 @@ func (si *signIn) advice(ctx context.Context, domain, code string, scopes []stri
 	default:
 		res.Next = fmt.Sprintf("Call %s with domain %s and the scopes of %s, then call this tool again.", res.Tool, domain, list)
 	}
-	if cs := si.sessions.known(mcpauth.KeyFrom(ctx), domain); cs != nil {
-		res.Notice = cs.takeNotice() // why a Session that was signed in is not any more
+	if cs := si.sessions.known(ctx, domain); cs != nil {
+		res.Notice = takeNotice(cs) // why a Session that was signed in is not any more
 	}
 	si.log.InfoContext(ctx, "sign-in needed", "domain", domain, "code", code, "scopes", list)
 	if res.Notice != "" {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/poppy-mcp/poppy-mcp/agent"
 )
 
 // maxWait bounds wait_seconds, below the call timeouts MCP clients use.
@@ -85,10 +87,8 @@ func (si *signIn) status(ctx context.Context, req mcp.CallToolRequest, args sign
 }
 
 // noSignIn answers sign_in_status before any sign-in.
-func (si *signIn) noSignIn(ctx context.Context, cs *companyState, domain string) *mcp.CallToolResult {
-	cs.mu.Lock()
-	sess := cs.session
-	cs.mu.Unlock()
+func (si *signIn) noSignIn(ctx context.Context, cs *agent.Company, domain string) *mcp.CallToolResult {
+	sess := cs.Session()
 	if sess != nil && sess.Info().SignedIn {
 		info := sess.Info()
 		return result(statusResult{Domain: domain, Status: statusComplete, SignedIn: true, Scopes: info.Scopes, Missing: []string{},
@@ -104,7 +104,7 @@ func (si *signIn) noSignIn(ctx context.Context, cs *companyState, domain string)
 // read again from the store when that replica announces a change, and each
 // second in case an announcement was lost. It returns the sign-in as it is
 // then (a newer one, if one replaced f elsewhere).
-func (si *signIn) waitFlow(ctx context.Context, req mcp.CallToolRequest, cs *companyState, f *signInFlow, wait time.Duration) *signInFlow {
+func (si *signIn) waitFlow(ctx context.Context, req mcp.CallToolRequest, cs *agent.Company, f *signInFlow, wait time.Duration) *signInFlow {
 	var token mcp.ProgressToken
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
@@ -141,19 +141,17 @@ func (si *signIn) waitFlow(ctx context.Context, req mcp.CallToolRequest, cs *com
 
 // flowResult is the result of a sign-in tool for f; elicited is the
 // client's answer to a URL elicitation, if one was made.
-func (si *signIn) flowResult(cs *companyState, f *signInFlow, elicited string) *mcp.CallToolResult {
+func (si *signIn) flowResult(cs *agent.Company, f *signInFlow, elicited string) *mcp.CallToolResult {
 	if isPending(f) && !f.expires.IsZero() && !si.now().Before(f.expires) && f.end(statusExpired, nil, nil, "The sign-in expired before the user finished it.") {
 		f.close()
 	}
 	status, granted, missing, detail := f.state()
 	res := statusResult{Domain: f.domain, Type: f.kind, Status: status, Scopes: granted, Requested: f.scopes,
-		Missing: missing, Elicitation: elicited, Detail: detail, Notice: cs.takeNotice()}
-	cs.mu.Lock()
-	if cs.session != nil {
-		info := cs.session.Info()
+		Missing: missing, Elicitation: elicited, Detail: detail, Notice: takeNotice(cs)}
+	if sess := cs.Session(); sess != nil {
+		info := sess.Info()
 		res.SignedIn, res.SessionID = info.SignedIn, info.ID
 	}
-	cs.mu.Unlock()
 	if res.Scopes == nil {
 		res.Scopes = []string{}
 	}
@@ -258,7 +256,7 @@ func elicitsURL(ctx context.Context) bool {
 // client is asked here, with elicitation/create: whatever it answers, an
 // error included, the result is the normal one (flowResult), so the model
 // still gets the code and the link.
-func (si *signIn) elicitURL(ctx context.Context, cs *companyState, f *signInFlow, url, message string) *mcp.CallToolResult {
+func (si *signIn) elicitURL(ctx context.Context, cs *agent.Company, f *signInFlow, url, message string) *mcp.CallToolResult {
 	params := mcp.ElicitationParams{Mode: mcp.ElicitationModeURL, Message: message, ElicitationID: f.id, URL: url}
 	if mcp.IsModernProtocol(server.RequestProtocolVersion(ctx)) {
 		return server.NewInputRequestBuilder(f.id).Elicit("sign_in", params).ToolResult()
@@ -278,7 +276,7 @@ func (si *signIn) elicitURL(ctx context.Context, cs *companyState, f *signInFlow
 
 // elicited returns the flow a retried call answers, and the client's
 // action, when the call carries the requestState of cs's current flow.
-func (si *signIn) elicited(req mcp.CallToolRequest, cs *companyState) (*signInFlow, string) {
+func (si *signIn) elicited(req mcp.CallToolRequest, cs *agent.Company) (*signInFlow, string) {
 	state := req.Params.RequestState
 	f := si.current(cs)
 	if state == "" || f == nil || f.id != state {
