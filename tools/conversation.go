@@ -161,8 +161,12 @@ type messageContext struct {
 	TimeZone      string `json:"time_zone,omitempty" jsonschema:"IANA time zone, e.g. America/Los_Angeles"`
 	UserAvailable *bool  `json:"user_available,omitempty" jsonschema:"Whether the user can answer questions now"`
 	// other holds the facts the schema does not name, by name.
-	other map[string]json.RawMessage
+	other rawFields
 }
+
+// rawFields are JSON object members by name, as given
+// (conversation.Context.Other).
+type rawFields = map[string]json.RawMessage
 
 func (c *messageContext) UnmarshalJSON(b []byte) error {
 	type named messageContext // without this method

@@ -81,10 +81,8 @@ func (e *evictHarness) settle() (int, uint64) {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	var b bytes.Buffer
-	_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
 	n := 0
-	for _, g := range strings.Split(b.String(), "\n\n") {
+	for _, g := range strings.Split(goroutines(), "\n\n") {
 		if strings.HasPrefix(g, "goroutine ") && !connection.MatchString(g) {
 			n++
 		}
@@ -125,9 +123,7 @@ func TestIdlePersonForgotten(t *testing.T) {
 	}
 	g1, heap1 := e.settleTo(g0)
 	if g1 > g0 {
-		var b bytes.Buffer
-		_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
-		t.Fatalf("%d goroutines after dana was forgotten, %d before she came:\n%s", g1, g0, b.String())
+		t.Fatalf("%d goroutines after dana was forgotten, %d before she came:\n%s", g1, g0, goroutines())
 	}
 	if grew := int64(heap1) - int64(heap0); grew > 256<<10 {
 		t.Errorf("the heap grew by %d bytes after dana was forgotten, want what she held given back", grew)
@@ -140,6 +136,13 @@ func TestIdlePersonForgotten(t *testing.T) {
 	if _, got := call(t, cs, "start_session", map[string]any{"domain": "example.com"}); got["session_id"] != id {
 		t.Errorf("session_id %v after coming back, want the one kept in the store, %s", got["session_id"], id)
 	}
+}
+
+// goroutines is every goroutine's stack.
+func goroutines() string {
+	var b bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+	return b.String()
 }
 
 // settleTo settles until at most want goroutines are left, for up to a

@@ -193,7 +193,7 @@ func (rs *relays) newRelay(p *agent.Person, co *discovery.Company, api discovery
 
 // relayMeta is the _meta of a relayed result of the Company at domain.
 func relayMeta(domain string) map[string]any {
-	return map[string]any{relayMetaKey: map[string]any{"domain": domain}}
+	return object{relayMetaKey: object{"domain": domain}}
 }
 
 // firstSync lists the relayed tools, waiting at most relaySyncWait; a relay

@@ -121,7 +121,7 @@ type Server struct {
 	version     string // Options.Version
 	// builtinNames are the built-in tools' names: the only tool names that
 	// are metrics labels (metrics.go).
-	builtinNames map[string]bool
+	builtinNames nameSet
 
 	companies *companies      // discovery: each domain's documents (discover.go)
 	sessions  *sessions       // each Company's state and Session, by issuer (sessions.go)
@@ -136,6 +136,9 @@ type Server struct {
 	people    *people         // each person's state and MCP server (people.go)
 }
 
+// nameSet is a set of names.
+type nameSet map[string]bool
+
 // New builds the MCP server with every tool registered. disc fetches and
 // checks Companies; it is required.
 func New(disc *discovery.Client, opts *Options) *Server {
@@ -149,7 +152,7 @@ func New(disc *discovery.Client, opts *Options) *Server {
 	if o.Version == "" {
 		o.Version = Version
 	}
-	s := &Server{bg: newBackground(), callTimeout: o.CallTimeout, metrics: o.Metrics, version: o.Version, builtinNames: map[string]bool{},
+	s := &Server{bg: newBackground(), callTimeout: o.CallTimeout, metrics: o.Metrics, version: o.Version, builtinNames: nameSet{},
 		policy: policy{toolsets: o.Toolsets, readOnly: o.ReadOnly}}
 	base := slog.Handler(slog.DiscardHandler)
 	if o.Logger != nil {

@@ -60,10 +60,13 @@ type toolEntry struct {
 	effect effect
 }
 
+// toolEntries are built-in tools' groups and effects, by tool name.
+type toolEntries map[string]toolEntry
+
 // toolTable is every built-in tool's group and effect. A built-in tool
 // missing from it is a mistake New panics on, which every test finds.
-func toolTable() map[string]toolEntry {
-	return map[string]toolEntry{
+func toolTable() toolEntries {
+	return toolEntries{
 		"discover_company": {groupDiscovery, reads},
 		"start_session":    {groupDiscovery, reads},
 
@@ -92,7 +95,7 @@ func toolTable() map[string]toolEntry {
 // Toolsets are the tool groups a Server serves (Options.Toolsets), as
 // ParseToolsets reads them. The zero value serves every group.
 type Toolsets struct {
-	on map[string]bool // nil: every group
+	on nameSet // the groups on; nil: every group
 }
 
 // ParseToolsets reads a comma-separated list of tool groups (serve
@@ -100,7 +103,7 @@ type Toolsets struct {
 // relay, web, or all. discovery is always on; an empty list is all. An
 // unknown name is an error that names the known ones.
 func ParseToolsets(list string) (Toolsets, error) {
-	on, all := map[string]bool{}, false
+	on, all := nameSet{}, false
 	for _, name := range strings.Split(list, ",") {
 		switch name = strings.ToLower(strings.TrimSpace(name)); {
 		case name == "":

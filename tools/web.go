@@ -289,6 +289,12 @@ func (web *website) browse(ctx context.Context, _ mcp.CallToolRequest, args brow
 		msg := strings.ReplaceAll(err.Error(), open, target) // the join page's URL is not for the model
 		return failure(map[string]string{"error": "browser_failed"}, "poppy-mcp's browser could not open %s: %s. Try again later.", target, msg)
 	}
+	return web.pageRead(co, target, endpoint, res, page)
+}
+
+// pageRead is browse_page's result for the page the browser read at
+// target, joined through endpoint ("" when the Company has none).
+func (web *website) pageRead(co *discovery.Company, target, endpoint string, res *pageResult, page *browser.Page) *mcp.CallToolResult {
 	// The page's title and text are the Company's words: nothing hidden in them.
 	res.URL, res.Title, res.Text, res.Truncated = page.URL, untrusted.Text(page.Title, 300), untrusted.Display(page.Text, 0), page.Truncated
 	if endpoint != "" && strings.HasPrefix(page.URL, endpoint) {
