@@ -12,15 +12,6 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
-// SignIn is a sign-in of the person at a Company, under way or finished,
-// as the MCP layer keeps it.
-type SignIn interface {
-	// Pending reports whether it still waits on the user.
-	Pending() bool
-	// Stop ends it (its polling, its page) if it is still under way.
-	Stop()
-}
-
 // Relay is a connection of the person to one of the Company's MCP servers.
 type Relay interface{ Close() error }
 
@@ -39,7 +30,6 @@ type Company struct {
 	mu       sync.Mutex
 	sites    map[string]*discovery.Company // each domain's documents, by site key
 	hooked   map[string]*auth.Session      // by site key: the Session whose hooks ran for the domain
-	signIn   SignIn                        // the latest sign-in; nil before the first
 	trackers map[conversation.Owner]*conversation.Tracker
 	relays   map[string]Relay // by the MCP layer's key: prefix and URL
 	closed   bool             // the Person closed: nothing more is kept
@@ -96,20 +86,8 @@ func (c *Company) DueHooks(sess *auth.Session) []*discovery.Company {
 	return due
 }
 
-// SignIn returns the latest sign-in, or nil.
-func (c *Company) SignIn() SignIn {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.signIn
-}
-
-// SetSignIn makes f the latest sign-in and returns the one it replaces.
-func (c *Company) SetSignIn(f SignIn) (old SignIn) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	old, c.signIn = c.signIn, f
-	return old
-}
+// SignIn returns the person's latest sign-in at the Company, or nil.
+func (c *Company) SignIn() *auth.Flow { return c.person.signIns.Current(c.issuer) }
 
 // Tracker returns the Tracker of owner's conversations, sending through
 // cl and keeping what it tracks in the person's store. Calls on one
@@ -150,16 +128,13 @@ func (c *Company) KeepRelay(key string, r Relay) (kept Relay, ok bool) {
 	return r, true
 }
 
-// close stops the sign-in under way and closes the relays.
+// close closes the relays.
 func (c *Company) close() {
 	c.mu.Lock()
-	f, relays := c.signIn, slices.Collect(maps.Values(c.relays))
+	relays := slices.Collect(maps.Values(c.relays))
 	c.closed = true
 	c.relays, c.trackers = map[string]Relay{}, map[conversation.Owner]*conversation.Tracker{}
 	c.mu.Unlock()
-	if f != nil {
-		f.Stop()
-	}
 	for _, r := range relays {
 		_ = r.Close()
 	}

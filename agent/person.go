@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"maps"
 	"slices"
@@ -31,8 +32,22 @@ type Options struct {
 	// Logger receives what the Person's Sessions could not save or
 	// claim. Nil discards it.
 	Logger *slog.Logger
-	// Now is the clock of the Person's activity (Idle). Nil: time.Now.
+	// Now is the clock of the Person's activity (IdleSince) and of their
+	// sign-ins. Nil: time.Now.
 	Now func() time.Time
+	// Open returns the Session of the person ctx acts for with the Company
+	// through domain, starting one when needed: the MCP layer's, which
+	// discovers the Company. The person's sign-ins use it to adopt a
+	// sign-in another replica finished and to poll one taken over. Nil:
+	// they do neither.
+	Open func(ctx context.Context, domain string) (*auth.Session, error)
+	// Detach returns a context for work that outlives the request of ctx
+	// (device polling) and keeps what its log lines need. Nil:
+	// context.WithoutCancel.
+	Detach func(ctx context.Context) context.Context
+	// SigningIn runs as a device sign-in's polling starts, and the
+	// function it returns as it stops (metrics). Nil: nothing.
+	SigningIn func() (done func())
 }
 
 // Person is everything poppy-mcp holds in memory for one local user. It is
@@ -43,6 +58,7 @@ type Person struct {
 	store    *store.Store // the person's view; nil without a store
 	agent    *auth.Agent  // the person's view; nil without an identity
 	sessions *auth.Sessions
+	signIns  *auth.SignIns
 	spawn    func(f func(context.Context)) bool
 	now      func() time.Time
 
@@ -84,7 +100,45 @@ func New(user mcpauth.User, opts *Options) *Person {
 		p.sessions = auth.NewSessions(p.agent, p.store, o.Logger)
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.signIns = auth.NewSignIns(p.sessions, p.store, p.signInOptions(&o))
 	return p
+}
+
+// signInOptions are the options of the person's sign-ins.
+func (p *Person) signInOptions(o *Options) *auth.SignInsOptions {
+	so := &auth.SignInsOptions{Go: p.Go, Detach: o.Detach, Owner: OwnerOf(p.user), SigningIn: o.SigningIn, Logger: o.Logger, Now: o.Now}
+	if o.Open != nil {
+		so.Open = func(ctx context.Context, domain string) (*auth.Session, error) {
+			return o.Open(p.WithPerson(ctx), domain)
+		}
+	}
+	return so
+}
+
+// OwnerOf is what a kept sign-in records of the person it is for
+// (auth.DeviceFlow.Owner), so that a replica taking it over acts for that
+// person: the person's (issuer, sub) as JSON, kept encrypted with the rest
+// of the sign-in; "" for the one person of a single-user deployment.
+func OwnerOf(person mcpauth.User) string {
+	if person.IsZero() {
+		return ""
+	}
+	b, _ := json.Marshal([2]string{person.Issuer, person.Subject})
+	return string(b)
+}
+
+// OwnerContext returns ctx acting for the person a kept sign-in of the
+// local user key is for, and whether that person is known and is key's.
+func OwnerContext(ctx context.Context, key string, kept *auth.DeviceFlow) (context.Context, bool) {
+	if key == "" {
+		return ctx, kept.Owner == ""
+	}
+	var pair [2]string
+	if json.Unmarshal([]byte(kept.Owner), &pair) != nil {
+		return ctx, false
+	}
+	person := mcpauth.User{Issuer: pair[0], Subject: pair[1]}
+	return mcpauth.WithUser(ctx, person), person.Key() == key
 }
 
 // User returns the person; the zero User in a single-user deployment.
@@ -102,6 +156,9 @@ func (p *Person) Agent() *auth.Agent { return p.agent }
 // Sessions returns the person's Sessions; nil without an identity or a
 // store.
 func (p *Person) Sessions() *auth.Sessions { return p.sessions }
+
+// SignIns returns the person's sign-ins.
+func (p *Person) SignIns() *auth.SignIns { return p.signIns }
 
 // WithPerson returns ctx acting for the person (mcpauth.WithUser), for
 // what is done or logged for them outside one of their requests.
@@ -162,15 +219,9 @@ func (p *Person) Begin() (end func()) {
 func (p *Person) IdleSince() (since time.Time, ok bool) {
 	p.mu.Lock()
 	busy, since := p.busy, p.lastUsed
-	companies := slices.Collect(maps.Values(p.companies))
 	p.mu.Unlock()
-	if busy > 0 {
+	if busy > 0 || p.signIns.Pending() {
 		return time.Time{}, false
-	}
-	for _, c := range companies {
-		if f := c.SignIn(); f != nil && f.Pending() {
-			return time.Time{}, false
-		}
 	}
 	return since, true
 }
@@ -212,6 +263,7 @@ func (p *Person) Close() {
 	p.mu.Unlock()
 	p.cancel()
 	p.wg.Wait()
+	p.signIns.Close()
 	for _, c := range companies {
 		c.close()
 	}

@@ -5,13 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 )
-
-type testSignIn struct{ pending, stopped bool }
-
-func (s *testSignIn) Pending() bool { return s.pending }
-func (s *testSignIn) Stop()         { s.stopped, s.pending = true, false }
 
 type testRelay struct{ closed bool }
 
@@ -32,10 +28,14 @@ func TestPersonIdle(t *testing.T) {
 	if since, idle := p.IdleSince(); !idle || !since.Equal(now) {
 		t.Fatalf("IdleSince = %v, %v; want %v, true", since, idle, now)
 	}
-	f := &testSignIn{pending: true}
-	p.Company("https://auth.example").SetSignIn(f)
+	f := auth.NewFlow(auth.KindMediated, "example.com", []string{"poppy:read"}, nil)
+	p.SignIns().Replace("https://auth.example", f)
 	if _, idle := p.IdleSince(); idle {
 		t.Fatal("idle with a sign-in pending")
+	}
+	f.End(auth.FlowDenied, nil, nil, "")
+	if _, idle := p.IdleSince(); !idle {
+		t.Fatal("not idle once the sign-in ended")
 	}
 }
 
@@ -49,8 +49,9 @@ func TestPersonClose(t *testing.T) {
 		t.Fatal("Go refused before Close")
 	}
 	c := p.Company("https://auth.example")
-	f, r := &testSignIn{pending: true}, &testRelay{}
-	c.SetSignIn(f)
+	pageClosed := false
+	f, r := auth.NewFlow(auth.KindMediated, "example.com", nil, func() { pageClosed = true }), &testRelay{}
+	p.SignIns().Replace(c.Issuer(), f)
 	if kept, ok := c.KeepRelay("k", r); !ok || kept != r {
 		t.Fatal("relay not kept")
 	}
@@ -63,8 +64,8 @@ func TestPersonClose(t *testing.T) {
 	default:
 		t.Fatal("Close returned before the background work stopped")
 	}
-	if !f.stopped || !r.closed {
-		t.Fatalf("sign-in stopped %v, relay closed %v; want both", f.stopped, r.closed)
+	if f.Pending() || !pageClosed || !r.closed {
+		t.Fatalf("sign-in pending %v, its page closed %v, relay closed %v; want it ended, and both closed", f.Pending(), pageClosed, r.closed)
 	}
 	if p.Go(func(context.Context) {}) {
 		t.Error("Go ran work after Close")

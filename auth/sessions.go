@@ -79,6 +79,23 @@ func (ss *Sessions) Current(issuer string) *Session {
 	return e.sess
 }
 
+// Issuers returns the Companies, by issuer, with which the person has a
+// Session in this process.
+func (ss *Sessions) Issuers() []string {
+	ss.mu.Lock()
+	entries := maps.Clone(ss.byIssuer)
+	ss.mu.Unlock()
+	var out []string
+	for issuer, e := range entries {
+		e.mu.Lock()
+		if e.sess != nil {
+			out = append(out, issuer)
+		}
+		e.mu.Unlock()
+	}
+	return out
+}
+
 // Open returns the Session with the Company c, through its domain
 // c.Domain, starting one when there is none, when fresh is set, or when
 // the Session was forgotten (`poppy-mcp forget`: a new User ID). A Session

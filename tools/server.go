@@ -186,7 +186,18 @@ func (s *Server) newPeople(o *Options) *people {
 		evict = DefaultEvictIdle
 	}
 	return &people{def: s.mcp, fresh: s.personMCP, restore: s.restorePerson, evictIdle: evict, byKey: personEntries{},
-		opts: agent.Options{Agent: o.Agent, Store: o.Store, Spawn: s.bg.Go, Logger: s.log, Now: o.Now}}
+		opts: agent.Options{Agent: o.Agent, Store: o.Store, Spawn: s.bg.Go, Logger: s.log, Now: o.Now, Open: s.openSession, Detach: detach,
+			SigningIn: o.Metrics.SigningIn}}
+}
+
+// openSession returns the Session of the person ctx acts for with the
+// Company at domain (agent.Options.Open).
+func (s *Server) openSession(ctx context.Context, domain string) (*auth.Session, error) {
+	r, err := s.sessions.session(ctx, domain, false)
+	if err != nil {
+		return nil, err
+	}
+	return r.sess, nil
 }
 
 // restorePerson brings back the Companies the person ctx acts for uses:
@@ -245,7 +256,7 @@ func (s *Server) build(disc *discovery.Client, o *Options) {
 		noIdentity: o.NoIdentity, ready: s.sessionReady}
 	s.signIn = &signIn{companies: s.companies, sessions: s.sessions, choice: choice, noTools: !s.policy.toolsets.Has(groupSignIn),
 		pages: o.Pages, mcp: s.mcp,
-		log: s.log, now: o.Now, metrics: o.Metrics}
+		log: s.log, now: o.Now}
 	s.convs = &conversations{sessions: s.sessions, signIn: s.signIn, companies: s.companies, store: o.Store, mcp: s.mcp,
 		log: s.log, now: o.Now}
 	s.apis = &apis{companies: s.companies, sessions: s.sessions, signIn: s.signIn, names: s.names, store: o.Store, people: s.people, mcp: s.mcpFor,

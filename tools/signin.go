@@ -11,15 +11,11 @@ package tools
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -28,7 +24,6 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/agent"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
-	"github.com/poppy-mcp/poppy-mcp/internal/metrics"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 )
 
@@ -39,19 +34,20 @@ type signInArgs struct {
 	Scopes scopeList `json:"scopes" schema:"minItems=1" jsonschema:"The scopes the task needs, from those discover_company lists for this sign-in type, e.g. [\"poppy:read\"]"`
 }
 
-// Sign-in statuses (docs/tools.md "Sign-in statuses").
+// Sign-in statuses (docs/tools.md "Sign-in statuses"), auth's.
 const (
-	statusPending  = "pending"
-	statusComplete = "complete"
-	statusDenied   = "denied"
-	statusExpired  = "expired"
-	statusFailed   = "failed"
+	statusPending  = auth.FlowPending
+	statusComplete = auth.FlowComplete
+	statusDenied   = auth.FlowDenied
+	statusExpired  = auth.FlowExpired
+	statusFailed   = auth.FlowFailed
 )
 
-// signIn is the sign-in capability (Poppy 0.1 §4.4-4.9): the latest
-// sign-in of each Company, under way or finished, the sign-in tools, and the
-// advice other tools give when a Company asks for a sign-in
-// (signin_needed.go). It is safe for concurrent use.
+// signIn is the sign-in capability (Poppy 0.1 §4.4-4.9): the sign-in
+// tools, which start and read each person's sign-ins (auth.SignIns, of
+// the person's agent.Person), and the advice other tools give when a
+// Company asks for a sign-in (signin_needed.go). It is safe for
+// concurrent use.
 type signIn struct {
 	companies *companies
 	sessions  *sessions
@@ -61,141 +57,20 @@ type signIn struct {
 	mcp       *server.MCPServer // progress notifications while sign_in_status waits
 	log       *slog.Logger
 	now       func() time.Time
-	metrics   *metrics.Recorder // device sign-ins polled; nil records nothing
-}
-
-// signInFlow is one sign-in, the latest of a person at a Company
-// (agent.Company.SignIn): one person's sign-in never replaces, or answers
-// for, another's. Fields above mu are set before it is shared.
-type signInFlow struct {
-	id      string // opaque: the MCP requestState and elicitationId
-	kind    string // device, direct or mediated
-	domain  string
-	scopes  []string
-	expires time.Time
-	device  *auth.DeviceAuthorization // device: what the User needs
-	direct  *auth.DirectSignIn        // direct: the URL and what the callback needs
-	page    string                    // mediated: the local page's URL
-	close   func()                    // stops the flow: polling or the page
-	// callback takes a Direct Sign-In's callback request (signin_direct.go).
-	callback func(w http.ResponseWriter, r *http.Request)
-
-	done chan struct{} // closed when status leaves pending
-
-	// mu guards everything below.
-	mu      sync.Mutex
-	status  string
-	granted []string
-	missing []string
-	detail  string // why it did not complete, for the model: never a secret
-}
-
-func newFlow(kind, domain string, scopes []string) *signInFlow {
-	b := make([]byte, 12)
-	rand.Read(b)
-	return &signInFlow{id: kind + "_" + base64.RawURLEncoding.EncodeToString(b), kind: kind, domain: domain,
-		scopes: slices.Clone(scopes), status: statusPending, done: make(chan struct{}), close: func() {}}
-}
-
-// state returns the flow's status, granted and missing scopes, and detail.
-func (f *signInFlow) state() (status string, granted, missing []string, detail string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.status, slices.Clone(f.granted), slices.Clone(f.missing), f.detail
-}
-
-// end moves a pending flow to status; it reports false when it had already ended.
-func (f *signInFlow) end(status string, granted, missing []string, detail string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.status != statusPending {
-		return false
-	}
-	f.status, f.granted, f.missing, f.detail = status, granted, missing, detail
-	close(f.done)
-	return true
-}
-
-// Pending reports whether the sign-in waits on the user (agent.SignIn).
-func (f *signInFlow) Pending() bool { return isPending(f) }
-
-// Stop ends a pending sign-in and stops its polling or page (agent.SignIn):
-// the person is being forgotten, or the Server closes.
-func (f *signInFlow) Stop() {
-	if f.end(statusFailed, nil, nil, "The sign-in was stopped (poppy-mcp is shutting down).") {
-		f.close()
-	}
 }
 
 // current returns the latest sign-in of the Company cs is, or nil.
-func (si *signIn) current(cs *agent.Company) *signInFlow {
-	f, _ := cs.SignIn().(*signInFlow)
-	return f
-}
+func (si *signIn) current(cs *agent.Company) *auth.Flow { return cs.SignIn() }
 
 // replace makes f the sign-in of the Company cs is; one still pending is
 // stopped first.
-func (si *signIn) replace(cs *agent.Company, f *signInFlow) {
-	old, _ := cs.SetSignIn(f).(*signInFlow)
-	// The same sign-in pictured anew (taken over from another replica) is
-	// not a newer one: its waiters read the new picture.
-	if old != nil && old.id != f.id && old.end(statusFailed, nil, nil, "replaced by a newer sign-in") {
-		old.close()
-	}
+func (si *signIn) replace(cs *agent.Company, f *auth.Flow) {
+	cs.Person().SignIns().Replace(cs.Issuer(), f)
 }
 
-// finish ends f with the outcome of its sign-in: on success the new
-// Account Token is kept in place of the old one, which is revoked (Poppy 0.1
-// §4.4: "The new Account Token replaces the old one, which the Personal Agent
-// SHOULD revoke (4.9)"). A failed sign-in leaves the tokens held as they were
-// (§4.4: "A pending or failed sign-in leaves existing tokens unchanged").
-func (si *signIn) finish(ctx context.Context, cs *agent.Company, sess *auth.Session, f *signInFlow, in *auth.SignIn, err error) {
-	if err != nil {
-		status, detail := flowFailure(err)
-		if f.end(status, nil, nil, detail) {
-			si.log.InfoContext(ctx, "sign-in ended", "type", f.kind, "issuer", cs.Issuer(), "status", status, "err", err)
-		}
-		return
-	}
-	detail := ""
-	var held *auth.HoldError
-	if errors.As(sess.Hold(ctx, in), &held) {
-		if held.Keep != nil {
-			si.log.ErrorContext(ctx, "could not keep the Account Token", "issuer", cs.Issuer(), "err", held.Keep)
-			detail = "poppy-mcp could not store the Account Token, so later Sessions will start signed out."
-		}
-		if held.Revoke != nil {
-			si.log.WarnContext(ctx, "could not revoke the replaced Account Token", "issuer", cs.Issuer(), "err", held.Revoke)
-		}
-	}
-	si.sessions.saveSignedIn(ctx, cs, sess)
-	// Logged before the flow ends, so whoever reads it complete finds the lines.
-	si.log.InfoContext(ctx, "signed in", "type", f.kind, "issuer", cs.Issuer(), "scopes", strings.Join(in.Scopes, " "))
-	if extra := notRequested(in.Scopes, f.scopes); len(extra) > 0 {
-		// Poppy 0.1 §4.4: "The Company MUST NOT grant scopes beyond those requested and allowed for the type used."
-		si.log.WarnContext(ctx, "the Company granted scopes that were not requested", "issuer", cs.Issuer(),
-			"requested", strings.Join(f.scopes, " "), "not_requested", strings.Join(extra, " "))
-	}
-	f.end(statusComplete, in.Scopes, in.Missing, detail)
-}
-
-// flowFailure maps a sign-in error to a status and a sentence for the model.
-func flowFailure(err error) (status, detail string) {
-	var ae *auth.Error
-	switch {
-	case errors.Is(err, auth.ErrAccessDenied):
-		return statusDenied, "The user declined the sign-in."
-	case errors.Is(err, auth.ErrExpiredToken):
-		return statusExpired, "The sign-in expired before the user finished it."
-	case errors.Is(err, auth.ErrAccountMismatch):
-		// Poppy 0.1 §4.4: "A Session is signed in to at most one account."
-		return statusFailed, "The Session had been signed in to another account, so poppy-mcp started a new Session: start the sign-in again."
-	case errors.Is(err, context.Canceled):
-		return statusFailed, "The sign-in was stopped (poppy-mcp is shutting down or a newer sign-in replaced it)."
-	case errors.As(err, &ae):
-		return statusFailed, "The Company refused the sign-in: " + companyWord(ae.Code) + "."
-	}
-	return statusFailed, "The sign-in failed: " + err.Error()
+// finish ends f with the outcome of its sign-in (auth.SignIns.Finish).
+func (si *signIn) finish(ctx context.Context, cs *agent.Company, sess *auth.Session, f *auth.Flow, in *auth.SignIn, err error) {
+	cs.Person().SignIns().Finish(ctx, cs.Issuer(), sess, f, in, err)
 }
 
 // offered returns the scopes a sign-in type of the Company can grant.

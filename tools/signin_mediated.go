@@ -61,15 +61,16 @@ func (si *signIn) mediated(ctx context.Context, req mcp.CallToolRequest, args si
 	if err != nil {
 		return si.sessions.failure(ctx, domain, err)
 	}
-	f := newFlow("mediated", domain, scopes)
+	f := auth.NewFlow(auth.KindMediated, domain, scopes, nil)
 	m := co.Document.Auth.Mediated
 	mp := &mediatedPage{si: si, cs: cs, sess: start.sess, at: at, f: f, fields: m.Fields,
 		domain: co.Domain, claim: claimedName(co), endpoint: hostOf(m.Endpoint)}
 	url, closePage := si.pages.OpenForUser(mcpauth.KeyFrom(ctx), mp.serve, mediatedPageTTL)
-	f.page, f.close, f.expires = url, closePage, si.now().Add(mediatedPageTTL)
+	f.Page, f.Expires = url, si.now().Add(mediatedPageTTL)
+	f.SetStop(closePage)
 	// Poppy 0.1 §4.7: the credentials go to auth.mediated.endpoint; the
 	// user must see where, not only the name the Company gives itself.
-	f.note("The page asks for what " + whereTo(co, m.Endpoint) + " wants and sends it only to " + mp.endpoint + ", never to you.")
+	f.Note("The page asks for what " + whereTo(co, m.Endpoint) + " wants and sends it only to " + mp.endpoint + ", never to you.")
 	si.replace(cs, f)
 	si.log.InfoContext(ctx, "mediated sign-in page opened", "issuer", cs.Issuer())
 	if elicitsURL(ctx) {
@@ -123,7 +124,7 @@ type mediatedPage struct {
 	cs     *agent.Company
 	sess   *auth.Session
 	at     *auth.Site // the Session at the domain whose auth.mediated.endpoint takes the credentials
-	f      *signInFlow
+	f      *auth.Flow
 	fields []discovery.Field
 	// domain is the Company's domain and endpoint the host of
 	// auth.mediated.endpoint, what poppy-mcp checked; claim is the name the
@@ -138,7 +139,7 @@ type mediatedPage struct {
 func (p *mediatedPage) serve(w http.ResponseWriter, r *http.Request, done func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !isPending(p.f) {
+	if !p.f.Pending() {
 		done()
 		pages.Message(w, http.StatusGone, "Sign-in finished", "This sign-in has finished. Return to your assistant.")
 		return
@@ -159,7 +160,7 @@ func (p *mediatedPage) serve(w http.ResponseWriter, r *http.Request, done func()
 	var st *auth.MediatedStep
 	var err error
 	if p.step == nil {
-		st, err = p.at.SignInMediated(ctx, p.f.scopes, p.credentials(r))
+		st, err = p.at.SignInMediated(ctx, p.f.Scopes, p.credentials(r))
 	} else {
 		// Poppy 0.1 §4.7: the agent "submits only the code, not the credentials again"
 		st, err = p.sess.SubmitCode(ctx, p.step, auth.NewSecret(r.PostForm.Get("code")))
@@ -213,7 +214,7 @@ func (p *mediatedPage) outcome(w http.ResponseWriter, r *http.Request, st *auth.
 		p.si.finish(ctx, p.cs, p.sess, p.f, nil, st.Err)
 	}
 	done()
-	_, _, _, detail := p.f.state()
+	detail := p.f.State().Detail
 	pages.Message(w, http.StatusOK, "Sign-in failed", detail+" Return to your assistant.")
 }
 

@@ -37,8 +37,8 @@ func (si *signIn) signOut(ctx context.Context, _ mcp.CallToolRequest, args compa
 		return si.sessions.failure(ctx, domain, err)
 	}
 	cs, sess := r.cs, r.sess
-	if f := si.current(cs); f != nil && f.end(statusFailed, nil, nil, "The user signed out.") {
-		f.close()
+	if f := si.current(cs); f != nil && f.End(statusFailed, nil, nil, "The user signed out.") {
+		f.StopPage()
 	}
 	acct := sess.Account()
 	held, err := sess.Held(ctx)
