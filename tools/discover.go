@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
@@ -219,22 +220,24 @@ func summarize(co *discovery.Company) *companySummary {
 }
 
 func signInTypes(a *discovery.Auth) []signInSummary {
-	var out []signInSummary
-	if a.Device != nil {
-		out = append(out, signInSummary{Type: "device", Scopes: a.Device.Scopes})
-	}
-	if a.Direct != nil {
-		out = append(out, signInSummary{Type: "direct", Scopes: a.Direct.Scopes})
-	}
-	if a.Mediated != nil {
-		m := signInSummary{Type: "mediated", Scopes: a.Mediated.Scopes}
-		for _, f := range a.Mediated.Fields {
-			m.Fields = append(m.Fields, fieldSummary{untrusted.Text(f.Name, 100), untrusted.Text(f.Label, 200), f.Secret})
+	out := []signInSummary{}
+	for _, k := range auth.Kinds() {
+		if list, ok := k.Offer(a); ok {
+			out = append(out, signInSummary{Type: string(k.Kind), Scopes: list, Fields: fieldsOf(k.Kind, a)})
 		}
-		out = append(out, m)
 	}
-	if out == nil {
-		out = []signInSummary{}
+	return out
+}
+
+// fieldsOf are the credentials a kind asks the user for: Mediated
+// Sign-In's fields (Poppy 0.1 §4.7), cleaned; none for the other kinds.
+func fieldsOf(kind auth.Kind, a *discovery.Auth) []fieldSummary {
+	if kind != auth.KindMediated {
+		return nil
+	}
+	var out []fieldSummary
+	for _, f := range a.Mediated.Fields {
+		out = append(out, fieldSummary{untrusted.Text(f.Name, 100), untrusted.Text(f.Label, 200), f.Secret})
 	}
 	return out
 }

@@ -272,12 +272,9 @@ func (s *Server) build(disc *discovery.Client, o *Options) {
 // with a browser. The tools a Company brings (its API operations, its MCP
 // servers' tools) are announced once a Session exists: see sessionReady.
 func (s *Server) tools(browse bool) []tool {
-	all := []tool{
-		s.companies.discoverTool(),
-		s.sessions.startTool(),
-		s.signIn.deviceTool(),
-		s.signIn.directTool(),
-		s.signIn.mediatedTool(),
+	all := []tool{s.companies.discoverTool(), s.sessions.startTool()}
+	all = append(all, s.signIn.kindTools()...) // a tool per sign-in kind (signInToolTable)
+	all = append(all,
 		s.signIn.statusTool(),
 		s.signIn.signOutTool(),
 		s.convs.sendMessageTool(),
@@ -290,7 +287,7 @@ func (s *Server) tools(browse bool) []tool {
 		s.apis.describeTool(),
 		s.apis.callTool(),
 		s.web.openTool(),
-	}
+	)
 	if browse {
 		all = append(all, s.web.browseTool())
 	}

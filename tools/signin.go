@@ -73,25 +73,49 @@ func (si *signIn) finish(ctx context.Context, cs *agent.Company, sess *auth.Sess
 	cs.Person().SignIns().Finish(ctx, cs.Issuer(), sess, f, in, err)
 }
 
-// offered returns the scopes a sign-in type of the Company can grant.
-func offered(a *discovery.Auth, kind string) ([]string, bool) {
-	switch {
-	case a == nil:
-	case kind == "device" && a.Device != nil:
-		return a.Device.Scopes, true
-	case kind == "direct" && a.Direct != nil:
-		return a.Direct.Scopes, true
-	case kind == "mediated" && a.Mediated != nil:
-		return a.Mediated.Scopes, true
+// signInTool is the MCP half of one sign-in kind (auth.Kinds has the
+// protocol half): the tool that offers it and how that tool is built.
+type signInTool struct {
+	kind  auth.Kind
+	name  string
+	build func(si *signIn) tool
+}
+
+// signInToolTable is the one table of the sign-in tools, a row per kind,
+// in auth.Kinds' order.
+func signInToolTable() []signInTool {
+	return []signInTool{
+		{auth.KindDevice, "sign_in_device", (*signIn).deviceTool},
+		{auth.KindDirect, "sign_in_direct", (*signIn).directTool},
+		{auth.KindMediated, "sign_in_mediated", (*signIn).mediatedTool},
 	}
-	return nil, false
+}
+
+// toolOf is the tool that offers the sign-in kind.
+func toolOf(kind auth.Kind) string {
+	for _, t := range signInToolTable() {
+		if t.kind == kind {
+			return t.name
+		}
+	}
+	return ""
+}
+
+// kindTools are the sign-in tools, built.
+func (si *signIn) kindTools() []tool {
+	table := signInToolTable()
+	out := make([]tool, 0, len(table))
+	for _, t := range table {
+		out = append(out, t.build(si))
+	}
+	return out
 }
 
 // checkScopes refuses scopes the sign-in type does not offer, with what to
 // do instead. Poppy 0.1 §4.4: "Each type lists the scopes it can grant".
-func (si *signIn) checkScopes(co *discovery.Company, kind, tool string, scopes []string) *mcp.CallToolResult {
-	a := co.Document.Auth
-	list, ok := offered(a, kind)
+func (si *signIn) checkScopes(co *discovery.Company, kind auth.Kind, scopes []string) *mcp.CallToolResult {
+	a, tool := co.Document.Auth, toolOf(kind)
+	list, ok := kind.Offered(a)
 	if len(scopes) == 0 {
 		return failure(map[string]any{"error": "scopes_required", "offered": list},
 			"%s needs scopes, e.g. %q; %s offers the scopes of %s. Call it again with them.", tool, "poppy:read", co.Domain, companyWord(strings.Join(list, " ")))
@@ -164,7 +188,7 @@ type signInStart struct {
 // a URL elicitation of its flow (a retried call), the scopes checked against
 // what the type offers, and a held Account Token or signed-in Session that
 // makes a new sign-in needless. done is the result to give at once, if any.
-func (si *signIn) begin(ctx context.Context, req mcp.CallToolRequest, args signInArgs, kind, tool string) (start *signInStart, done *mcp.CallToolResult) {
+func (si *signIn) begin(ctx context.Context, req mcp.CallToolRequest, args signInArgs, kind auth.Kind) (start *signInStart, done *mcp.CallToolResult) {
 	domain := args.Domain
 	r, err := si.sessions.session(ctx, domain, false)
 	if err != nil {
@@ -177,7 +201,7 @@ func (si *signIn) begin(ctx context.Context, req mcp.CallToolRequest, args signI
 		return nil, si.flowResult(cs, f, action)
 	}
 	scopes := args.Scopes.sorted()
-	if r := si.checkScopes(co, kind, tool, scopes); r != nil {
+	if r := si.checkScopes(co, kind, scopes); r != nil {
 		return nil, r
 	}
 	if r := si.alreadyCovered(ctx, cs, sess, domain, scopes); r != nil {

@@ -27,7 +27,7 @@ func (si *signIn) deviceTool() tool {
 
 func (si *signIn) device(ctx context.Context, req mcp.CallToolRequest, args signInArgs) *mcp.CallToolResult {
 	domain := args.Domain
-	start, done := si.begin(ctx, req, args, "device", "sign_in_device")
+	start, done := si.begin(ctx, req, args, auth.KindDevice)
 	if done != nil {
 		return done
 	}

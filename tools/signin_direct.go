@@ -60,7 +60,7 @@ func (si *signIn) directTool() tool {
 
 func (si *signIn) direct(ctx context.Context, req mcp.CallToolRequest, args signInArgs) *mcp.CallToolResult {
 	domain := args.Domain
-	start, done := si.begin(ctx, req, args, "direct", "sign_in_direct")
+	start, done := si.begin(ctx, req, args, auth.KindDirect)
 	if done != nil {
 		return done
 	}

@@ -47,7 +47,7 @@ func (si *signIn) mediatedTool() tool {
 
 func (si *signIn) mediated(ctx context.Context, req mcp.CallToolRequest, args signInArgs) *mcp.CallToolResult {
 	domain := args.Domain
-	start, done := si.begin(ctx, req, args, "mediated", "sign_in_mediated")
+	start, done := si.begin(ctx, req, args, auth.KindMediated)
 	if done != nil {
 		return done
 	}
