@@ -5,11 +5,7 @@ package auth
 // and how it starts. The MCP layer keeps its half (which tool offers each
 // kind) in a table of its own; nothing else switches on a kind.
 
-import (
-	"slices"
-
-	"github.com/poppy-mcp/poppy-mcp/discovery"
-)
+import "github.com/poppy-mcp/poppy-mcp/discovery"
 
 // Kind is a sign-in type (Poppy 0.1 §4.4): device, direct or mediated.
 type Kind string
@@ -46,17 +42,20 @@ type KindSpec struct {
 
 // kindTable is every sign-in kind, in the order a Personal Agent suggests
 // them: Device first (it needs no callback and no credentials), then
-// Direct, then Mediated.
-var kindTable = [...]KindSpec{
-	{Kind: KindDevice, Name: "Device Sign-In", Section: "4.6", Polls: true,
-		Offer:  func(a *discovery.Auth) ([]string, bool) { return typeScopes(a.Device) },
-		Starts: "Session.StartDevice, then SignIns.StartDevice polls it"},
-	{Kind: KindDirect, Name: "Direct Sign-In", Section: "4.5", Callback: true, Page: true,
-		Offer:  func(a *discovery.Auth) ([]string, bool) { return typeScopes(a.Direct) },
-		Starts: "Session.StartDirect; the callback finishes it (Session.FinishDirect)"},
-	{Kind: KindMediated, Name: "Mediated Sign-In", Section: "4.7", Page: true,
-		Offer:  mediatedScopes,
-		Starts: "Site.SignInMediated with the fields the user typed, then Session.SubmitCode"},
+// Direct, then Mediated. It is built on each call: the package keeps no
+// state.
+func kindTable() []KindSpec {
+	return []KindSpec{
+		{Kind: KindDevice, Name: "Device Sign-In", Section: "4.6", Polls: true,
+			Offer:  func(a *discovery.Auth) ([]string, bool) { return typeScopes(a.Device) },
+			Starts: "Session.StartDevice, then SignIns.StartDevice polls it"},
+		{Kind: KindDirect, Name: "Direct Sign-In", Section: "4.5", Callback: true, Page: true,
+			Offer:  func(a *discovery.Auth) ([]string, bool) { return typeScopes(a.Direct) },
+			Starts: "Session.StartDirect; the callback finishes it (Session.FinishDirect)"},
+		{Kind: KindMediated, Name: "Mediated Sign-In", Section: "4.7", Page: true,
+			Offer:  mediatedScopes,
+			Starts: "Site.SignInMediated with the fields the user typed, then Session.SubmitCode"},
+	}
 }
 
 func typeScopes(t *discovery.SignInType) ([]string, bool) {
@@ -75,11 +74,11 @@ func mediatedScopes(a *discovery.Auth) ([]string, bool) {
 
 // Kinds returns every sign-in kind, in the order a Personal Agent
 // suggests them.
-func Kinds() []KindSpec { return slices.Clone(kindTable[:]) }
+func Kinds() []KindSpec { return kindTable() }
 
 // Spec returns the kind's row of the table, and whether it is a kind.
 func (k Kind) Spec() (KindSpec, bool) {
-	for _, s := range kindTable {
+	for _, s := range kindTable() {
 		if s.Kind == k {
 			return s, true
 		}
@@ -96,4 +95,11 @@ func (k Kind) Offered(a *discovery.Auth) ([]string, bool) {
 		return nil, false
 	}
 	return s.Offer(a)
+}
+
+// polls reports whether sign-ins of the kind are polled, and so kept in
+// the store for any replica (KindSpec.Polls).
+func (k Kind) polls() bool {
+	s, _ := k.Spec()
+	return s.Polls
 }

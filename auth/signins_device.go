@@ -140,7 +140,7 @@ func fromKept(kept *DeviceFlow) *Flow {
 // on the replica whose page they use.
 func (s *SignIns) Latest(ctx context.Context, issuer string) *Flow {
 	f := s.Current(issuer)
-	if s.store == nil || f != nil && f.Kind != KindDevice {
+	if s.store == nil || f != nil && !f.Kind.polls() {
 		return f
 	}
 	kept, err := LoadDeviceFlow(ctx, s.store, issuer)

@@ -99,51 +99,87 @@ func (t *convTarget) event(upd *conversation.Update, e conversation.Event, answe
 	if !e.CreatedAt.IsZero() {
 		out.At = e.CreatedAt.UTC().Format(time.RFC3339)
 	}
-	if show := eventShows()[e.Type]; show != nil {
-		show(t, &out, upd, e, answered)
+	if show, ok := eventShows()[e.Type]; ok {
+		show.fill(t, &out, upd, e, answered)
 	}
 	return out
 }
 
-// eventShow fills in how one event of its type is shown to the model;
-// answered says a sign-in the event asked for was done already.
-type eventShow func(t *convTarget, out *eventOut, upd *conversation.Update, e conversation.Event, answered bool)
+// eventShow is how one event type is shown to the model (Poppy 0.1 §7.7):
+// the MCP half of conversation's table of event types.
+type eventShow struct {
+	// fill fills in the event's fields, Company text cleaned; answered
+	// says a sign-in the event asked for was done already.
+	fill func(t *convTarget, out *eventOut, upd *conversation.Update, e conversation.Event, answered bool)
+	// line is the event in the text form, Company words quoted and
+	// marked; nil: its type and conversation_id.
+	line func(e eventOut) string
+	// advises: the event's Next is part of what the result says to do.
+	advises bool
+}
 
 // eventShowTable is how each event type is shown, by type.
 type eventShowTable map[string]eventShow
 
-// eventShows is how each event type is shown (Poppy 0.1 §7.7).
+// eventShows is the one table of how each event type is shown; a type of
+// no row is shown by its type alone.
 func eventShows() eventShowTable {
 	return eventShowTable{
-		conversation.EventMessage: func(_ *convTarget, out *eventOut, _ *conversation.Update, e conversation.Event, _ bool) {
-			m := e.Message
-			// Company words: nothing hidden in the text; data, whose values the
-			// model may send back, with hidden characters shown as escapes.
-			out.Text = untrusted.Display(m.Text, 0)
-			if m.Data != nil {
-				out.Data = untrusted.EscapeValues(m.Data)
-			}
-			// The Tracker returns no message poppy-mcp sent: every one here is
-			// the Company's, whatever role or sender it claims.
-			out.From, out.ThirdParty = messageFrom(m), true
-		},
-		conversation.EventState: func(_ *convTarget, out *eventOut, _ *conversation.Update, e conversation.Event, _ bool) {
+		conversation.EventMessage: {fill: showMessage, line: messageLine},
+		conversation.EventState: {fill: func(_ *convTarget, out *eventOut, _ *conversation.Update, e conversation.Event, _ bool) {
 			out.Status, out.Responder = untrusted.Text(e.Status, 40), untrusted.Text(e.Responder, 40)
-		},
-		conversation.EventAuthorization: (*convTarget).authorization,
-		conversation.EventUserRequested: func(_ *convTarget, out *eventOut, upd *conversation.Update, e conversation.Event, _ bool) {
-			out.Reason, out.ThirdParty = untrusted.Display(e.Reason, 0), true
-			out.Next = fmt.Sprintf("The Company asks to talk with the user: ask the user. If they agree, call start_direct_conversation "+
-				"with conversation_id %s and their first message; if not, say so with send_message.", upd.ConversationID)
-		},
-		conversation.EventDirectOpened: func(_ *convTarget, out *eventOut, _ *conversation.Update, e conversation.Event, _ bool) {
+		}, line: func(e eventOut) string {
+			return fmt.Sprintf("state: status %s, responder %s", status(e.Status), responder(e.Responder))
+		}},
+		conversation.EventAuthorization: {fill: (*convTarget).authorization, advises: true, line: func(e eventOut) string {
+			return fmt.Sprintf("authorization: %s for %s. %s", authError(e.Error), companyWord(strings.Join(e.Scopes, " ")), e.Next)
+		}},
+		conversation.EventUserRequested: {fill: showUserRequested, advises: true, line: func(e eventOut) string {
+			return "user_requested (third-party content): " + strconv.Quote(e.Reason)
+		}},
+		conversation.EventDirectOpened: {fill: func(_ *convTarget, out *eventOut, _ *conversation.Update, e conversation.Event, _ bool) {
 			out.ConversationID = e.ConversationID
 			out.Next = "The user is talking with the Company in this Direct Conversation; this one takes messages again when it closes."
-		},
-		conversation.EventDirectClosed: func(_ *convTarget, out *eventOut, _ *conversation.Update, e conversation.Event, _ bool) {
+		}},
+		conversation.EventDirectClosed: {fill: func(_ *convTarget, out *eventOut, _ *conversation.Update, e conversation.Event, _ bool) {
 			out.ConversationID = e.ConversationID
-		},
+		}},
 	}
+}
+
+// showMessage shows a message event, every one the Company's.
+func showMessage(_ *convTarget, out *eventOut, _ *conversation.Update, e conversation.Event, _ bool) {
+	m := e.Message
+	// Company words: nothing hidden in the text; data, whose values the
+	// model may send back, with hidden characters shown as escapes.
+	out.Text = untrusted.Display(m.Text, 0)
+	if m.Data != nil {
+		out.Data = untrusted.EscapeValues(m.Data)
+	}
+	// The Tracker returns no message poppy-mcp sent: every one here is
+	// the Company's, whatever role or sender it claims.
+	out.From, out.ThirdParty = messageFrom(m), true
+}
+
+// messageLine is a message event in the text form.
+func messageLine(e eventOut) string {
+	s := e.From
+	if e.ThirdParty {
+		s += " (third-party content)"
+	}
+	s += ": " + strconv.Quote(e.Text)
+	if len(e.Data) > 0 {
+		s += " data: " + oneLine(e.Data)
+	}
+	return s
+}
+
+// showUserRequested shows the Company's request to talk with the user
+// (§7.10), and how to answer it.
+func showUserRequested(_ *convTarget, out *eventOut, upd *conversation.Update, e conversation.Event, _ bool) {
+	out.Reason, out.ThirdParty = untrusted.Display(e.Reason, 0), true
+	out.Next = fmt.Sprintf("The Company asks to talk with the user: ask the user. If they agree, call start_direct_conversation "+
+		"with conversation_id %s and their first message; if not, say so with send_message.", upd.ConversationID)
 }
 
 // authorization shows an authorization event: the sign-in to do, unless
@@ -188,7 +224,7 @@ func (o *convOut) next() string {
 			"conversation_id %s to read on.", o.ConversationID))
 	}
 	for _, e := range o.Events {
-		if e.Next != "" && (e.Type == conversation.EventAuthorization || e.Type == conversation.EventUserRequested) {
+		if e.Next != "" && eventShows()[e.Type].advises {
 			next = append(next, e.Next)
 		}
 	}
@@ -234,23 +270,8 @@ func (o *convOut) text() string {
 
 // line is one event in the text form; Company words are quoted and marked.
 func (e eventOut) line() string {
-	switch e.Type {
-	case conversation.EventMessage:
-		s := e.From
-		if e.ThirdParty {
-			s += " (third-party content)"
-		}
-		s += ": " + strconv.Quote(e.Text)
-		if len(e.Data) > 0 {
-			s += " data: " + oneLine(e.Data)
-		}
-		return s
-	case conversation.EventState:
-		return fmt.Sprintf("state: status %s, responder %s", status(e.Status), responder(e.Responder))
-	case conversation.EventAuthorization:
-		return fmt.Sprintf("authorization: %s for %s. %s", authError(e.Error), companyWord(strings.Join(e.Scopes, " ")), e.Next)
-	case conversation.EventUserRequested:
-		return "user_requested (third-party content): " + strconv.Quote(e.Reason)
+	if show, ok := eventShows()[e.Type]; ok && show.line != nil {
+		return show.line(e)
 	}
 	return fmt.Sprintf("%s: %s", e.Type, e.ConversationID)
 }

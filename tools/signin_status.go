@@ -133,7 +133,7 @@ func (si *signIn) waitFlow(ctx context.Context, req mcp.CallToolRequest, cs *age
 				})
 			}
 		}
-		if f.Kind == auth.KindDevice {
+		if spec, _ := f.Kind.Spec(); spec.Polls { // kept in the store: it may end on another replica
 			f = si.latest(ctx, cs)
 		}
 	}
