@@ -117,6 +117,14 @@ func (s *SignIns) Replace(issuer string, f *Flow) {
 	}
 }
 
+// Cancel ends the sign-in pending at the Company issuer, if any, as
+// failed with detail for the model, and stops its polling or page; it
+// reports whether one was pending.
+func (s *SignIns) Cancel(issuer, detail string) bool {
+	f := s.Current(issuer)
+	return f != nil && f.Stop(detail)
+}
+
 // Pending reports whether a sign-in of the person waits on the user.
 func (s *SignIns) Pending() bool {
 	for _, f := range s.All() {

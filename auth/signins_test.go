@@ -182,3 +182,25 @@ func TestKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestSignInsCancel: Cancel ends the sign-in pending at a Company, with
+// what the model hears, and stops its polling; with none pending it does
+// nothing.
+func TestSignInsCancel(t *testing.T) {
+	co := newSignInCo(t, nil)
+	u := newSignIns(t, co)
+	f, err := u.signIns.StartDevice(context.Background(), co.c.Issuer, co.c.Domain, u.open(t, co), readWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !u.signIns.Cancel(co.c.Issuer, "The user signed out.") {
+		t.Fatal("Cancel found no sign-in pending")
+	}
+	u.wg.Wait() // the polling stopped
+	if st := f.State(); st.Status != FlowFailed || st.Detail != "The user signed out." {
+		t.Errorf("state = %+v, want failed with the detail given", st)
+	}
+	if u.signIns.Cancel(co.c.Issuer, "again") || u.signIns.Pending() {
+		t.Error("a second Cancel found a sign-in pending")
+	}
+}

@@ -37,9 +37,7 @@ func (si *signIn) signOut(ctx context.Context, _ mcp.CallToolRequest, args compa
 		return si.sessions.failure(ctx, domain, err)
 	}
 	cs, sess := r.cs, r.sess
-	if f := si.current(cs); f != nil && f.End(statusFailed, nil, nil, "The user signed out.") {
-		f.StopPage()
-	}
+	cs.Person().SignIns().Cancel(cs.Issuer(), "The user signed out.")
 	acct := sess.Account()
 	held, err := sess.Held(ctx)
 	revoked := acct != nil || held != nil
