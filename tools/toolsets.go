@@ -65,16 +65,14 @@ type toolEntries map[string]toolEntry
 
 // toolTable is every built-in tool's group and effect. A built-in tool
 // missing from it is a mistake New panics on, which every test finds.
+// The tool of each sign-in kind (signInToolTable) is in the signin group.
 func toolTable() toolEntries {
-	return toolEntries{
+	t := toolEntries{
 		"discover_company": {groupDiscovery, reads},
 		"start_session":    {groupDiscovery, reads},
 
-		"sign_in_device":   {groupSignIn, reads},
-		"sign_in_mediated": {groupSignIn, reads},
-		"sign_in_direct":   {groupSignIn, reads},
-		"sign_in_status":   {groupSignIn, reads},
-		"sign_out":         {groupSignIn, reads},
+		"sign_in_status": {groupSignIn, reads},
+		"sign_out":       {groupSignIn, reads},
 
 		"send_message":              {groupConversations, writes},
 		"read_events":               {groupConversations, reads},
@@ -90,6 +88,10 @@ func toolTable() toolEntries {
 		"open_website": {groupWeb, reads},
 		"browse_page":  {groupWeb, reads},
 	}
+	for _, k := range signInToolTable() {
+		t[k.name] = toolEntry{groupSignIn, reads}
+	}
+	return t
 }
 
 // Toolsets are the tool groups a Server serves (Options.Toolsets), as
