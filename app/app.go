@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/cache"
@@ -28,6 +29,9 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/store"
 	"github.com/poppy-mcp/poppy-mcp/tools"
 )
+
+// DefaultEvictIdle is Options.EvictIdle's default (serve --evict-idle).
+const DefaultEvictIdle = tools.DefaultEvictIdle
 
 // Options are what New assembles. The zero value serves over stdio, with
 // the state in the default directory and every tool.
@@ -52,6 +56,10 @@ type Options struct {
 	// zero Toolsets serves every group.
 	ReadOnly bool
 	Toolsets tools.Toolsets
+	// EvictIdle is how long a person of hosted mode may stay idle before
+	// what is held in memory for them is forgotten (serve --evict-idle;
+	// tools.Options.EvictIdle): zero is DefaultEvictIdle, negative never.
+	EvictIdle time.Duration
 	// Metrics records the metrics (see ServeMetrics); nil records none.
 	Metrics *metrics.Recorder
 	// HTTP is HTTP mode's options, checked (HTTPOptions.Check); nil over
@@ -152,7 +160,7 @@ func (a *App) start(ctx context.Context) error {
 	opts := &tools.Options{
 		Agent: agent, Store: a.store, Pages: a.pages, Logger: a.logger,
 		PublicURL: a.publicURL(), NoIdentity: a.noIdentity, Metrics: m, Version: a.opts.Version,
-		ReadOnly: a.opts.ReadOnly, Toolsets: a.opts.Toolsets,
+		ReadOnly: a.opts.ReadOnly, Toolsets: a.opts.Toolsets, EvictIdle: a.opts.EvictIdle,
 	}
 	if a.opts.ReadOnly || a.opts.Toolsets.String() != "all" {
 		a.logger.Info("serving some tools only", "read_only", a.opts.ReadOnly, "toolsets", a.opts.Toolsets.String())

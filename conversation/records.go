@@ -65,24 +65,6 @@ func (t *Tracker) handle(ctx context.Context, id string, events []Event, cursor 
 	return len(fresh), t.st.PutConversation(ctx, rec)
 }
 
-// apply applies one new event and reports whether to return it.
-func (t *Tracker) apply(ctx context.Context, ev *Event, upd *Update) (bool, error) {
-	switch ev.Type {
-	case EventState:
-		upd.State = State{Status: ev.Status, Responder: ev.Responder}
-	case EventMessage:
-		// A message is the Personal Agent's own only if it sent that ID: the
-		// spec defines no role for them (§7.5 and §7.7 name only company),
-		// and a Company could write any role and sender. Poppy 0.1 §7.2:
-		// "the Personal Agent chooses message IDs for its own messages".
-		own, err := t.sent(ctx, upd.ConversationID, ev.Message.ID)
-		return !own, err
-	case EventDirectClosed:
-		return true, t.markClosed(ctx, ev.ConversationID, "")
-	}
-	return ev.Known(), nil
-}
-
 // sent reports whether this agent sent the message id in the
 // conversation, by the mark the store keeps from before it was sent.
 func (t *Tracker) sent(ctx context.Context, conversationID, id string) (bool, error) {

@@ -6,17 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
-	"time"
-)
-
-// Event types (Poppy 0.1 §7.5; docs/spec-readings.md "Conversations").
-const (
-	EventMessage       = "message"
-	EventState         = "state"
-	EventAuthorization = "authorization"
-	EventUserRequested = "user_requested"
-	EventDirectOpened  = "direct_opened"
-	EventDirectClosed  = "direct_closed"
 )
 
 // Statuses and responders (Poppy 0.1 §7.7).
@@ -178,44 +167,6 @@ func (m *Message) check() error {
 		return errors.New("conversation: a message needs at least one of text, data or context (Poppy 0.1 §7.4)")
 	}
 	return nil
-}
-
-// Event is one event of a conversation (Poppy 0.1 §7.5). Type says which
-// of the other fields are set; events of other types carry only ID, Type
-// and CreatedAt, and are to be skipped.
-type Event struct {
-	// ID is the event's ID, chosen by the Company; it is also a cursor.
-	ID string
-	// Type is one of the Event constants, or a type this package does not
-	// know.
-	Type string
-	// CreatedAt is when the event happened; zero when the Company sent no
-	// valid RFC 3339 time.
-	CreatedAt time.Time
-
-	// Message is the message of a message event.
-	Message *ReceivedMessage
-	// Status and Responder are the state of a state event.
-	Status, Responder string
-	// Error is sign_in_required or insufficient_scope, and Scope the scopes
-	// needed, in an authorization event (§7.11).
-	Error, Scope string
-	// Reason is why the Company asks for the User, in a user_requested
-	// event (§7.10).
-	Reason string
-	// ConversationID is the Direct Conversation of a direct_opened or
-	// direct_closed event (§7.10).
-	ConversationID string
-}
-
-// Known reports whether the event's type is one of Poppy 0.1's. Poppy 0.1
-// §7.5: "Personal Agents MUST skip event types they don't recognize".
-func (e *Event) Known() bool {
-	switch e.Type {
-	case EventMessage, EventState, EventAuthorization, EventUserRequested, EventDirectOpened, EventDirectClosed:
-		return true
-	}
-	return false
 }
 
 // ReceivedMessage is a message as an event carries it. The Tracker returns

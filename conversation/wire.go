@@ -49,29 +49,6 @@ type pageWire struct {
 	Responder      string            `json:"responder"`
 }
 
-// eventWire is one event (§7.5; docs/spec-readings.md "Conversations").
-type eventWire struct {
-	ID             string               `json:"id"`
-	Type           string               `json:"type"`
-	CreatedAt      string               `json:"created_at"`
-	Message        *receivedMessageWire `json:"message"`
-	Status         string               `json:"status"`
-	Responder      string               `json:"responder"`
-	Error          string               `json:"error"`
-	Scope          string               `json:"scope"`
-	Reason         string               `json:"reason"`
-	ConversationID string               `json:"conversation_id"`
-}
-
-type receivedMessageWire struct {
-	ID      string          `json:"id"`
-	Role    string          `json:"role"`
-	Sender  string          `json:"sender"`
-	Text    string          `json:"text"`
-	Data    json.RawMessage `json:"data"`
-	Context json.RawMessage `json:"context"`
-}
-
 // textDeltaWire is the data of a text-delta SSE event (§7.6).
 type textDeltaWire struct {
 	MessageID string `json:"message_id"`
@@ -122,37 +99,6 @@ func parseEvent(raw []byte) (Event, error) {
 		ev = Event{ID: ev.ID, Type: "malformed " + ev.Type, CreatedAt: ev.CreatedAt}
 	}
 	return ev, nil
-}
-
-// fillEvent copies the fields of ev's type from w, and reports whether the
-// ones the type needs are there.
-func fillEvent(ev *Event, w *eventWire) bool {
-	switch ev.Type {
-	case EventMessage:
-		m := w.Message
-		if m == nil || m.Text == "" && isNull(m.Data) && isNull(m.Context) {
-			return false
-		}
-		ev.Message = &ReceivedMessage{ID: m.ID, Role: m.Role, Sender: m.Sender, Text: m.Text}
-		if !isNull(m.Data) {
-			ev.Message.Data = m.Data
-		}
-		if !isNull(m.Context) {
-			ev.Message.Context = m.Context
-		}
-	case EventState:
-		ev.Status, ev.Responder = w.Status, w.Responder
-		return w.Status != "" && w.Responder != ""
-	case EventAuthorization:
-		ev.Error, ev.Scope = w.Error, w.Scope
-		return w.Error != ""
-	case EventUserRequested:
-		ev.Reason = w.Reason
-	case EventDirectOpened, EventDirectClosed:
-		ev.ConversationID = w.ConversationID
-		return validID(w.ConversationID)
-	}
-	return true
 }
 
 func isNull(raw json.RawMessage) bool {

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/poppy-mcp/poppy-mcp/agent"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 	"github.com/poppy-mcp/poppy-mcp/openapi2tools"
@@ -62,26 +63,17 @@ func operationTool(t *openapi2tools.Tool, domain string) mcp.Tool {
 	return m
 }
 
-// personPrefix is a Company's tool-name prefix as one person (local user
-// key) has its tools: each person's are announced on their own MCP server.
-type personPrefix struct{ user, prefix string }
-
 // announce runs once a Session exists, for one of the Company's domains
 // (Server.sessionReady): it loads the domain's catalogs and announces its
 // operations as tools of the person's MCP server when they are few enough.
-func (ap *apis) announce(ctx context.Context, cs *companyState, co *discovery.Company) {
-	key := personPrefix{cs.user, companyPrefix(co)}
+func (ap *apis) announce(ctx context.Context, cs *agent.Company, co *discovery.Company) {
 	entries := ap.load(ctx, co)
 	if err := ap.claimPrefixes(co, entries); err != nil {
 		ap.log.WarnContext(ctx, "API operations not announced as tools", "domain", co.Domain, "err", err)
 		return
 	}
-	ap.mu.Lock()
-	if ap.exposed[key] == nil {
-		ap.exposed[key] = map[string]string{} // from now on, refresh keeps them current
-	}
-	ap.mu.Unlock()
-	ap.refresh(ctx, cs.user, co, entries)
+	cs.Person().StartAnnouncing(companyPrefix(co)) // from now on, refresh keeps them current
+	ap.refresh(ctx, cs.Person(), co, entries)
 }
 
 // claimPrefixes claims the tool-name prefixes of the Company's APIs
@@ -98,16 +90,13 @@ func (ap *apis) claimPrefixes(co *discovery.Company, entries []*companyAPI) erro
 }
 
 // refresh makes the announced tools of a Company match its
-// catalogs, for the person user (a local user key), once their Session
-// exists: tools appear, change or go, each change announced once to that
-// person's MCP sessions. Nothing is sent when nothing changed. The tools
-// under a prefix another Company owns are left alone.
-func (ap *apis) refresh(ctx context.Context, user string, co *discovery.Company, entries []*companyAPI) {
-	key := personPrefix{user, companyPrefix(co)}
-	ap.mu.Lock()
-	_, started := ap.exposed[key]
-	ap.mu.Unlock()
-	if !started || ap.claimPrefixes(co, entries) != nil {
+// catalogs, for the person p, once their Session exists: tools appear,
+// change or go, each change announced once to that person's MCP sessions.
+// Nothing is sent when nothing changed. The tools under a prefix another
+// Company owns are left alone.
+func (ap *apis) refresh(ctx context.Context, p *agent.Person, co *discovery.Company, entries []*companyAPI) {
+	prefix := companyPrefix(co)
+	if _, started := p.Announced(prefix); !started || ap.claimPrefixes(co, entries) != nil {
 		return
 	}
 	want, known := ap.wantedTools(co, entries)
@@ -116,38 +105,43 @@ func (ap *apis) refresh(ctx context.Context, user string, co *discovery.Company,
 	}
 	ap.mu.Lock()
 	defer ap.mu.Unlock()
-	have, started := ap.exposed[key]
+	have, started := p.Announced(prefix)
 	if !started {
 		return
 	}
-	var gone []string
-	for name := range have {
-		if _, ok := want[name]; !ok {
-			gone = append(gone, name)
-		}
-	}
-	var add []server.ServerTool
-	for _, name := range slices.Sorted(maps.Keys(want)) {
-		if have[name] != want[name].def {
-			add = append(add, want[name].ServerTool)
-		}
-	}
+	gone, add := toolChanges(have, want)
 	// Holding mu keeps two refreshes from interleaving their announcements.
-	srv := ap.mcp(user)
+	srv := ap.mcp(p)
 	if len(gone) > 0 {
 		srv.DeleteTools(gone...)
 	}
 	if len(add) > 0 {
 		srv.AddTools(add...)
 	}
-	next := map[string]string{}
+	next := make(map[string]string, len(want))
 	for name, w := range want {
 		next[name] = w.def
 	}
-	ap.exposed[key] = next
+	p.SetAnnounced(prefix, next)
 	if len(gone)+len(add) > 0 {
 		ap.log.InfoContext(ctx, "API operation tools announced", "company", co.Domain, "tools", len(next), "added", len(add), "removed", len(gone))
 	}
+}
+
+// toolChanges are the tools announced (have: name -> definition) that go,
+// and those of want that are new or changed, in name order.
+func toolChanges(have map[string]string, want wantedTools) (gone []string, add []server.ServerTool) {
+	for name := range have {
+		if _, ok := want[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if have[name] != want[name].def {
+			add = append(add, want[name].ServerTool)
+		}
+	}
+	return gone, add
 }
 
 // wantedTool is a per-operation tool with its definition as JSON, to see
@@ -157,11 +151,14 @@ type wantedTool struct {
 	def string
 }
 
+// wantedTools are the per-operation tools wanted, by name.
+type wantedTools map[string]wantedTool
+
 // wantedTools are the tools a Company's operations should be now: none when
 // there are more than the limit, and under read-only only the GET and HEAD
 // ones. It reports false when a document could not
 // be read: what is announced then stays, rather than flap on a passing failure.
-func (ap *apis) wantedTools(co *discovery.Company, entries []*companyAPI) (map[string]wantedTool, bool) {
+func (ap *apis) wantedTools(co *discovery.Company, entries []*companyAPI) (wantedTools, bool) {
 	limit := ap.maxTools
 	if limit == 0 {
 		limit = defaultMaxAPITools
@@ -180,7 +177,7 @@ func (ap *apis) wantedTools(co *discovery.Company, entries []*companyAPI) (map[s
 	if total > limit {
 		return nil, true
 	}
-	want := map[string]wantedTool{}
+	want := wantedTools{}
 	for _, a := range entries {
 		for i := range a.cat.Tools {
 			t := &a.cat.Tools[i]
@@ -202,13 +199,12 @@ func (ap *apis) operationHandler(domain, name string) server.ToolHandlerFunc {
 	}
 }
 
-// exposedTools returns the names of the tools announced to the person
-// user under prefix.
-func (ap *apis) exposedTools(user, prefix string) map[string]bool {
-	ap.mu.Lock()
-	defer ap.mu.Unlock()
-	out := map[string]bool{}
-	for name := range ap.exposed[personPrefix{user, prefix}] {
+// exposedTools returns the names of the tools announced to the person p
+// under prefix.
+func (ap *apis) exposedTools(p *agent.Person, prefix string) map[string]bool {
+	have, _ := p.Announced(prefix)
+	out := make(map[string]bool, len(have))
+	for name := range have {
 		out[name] = true
 	}
 	return out

@@ -24,10 +24,10 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/poppy-mcp/poppy-mcp/agent"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
-	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/openapi2tools"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
@@ -39,20 +39,26 @@ import (
 type apis struct {
 	companies *companies
 	sessions  *sessions
-	signIn    *signIn                             // what to do when an API asks for a sign-in
-	names     *prefixRegistry                     // claims the tool-name prefixes of per-operation tools
-	store     *store.Store                        // catalogs kept for the next start; nil: memory only
-	mcp       func(user string) *server.MCPServer // the person's MCP server, which announces their per-operation tools
+	signIn    *signIn                               // what to do when an API asks for a sign-in
+	names     *prefixRegistry                       // claims the tool-name prefixes of per-operation tools
+	store     *store.Store                          // catalogs kept for the next start; nil: memory only
+	people    *people                               // whose per-operation tools are announced
+	mcp       func(*agent.Person) *server.MCPServer // the person's MCP server, which announces their per-operation tools
 	log       *slog.Logger
 	maxTools  int    // Options.MaxAPITools
 	policy    policy // under read-only, only GET and HEAD operations are called or get tools (toolsets.go)
 
-	// mu guards catalogs, exposed and schemas.
+	// mu guards catalogs and schemas. It is held while a person's
+	// per-operation tools are announced (refresh), so that two refreshes
+	// do not interleave; the tools announced are the person's
+	// (agent.Person.Announced).
 	mu       sync.Mutex
-	catalogs map[string]*loadedCatalog          // by catalogKey
-	exposed  map[personPrefix]map[string]string // person and Company prefix -> tool name -> its JSON
-	schemas  *lru.Cache[[32]byte, *argSchema]   // operations' input schemas by SHA-256, compiled on first call; nil until then
+	catalogs loadedCatalogs                   // by catalogKey
+	schemas  *lru.Cache[[32]byte, *argSchema] // operations' input schemas by SHA-256, compiled on first call; nil until then
 }
+
+// loadedCatalogs are the catalogs loaded, by catalogKey.
+type loadedCatalogs map[string]*loadedCatalog
 
 // maxOperationSchemas bounds the compiled input schemas kept: those of the
 // operations called most recently.
@@ -81,7 +87,7 @@ type operationArgs struct {
 // callArgs are call_api's arguments.
 type callArgs struct {
 	operationArgs
-	Arguments map[string]any `json:"arguments,omitempty" jsonschema:"The operation's arguments by name, as describe_api_operation gives them"`
+	Arguments object `json:"arguments,omitempty" jsonschema:"The operation's arguments by name, as describe_api_operation gives them"`
 }
 
 func (ap *apis) listTool() tool {
@@ -154,7 +160,7 @@ func (ap *apis) company(ctx context.Context, domain string) (*discovery.Company,
 		return nil, nil, failure(map[string]string{"error": "no_openapi", "domain": co.Domain},
 			"%s lists no OpenAPI API. Use its conversations (send_message) or its MCP tools instead.", co.Domain)
 	}
-	ap.refresh(ctx, mcpauth.KeyFrom(ctx), co, entries)
+	ap.refresh(ctx, ap.people.of(ctx), co, entries)
 	return co, entries, nil
 }
 
@@ -167,28 +173,10 @@ func (ap *apis) list(ctx context.Context, _ mcp.CallToolRequest, args listOperat
 	if args.Limit != nil && *args.Limit >= 1 {
 		limit = min(int(*args.Limit), maxOperationLimit)
 	}
-	query := args.Query
 	out := operationList{Domain: co.Domain, APIs: []apiInfo{}, Operations: []operationSummary{}, CompanyText: apiTextNote}
-	exposed := ap.exposedTools(mcpauth.KeyFrom(ctx), companyPrefix(co))
-	prefix := companyPrefix(co)
+	exposed := ap.exposedTools(ap.people.of(ctx), companyPrefix(co))
 	for _, a := range entries {
-		info := apiInfo{URL: a.entry.URL}
-		if a.err != nil {
-			info.Error = untrusted.Text(a.err.Error(), 500) // may quote the Company's document
-			out.APIs = append(out.APIs, info)
-			continue
-		}
-		info.Title, info.Operations = a.cat.Title, len(a.cat.Tools)
-		out.APIs = append(out.APIs, info)
-		out.Total += len(a.cat.Tools)
-		for _, t := range a.cat.Search(query, limit) {
-			op := operationSummary{Operation: strings.TrimPrefix(t.Name, prefix), Method: t.Method, Path: untrusted.Text(t.Path, 500),
-				Summary: untrusted.Text(t.Summary, 300)}
-			if exposed[t.Name] {
-				op.Tool = t.Name
-			}
-			out.Operations = append(out.Operations, op)
-		}
+		out.add(a, companyPrefix(co), args.Query, limit, exposed)
 	}
 	if len(out.Operations) > limit {
 		out.Operations = out.Operations[:limit] // several APIs: each was searched with the limit
@@ -201,6 +189,28 @@ func (ap *apis) list(ctx context.Context, _ mcp.CallToolRequest, args listOperat
 		out.Next = fmt.Sprintf("Showing %d of %d operations: give query words to narrow. ", len(out.Operations), out.Total) + out.Next
 	}
 	return result(out, "%s", operationsText(&out))
+}
+
+// add lists one API of the Company and, of its operations, at most limit
+// that match query; exposed are the operations announced as tools.
+func (l *operationList) add(a *companyAPI, prefix, query string, limit int, exposed map[string]bool) {
+	info := apiInfo{URL: a.entry.URL}
+	if a.err != nil {
+		info.Error = untrusted.Text(a.err.Error(), 500) // may quote the Company's document
+		l.APIs = append(l.APIs, info)
+		return
+	}
+	info.Title, info.Operations = a.cat.Title, len(a.cat.Tools)
+	l.APIs = append(l.APIs, info)
+	l.Total += len(a.cat.Tools)
+	for _, t := range a.cat.Search(query, limit) {
+		op := operationSummary{Operation: strings.TrimPrefix(t.Name, prefix), Method: t.Method, Path: untrusted.Text(t.Path, 500),
+			Summary: untrusted.Text(t.Summary, 300)}
+		if exposed[t.Name] {
+			op.Tool = t.Name
+		}
+		l.Operations = append(l.Operations, op)
+	}
 }
 
 // operationsText is the brief text of an operation list.
@@ -278,7 +288,7 @@ func (ap *apis) describe(ctx context.Context, _ mcp.CallToolRequest, args operat
 		Description: untrusted.Display(t.Description, 0), InputSchema: t.InputSchema, CompanyText: apiTextNote,
 		ReadOnly: t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint,
 		Next:     fmt.Sprintf("Call call_api with domain %s, operation %s and arguments that follow input_schema.", co.Domain, op)}
-	if ap.exposedTools(mcpauth.KeyFrom(ctx), companyPrefix(co))[t.Name] {
+	if ap.exposedTools(ap.people.of(ctx), companyPrefix(co))[t.Name] {
 		d.Tool = t.Name
 		d.Next += " Or call the tool " + t.Name + " with the same arguments."
 	}
@@ -347,16 +357,9 @@ func (ap *apis) callOperation(ctx context.Context, domain, name string, args map
 			"The arguments of operation %s do not fit its input schema: %s. Call describe_api_operation with domain %s and operation %s for its arguments.",
 			op, untrusted.Quote(err.Error(), 1000), co.Domain, op)
 	}
-	_, _, sess, err := ap.sessions.session(ctx, domain, false)
-	if err != nil {
-		return ap.sessions.failure(ctx, domain, err)
-	}
-	client := sess.Client()
-	if a.cat.Resource != "" {
-		if client, err = sess.ResourceClient(a.cat.Resource); err != nil {
-			return failure(map[string]string{"error": "invalid_resource"},
-				"%s's API entry has a resource poppy-mcp cannot use: %v. Tell the Company.", co.Domain, err)
-		}
+	client, fail := ap.client(ctx, domain, co, a)
+	if fail != nil {
+		return fail
 	}
 	res, err := a.cat.Call(ctx, client, t.Name, args, nil)
 	if err != nil {
@@ -371,6 +374,26 @@ func (ap *apis) callOperation(ctx context.Context, domain, name string, args map
 	// An HTTP error is the Company's answer the model should read and act on.
 	r.IsError = res.Status >= 400
 	return r
+}
+
+// client is the HTTP client that calls the API a of the Company at
+// domain within the person's Session: the Session's DPoP client, or the
+// client of the API's resource when its entry has one (Poppy 0.1 §4.3
+// "Narrower tokens").
+func (ap *apis) client(ctx context.Context, domain string, co *discovery.Company, a *companyAPI) (*http.Client, *mcp.CallToolResult) {
+	reached, err := ap.sessions.session(ctx, domain, false)
+	if err != nil {
+		return nil, ap.sessions.failure(ctx, domain, err)
+	}
+	if a.cat.Resource == "" {
+		return reached.sess.Client(), nil
+	}
+	client, err := reached.sess.ResourceClient(a.cat.Resource)
+	if err != nil {
+		return nil, failure(map[string]string{"error": "invalid_resource"},
+			"%s's API entry has a resource poppy-mcp cannot use: %v. Tell the Company.", co.Domain, err)
+	}
+	return client, nil
 }
 
 // readOnlyRefusal is call_api's answer, under read-only, for an operation

@@ -14,12 +14,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/poppy-mcp/poppy-mcp/agent"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/conversation"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
@@ -27,10 +27,10 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
-// conversations is the conversations capability. It holds one conversation
-// Tracker per Company and User for the Server's life, so that calls on one
-// conversation share its locks whichever Session they use. It is safe for
-// concurrent use.
+// conversations is the conversations capability. Each person holds one
+// conversation Tracker per Company and User (agent.Company.Tracker), so
+// that calls on one conversation share its locks whichever Session they
+// use. It is safe for concurrent use.
 type conversations struct {
 	sessions  *sessions
 	signIn    *signIn           // what to do when the Company asks for a sign-in
@@ -39,10 +39,6 @@ type conversations struct {
 	mcp       *server.MCPServer // progress notifications while a call waits
 	log       *slog.Logger
 	now       func() time.Time
-
-	// mu guards trackers.
-	mu       sync.Mutex
-	trackers map[trackerKey]*conversation.Tracker
 }
 
 // Waits of the conversation tools.
@@ -165,8 +161,12 @@ type messageContext struct {
 	TimeZone      string `json:"time_zone,omitempty" jsonschema:"IANA time zone, e.g. America/Los_Angeles"`
 	UserAvailable *bool  `json:"user_available,omitempty" jsonschema:"Whether the user can answer questions now"`
 	// other holds the facts the schema does not name, by name.
-	other map[string]json.RawMessage
+	other rawFields
 }
+
+// rawFields are JSON object members by name, as given
+// (conversation.Context.Other).
+type rawFields = map[string]json.RawMessage
 
 func (c *messageContext) UnmarshalJSON(b []byte) error {
 	type named messageContext // without this method
@@ -203,33 +203,10 @@ func (c *messageContext) conversation() *conversation.Context {
 	return &conversation.Context{Locale: c.Locale, TimeZone: c.TimeZone, UserAvailable: c.UserAvailable, Other: other}
 }
 
-// trackerKey is whose Tracker: a person (local user key) and their User
-// at a Company.
-type trackerKey struct {
-	user  string
-	owner conversation.Owner
-}
-
-// tracker returns the Tracker of owner's conversations, the person cs is
-// for, sending through cl and keeping what it tracks in the person's store.
-func (c *conversations) tracker(cl *conversation.Client, cs *companyState, owner conversation.Owner) (*conversation.Tracker, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	key := trackerKey{cs.user, owner}
-	if tr := c.trackers[key]; tr != nil {
-		return tr.WithClient(cl), nil
-	}
-	tr, err := conversation.NewTracker(cl, cs.store, owner, nil)
-	if err == nil {
-		c.trackers[key] = tr
-	}
-	return tr, err
-}
-
 // convTarget is a Company's conversations as one tool call reaches them.
 type convTarget struct {
 	c       *conversations
-	cs      *companyState
+	cs      *agent.Company
 	sess    *auth.Session
 	tracker *conversation.Tracker
 	domain  string // the Company's domain as discovered
@@ -238,10 +215,11 @@ type convTarget struct {
 // target returns the conversations of the Company at domain, starting its
 // Session when needed. Its failure result is phrased for the model.
 func (c *conversations) target(ctx context.Context, domain string) (*convTarget, *mcp.CallToolResult) {
-	cs, co, sess, err := c.sessions.session(ctx, domain, false)
+	r, err := c.sessions.session(ctx, domain, false)
 	if err != nil {
 		return nil, c.sessions.failure(ctx, domain, err)
 	}
+	cs, co, sess := r.cs, r.co, r.sess
 	var protocols []discovery.Protocol
 	if co.Document.Agent != nil {
 		protocols = co.Document.Agent.Protocols
@@ -255,7 +233,7 @@ func (c *conversations) target(ctx context.Context, domain string) (*convTarget,
 	cl, err := conversation.New(sess.Client(), endpoint, nil)
 	var tr *conversation.Tracker
 	if err == nil {
-		tr, err = c.tracker(cl, cs, conversation.Owner{Issuer: cs.issuer, UserID: sess.UserID(), Domain: co.Domain})
+		tr, err = cs.Tracker(cl, conversation.Owner{Issuer: cs.Issuer(), UserID: sess.UserID(), Domain: co.Domain})
 	}
 	if err != nil {
 		return nil, failure(map[string]string{"error": "conversation_failed", "domain": co.Domain}, "%v.", err)
@@ -276,7 +254,7 @@ func (c *conversations) held(ctx context.Context, domain string) ([]store.Conver
 			return nil, failure(map[string]string{"error": "invalid_domain"}, "%v. Give the domain alone, like example.com.", err)
 		}
 	}
-	all, err := c.sessions.storeFor(mcpauth.KeyFrom(ctx)).Conversations(ctx, host)
+	all, err := c.sessions.people.of(ctx).Store().Conversations(ctx, host)
 	if err != nil {
 		return nil, failure(map[string]string{"error": "store_failed"}, "poppy-mcp could not read its conversations: %v.", err)
 	}

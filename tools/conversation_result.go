@@ -99,46 +99,106 @@ func (t *convTarget) event(upd *conversation.Update, e conversation.Event, answe
 	if !e.CreatedAt.IsZero() {
 		out.At = e.CreatedAt.UTC().Format(time.RFC3339)
 	}
-	switch e.Type {
-	case conversation.EventMessage:
-		m := e.Message
-		// Company words: nothing hidden in the text; data, whose values the
-		// model may send back, with hidden characters shown as escapes.
-		out.Text = untrusted.Display(m.Text, 0)
-		if m.Data != nil {
-			out.Data = untrusted.EscapeValues(m.Data)
-		}
-		// The Tracker returns no message poppy-mcp sent: every one here is
-		// the Company's, whatever role or sender it claims.
-		out.From, out.ThirdParty = messageFrom(m), true
-	case conversation.EventState:
-		out.Status, out.Responder = untrusted.Text(e.Status, 40), untrusted.Text(e.Responder, 40)
-	case conversation.EventAuthorization:
-		out.Error, out.Scopes = untrusted.Text(e.Error, 64), askedScopes(untrusted.Text(e.Scope, 300))
-		if answered {
-			out.Next = "poppy-mcp signed the Session in with the Account Token it holds and continued the conversation: nothing to do."
-			break
-		}
-		out.Tool = t.c.signIn.choice.tool(t.c.companies.knownAuth(t.domain), out.Scopes)
-		// The error and the scopes are the Company's: marked, never part of
-		// poppy-mcp's own sentence unquoted.
-		why, scopes := authError(out.Error), companyWord(strings.Join(out.Scopes, " "))
-		out.Next = fmt.Sprintf("The Company needs the user's account (%s). Call %s with domain %s and the scopes of %s; once signed in, "+
-			"call send_message with conversation_id %s to continue.", why, out.Tool, t.domain, scopes, upd.ConversationID)
-		if out.Tool == "" {
-			out.Next = fmt.Sprintf("The Company needs account access (%s) that no sign-in type it offers grants: tell the user.", scopes)
-		}
-	case conversation.EventUserRequested:
-		out.Reason, out.ThirdParty = untrusted.Display(e.Reason, 0), true
-		out.Next = fmt.Sprintf("The Company asks to talk with the user: ask the user. If they agree, call start_direct_conversation "+
-			"with conversation_id %s and their first message; if not, say so with send_message.", upd.ConversationID)
-	case conversation.EventDirectOpened:
-		out.ConversationID = e.ConversationID
-		out.Next = "The user is talking with the Company in this Direct Conversation; this one takes messages again when it closes."
-	case conversation.EventDirectClosed:
-		out.ConversationID = e.ConversationID
+	if show, ok := eventShows()[e.Type]; ok {
+		show.fill(t, &out, upd, e, answered)
 	}
 	return out
+}
+
+// eventShow is how one event type is shown to the model (Poppy 0.1 §7.7):
+// the MCP half of conversation's table of event types.
+type eventShow struct {
+	// fill fills in the event's fields, Company text cleaned; answered
+	// says a sign-in the event asked for was done already.
+	fill func(t *convTarget, out *eventOut, upd *conversation.Update, e conversation.Event, answered bool)
+	// line is the event in the text form, Company words quoted and
+	// marked; nil: its type and conversation_id.
+	line func(e eventOut) string
+	// advises: the event's Next is part of what the result says to do.
+	advises bool
+}
+
+// eventShowTable is how each event type is shown, by type.
+type eventShowTable map[string]eventShow
+
+// eventShows is the one table of how each event type is shown; a type of
+// no row is shown by its type alone.
+func eventShows() eventShowTable {
+	return eventShowTable{
+		conversation.EventMessage: {fill: showMessage, line: messageLine},
+		conversation.EventState: {fill: func(_ *convTarget, out *eventOut, _ *conversation.Update, e conversation.Event, _ bool) {
+			out.Status, out.Responder = untrusted.Text(e.Status, 40), untrusted.Text(e.Responder, 40)
+		}, line: func(e eventOut) string {
+			return fmt.Sprintf("state: status %s, responder %s", status(e.Status), responder(e.Responder))
+		}},
+		conversation.EventAuthorization: {fill: (*convTarget).authorization, advises: true, line: func(e eventOut) string {
+			return fmt.Sprintf("authorization: %s for %s. %s", authError(e.Error), companyWord(strings.Join(e.Scopes, " ")), e.Next)
+		}},
+		conversation.EventUserRequested: {fill: showUserRequested, advises: true, line: func(e eventOut) string {
+			return "user_requested (third-party content): " + strconv.Quote(e.Reason)
+		}},
+		conversation.EventDirectOpened: {fill: func(_ *convTarget, out *eventOut, _ *conversation.Update, e conversation.Event, _ bool) {
+			out.ConversationID = e.ConversationID
+			out.Next = "The user is talking with the Company in this Direct Conversation; this one takes messages again when it closes."
+		}},
+		conversation.EventDirectClosed: {fill: func(_ *convTarget, out *eventOut, _ *conversation.Update, e conversation.Event, _ bool) {
+			out.ConversationID = e.ConversationID
+		}},
+	}
+}
+
+// showMessage shows a message event, every one the Company's.
+func showMessage(_ *convTarget, out *eventOut, _ *conversation.Update, e conversation.Event, _ bool) {
+	m := e.Message
+	// Company words: nothing hidden in the text; data, whose values the
+	// model may send back, with hidden characters shown as escapes.
+	out.Text = untrusted.Display(m.Text, 0)
+	if m.Data != nil {
+		out.Data = untrusted.EscapeValues(m.Data)
+	}
+	// The Tracker returns no message poppy-mcp sent: every one here is
+	// the Company's, whatever role or sender it claims.
+	out.From, out.ThirdParty = messageFrom(m), true
+}
+
+// messageLine is a message event in the text form.
+func messageLine(e eventOut) string {
+	s := e.From
+	if e.ThirdParty {
+		s += " (third-party content)"
+	}
+	s += ": " + strconv.Quote(e.Text)
+	if len(e.Data) > 0 {
+		s += " data: " + oneLine(e.Data)
+	}
+	return s
+}
+
+// showUserRequested shows the Company's request to talk with the user
+// (§7.10), and how to answer it.
+func showUserRequested(_ *convTarget, out *eventOut, upd *conversation.Update, e conversation.Event, _ bool) {
+	out.Reason, out.ThirdParty = untrusted.Display(e.Reason, 0), true
+	out.Next = fmt.Sprintf("The Company asks to talk with the user: ask the user. If they agree, call start_direct_conversation "+
+		"with conversation_id %s and their first message; if not, say so with send_message.", upd.ConversationID)
+}
+
+// authorization shows an authorization event: the sign-in to do, unless
+// it was done already (answered).
+func (t *convTarget) authorization(out *eventOut, upd *conversation.Update, e conversation.Event, answered bool) {
+	out.Error, out.Scopes = untrusted.Text(e.Error, 64), askedScopes(untrusted.Text(e.Scope, 300))
+	if answered {
+		out.Next = "poppy-mcp signed the Session in with the Account Token it holds and continued the conversation: nothing to do."
+		return
+	}
+	out.Tool = t.c.signIn.choice.tool(t.c.companies.knownAuth(t.domain), out.Scopes)
+	// The error and the scopes are the Company's: marked, never part of
+	// poppy-mcp's own sentence unquoted.
+	why, scopes := authError(out.Error), companyWord(strings.Join(out.Scopes, " "))
+	out.Next = fmt.Sprintf("The Company needs the user's account (%s). Call %s with domain %s and the scopes of %s; once signed in, "+
+		"call send_message with conversation_id %s to continue.", why, out.Tool, t.domain, scopes, upd.ConversationID)
+	if out.Tool == "" {
+		out.Next = fmt.Sprintf("The Company needs account access (%s) that no sign-in type it offers grants: tell the user.", scopes)
+	}
 }
 
 // messageFrom says who at the Company wrote a message: company_person or
@@ -164,7 +224,7 @@ func (o *convOut) next() string {
 			"conversation_id %s to read on.", o.ConversationID))
 	}
 	for _, e := range o.Events {
-		if e.Next != "" && (e.Type == conversation.EventAuthorization || e.Type == conversation.EventUserRequested) {
+		if e.Next != "" && eventShows()[e.Type].advises {
 			next = append(next, e.Next)
 		}
 	}
@@ -210,23 +270,8 @@ func (o *convOut) text() string {
 
 // line is one event in the text form; Company words are quoted and marked.
 func (e eventOut) line() string {
-	switch e.Type {
-	case conversation.EventMessage:
-		s := e.From
-		if e.ThirdParty {
-			s += " (third-party content)"
-		}
-		s += ": " + strconv.Quote(e.Text)
-		if len(e.Data) > 0 {
-			s += " data: " + oneLine(e.Data)
-		}
-		return s
-	case conversation.EventState:
-		return fmt.Sprintf("state: status %s, responder %s", status(e.Status), responder(e.Responder))
-	case conversation.EventAuthorization:
-		return fmt.Sprintf("authorization: %s for %s. %s", authError(e.Error), companyWord(strings.Join(e.Scopes, " ")), e.Next)
-	case conversation.EventUserRequested:
-		return "user_requested (third-party content): " + strconv.Quote(e.Reason)
+	if show, ok := eventShows()[e.Type]; ok && show.line != nil {
+		return show.line(e)
 	}
 	return fmt.Sprintf("%s: %s", e.Type, e.ConversationID)
 }
@@ -248,39 +293,13 @@ func authError(s string) string { return companyWord(s, "sign_in_required", "ins
 // failure phrases an error of a request on conversation id (Poppy 0.1
 // §7.13) with what to do next.
 func (t *convTarget) failure(id string, err error) *mcp.CallToolResult {
-	if r, ok := t.c.signIn.needed(t.cs.logContext(), t.domain, err); ok {
+	if r, ok := t.c.signIn.needed(t.cs.LogContext(), t.domain, err); ok {
 		return r
 	}
-	var (
-		ce   *conversation.Error
-		ue   *conversation.UndeliveredError
-		pe   *conversation.ProtocolError
-		wait *auth.RetryAfterError
-	)
 	out := map[string]string{"domain": t.domain, "conversation_id": id}
-	code, msg := "conversation_failed", fmt.Sprintf("The conversation request failed: %v. Try again later.", err)
-	ext, extRequired := requiredExtension(err)
-	switch {
-	case extRequired:
-		code = "extension_required"
-		out["extension"], msg = extensionText(t.domain, ext, "this conversation request", fmt.Sprintf(insteadOfConversation, t.domain))
-	case errors.As(err, &ue):
-		code = "not_confirmed"
-		msg = "The Company did not confirm the message (the network or the Company failed). poppy-mcp sends it again with the same " +
-			"message ID on the next conversation call with this Company, for up to 10 minutes, so the Company records it at most once: " +
-			"call read_events later, or send_message with the same content now. Do not reword it, or it would be a second message."
-	case errors.As(err, &wait):
-		code, msg = "rate_limited", fmt.Sprintf("The Company limits requests: wait %s, then call the tool again.", wait.Wait.Round(time.Second))
-	case errors.As(err, &pe):
-		code, msg = "company_error", fmt.Sprintf("The Company's answer broke the protocol (§%s: %s). Try again later.", pe.Section, pe.Problem)
-	case errors.As(err, &ce):
-		code, msg = errorAdvice(ce, id)
-		if ce.ConversationID != "" {
-			out["direct_conversation_id"] = ce.ConversationID
-		}
-	}
+	code, msg := t.advice(id, err, out)
 	out["error"] = code
-	t.c.log.InfoContext(t.cs.logContext(), "conversation request failed", "domain", t.domain, "code", code, "err", err)
+	t.c.log.InfoContext(t.cs.LogContext(), "conversation request failed", "domain", t.domain, "code", code, "err", err)
 	var re *conversation.ResentError
 	if errors.As(err, &re) {
 		resent := resentNotes(re.Resent)
@@ -294,6 +313,38 @@ func (t *convTarget) failure(id string, err error) *mcp.CallToolResult {
 		return failure(with, "%s: %s", code, msg)
 	}
 	return failure(out, "%s: %s", code, msg)
+}
+
+// advice is the code of a failed request on conversation id and what to
+// do next; it adds what the model needs to out.
+func (t *convTarget) advice(id string, err error, out map[string]string) (code, msg string) {
+	var (
+		ce   *conversation.Error
+		ue   *conversation.UndeliveredError
+		pe   *conversation.ProtocolError
+		wait *auth.RetryAfterError
+	)
+	ext, extRequired := requiredExtension(err)
+	switch {
+	case extRequired:
+		code = "extension_required"
+		out["extension"], msg = extensionText(t.domain, ext, "this conversation request", fmt.Sprintf(insteadOfConversation, t.domain))
+		return code, msg
+	case errors.As(err, &ue):
+		return "not_confirmed", "The Company did not confirm the message (the network or the Company failed). poppy-mcp sends it again with the same " +
+			"message ID on the next conversation call with this Company, for up to 10 minutes, so the Company records it at most once: " +
+			"call read_events later, or send_message with the same content now. Do not reword it, or it would be a second message."
+	case errors.As(err, &wait):
+		return "rate_limited", fmt.Sprintf("The Company limits requests: wait %s, then call the tool again.", wait.Wait.Round(time.Second))
+	case errors.As(err, &pe):
+		return "company_error", fmt.Sprintf("The Company's answer broke the protocol (§%s: %s). Try again later.", pe.Section, pe.Problem)
+	case errors.As(err, &ce):
+		if ce.ConversationID != "" {
+			out["direct_conversation_id"] = ce.ConversationID
+		}
+		return errorAdvice(ce, id)
+	}
+	return "conversation_failed", fmt.Sprintf("The conversation request failed: %v. Try again later.", err)
 }
 
 // errorAdvice is the code and advice for a conversation error. The

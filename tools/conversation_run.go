@@ -128,7 +128,7 @@ func askedScopes(scope string) []string {
 func (t *convTarget) signInHeld(ctx context.Context, scopes []string) bool {
 	if err := t.sess.SignInHeld(ctx, scopes); err != nil {
 		if !errors.Is(err, auth.ErrNoAccountToken) {
-			t.c.log.InfoContext(ctx, "could not sign in with the held Account Token", "issuer", t.cs.issuer, "err", err)
+			t.c.log.InfoContext(ctx, "could not sign in with the held Account Token", "issuer", t.cs.Issuer(), "err", err)
 		}
 		return false
 	}
@@ -157,7 +157,7 @@ func (t *convTarget) answerAuthorization(ctx context.Context, upd *conversation.
 	}
 	more, err := t.tracker.Send(ctx, upd.ConversationID, conversation.Message{Sender: conversation.SenderAgent, Text: continueText}, opts)
 	if err != nil {
-		t.c.log.InfoContext(ctx, "could not continue the conversation after signing in", "issuer", t.cs.issuer, "err", err)
+		t.c.log.InfoContext(ctx, "could not continue the conversation after signing in", "issuer", t.cs.Issuer(), "err", err)
 		return ""
 	}
 	upd.Events = append(upd.Events, more.Events...)

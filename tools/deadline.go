@@ -190,9 +190,12 @@ type calls struct {
 	draining bool
 	// waits ends the waits of the calls that wait, by call; stopped says
 	// a drain has ended them.
-	waits   map[*context.CancelCauseFunc]struct{}
+	waits   waitSet
 	stopped bool
 }
+
+// waitSet are the waits of the calls that wait, each by its stop function.
+type waitSet map[*context.CancelCauseFunc]struct{}
 
 // waiting registers stop, which ends a waiting call's wait, until the
 // returned function is called; once a drain has ended the waits, it calls

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
 )
@@ -29,8 +30,14 @@ type companies struct {
 
 	// mu guards byHost.
 	mu     sync.Mutex
-	byHost map[string]*discovery.Company // by normalized domain
+	byHost companiesByHost
 }
+
+// scopeDescriptions are scopes' descriptions, by scope.
+type scopeDescriptions = map[string]string
+
+// companiesByHost are Companies' documents by normalized domain.
+type companiesByHost map[string]*discovery.Company
 
 // get returns the Company at domain, discovering it when needed or asked
 // to refresh; a Company with error findings is returned with them. Its
@@ -108,7 +115,7 @@ type companySummary struct {
 	Usable        bool                `json:"usable"`
 	Organization  *orgSummary         `json:"organization,omitempty"`
 	SignIn        []signInSummary     `json:"sign_in"`
-	CustomScopes  map[string]string   `json:"custom_scopes,omitempty"`
+	CustomScopes  scopeDescriptions   `json:"custom_scopes,omitempty"`
 	CompanyAgent  bool                `json:"company_agent"`
 	APIs          []apiSummary        `json:"apis"`
 	WebsiteJoin   bool                `json:"website_join"`
@@ -189,7 +196,7 @@ func summarize(co *discovery.Company) *companySummary {
 	}
 	if doc.Auth != nil {
 		sum.SignIn = signInTypes(doc.Auth)
-		sum.CustomScopes = map[string]string{}
+		sum.CustomScopes = scopeDescriptions{}
 		for scope, desc := range doc.Auth.CustomScopes {
 			sum.CustomScopes[untrusted.Text(scope, 100)] = untrusted.Display(desc, 500)
 		}
@@ -213,22 +220,24 @@ func summarize(co *discovery.Company) *companySummary {
 }
 
 func signInTypes(a *discovery.Auth) []signInSummary {
-	var out []signInSummary
-	if a.Device != nil {
-		out = append(out, signInSummary{Type: "device", Scopes: a.Device.Scopes})
-	}
-	if a.Direct != nil {
-		out = append(out, signInSummary{Type: "direct", Scopes: a.Direct.Scopes})
-	}
-	if a.Mediated != nil {
-		m := signInSummary{Type: "mediated", Scopes: a.Mediated.Scopes}
-		for _, f := range a.Mediated.Fields {
-			m.Fields = append(m.Fields, fieldSummary{untrusted.Text(f.Name, 100), untrusted.Text(f.Label, 200), f.Secret})
+	out := []signInSummary{}
+	for _, k := range auth.Kinds() {
+		if list, ok := k.Offer(a); ok {
+			out = append(out, signInSummary{Type: string(k.Kind), Scopes: list, Fields: fieldsOf(k.Kind, a)})
 		}
-		out = append(out, m)
 	}
-	if out == nil {
-		out = []signInSummary{}
+	return out
+}
+
+// fieldsOf are the credentials a kind asks the user for: Mediated
+// Sign-In's fields (Poppy 0.1 §4.7), cleaned; none for the other kinds.
+func fieldsOf(kind auth.Kind, a *discovery.Auth) []fieldSummary {
+	if kind != auth.KindMediated {
+		return nil
+	}
+	var out []fieldSummary
+	for _, f := range a.Mediated.Fields {
+		out = append(out, fieldSummary{untrusted.Text(f.Name, 100), untrusted.Text(f.Label, 200), f.Secret})
 	}
 	return out
 }
@@ -252,30 +261,25 @@ func (sum *companySummary) text() string {
 		b.WriteString(" Has a Company Agent.")
 	}
 	if len(sum.APIs) > 0 {
-		b.WriteString(" APIs: ")
-		for i, a := range sum.APIs {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(a.Type)
+		var apis []string
+		for _, a := range sum.APIs {
 			if a.Operations != nil {
-				fmt.Fprintf(&b, " (%d operations)", *a.Operations)
+				apis = append(apis, fmt.Sprintf("%s (%d operations)", a.Type, *a.Operations))
+			} else {
+				apis = append(apis, a.Type)
 			}
 		}
-		b.WriteString(".")
+		b.WriteString(" APIs: " + strings.Join(apis, ", ") + ".")
 	}
 	if sum.WebsiteJoin {
 		b.WriteString(" Website joins the Session.")
 	}
-	if n := len(sum.Findings); n > 0 {
-		b.WriteString(" Findings: ")
-		for i, f := range sum.Findings {
-			if i > 0 {
-				b.WriteString("; ")
-			}
-			b.WriteString(untrusted.Text(f.String(), 1000)) // poppy-mcp's words, quoting the Company's with %q
+	if len(sum.Findings) > 0 {
+		var findings []string
+		for _, f := range sum.Findings {
+			findings = append(findings, untrusted.Text(f.String(), 1000)) // poppy-mcp's words, quoting the Company's with %q
 		}
-		b.WriteString(".")
+		b.WriteString(" Findings: " + strings.Join(findings, "; ") + ".")
 	}
 	return b.String() + " " + sum.Next
 }

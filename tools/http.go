@@ -58,15 +58,24 @@ type eventStore struct {
 
 	// mu guards seq and sessions.
 	mu       sync.Mutex
-	seq      uint64               // the last event ID given, store-wide
-	sessions map[string]*eventLog // by MCP session ID
+	seq      uint64 // the last event ID given, store-wide
+	sessions eventLogs
 }
+
+// eventLogs are the MCP sessions' streams, by MCP session ID.
+type eventLogs map[string]*eventLog
 
 // eventLog is one session's streams.
 type eventLog struct {
-	streams map[string]*eventRing // by stream ID
-	index   map[uint64]string     // event ID -> its stream, for the events kept
+	streams eventRings
+	index   eventIndex
 }
+
+// eventRings are a session's streams, by stream ID.
+type eventRings map[string]*eventRing
+
+// eventIndex is the stream of each event kept, by event ID.
+type eventIndex map[uint64]string
 
 // eventRing holds a stream's last events, oldest at head once full.
 type eventRing struct {

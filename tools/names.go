@@ -207,8 +207,12 @@ type prefixRegistry struct {
 
 	// mu guards owners.
 	mu     sync.Mutex
-	owners map[string]string // prefix -> issuer
+	owners prefixOwners
 }
+
+// prefixOwners are the issuers of the Companies that own tool-name
+// prefixes, by prefix.
+type prefixOwners map[string]string
 
 // claim records prefixes as the tool-name prefixes of the Company with
 // issuer, all or none. It refuses a prefix that begins a built-in tool's

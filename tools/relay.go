@@ -24,6 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/poppy-mcp/poppy-mcp/agent"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
@@ -35,46 +36,55 @@ import (
 // listing; past it, listing goes on in the background.
 const relaySyncWait = 10 * time.Second
 
-// relays is the relays capability: the Company MCP servers relayed, by
-// prefix and URL. It is safe for concurrent use.
+// relays is the relays capability: each person keeps the Company MCP
+// servers relayed for them (agent.Company.Relay), by prefix and URL. It is
+// safe for concurrent use.
 type relays struct {
-	signIn *signIn                             // what to do when a relayed server asks for a sign-in
-	names  *prefixRegistry                     // claims the tool-name prefixes of relayed tools
-	mcp    func(user string) *server.MCPServer // the person's MCP server, where their relayed tools are announced
-	bg     *background                         // retries of a relay that could not list its tools yet
+	signIn *signIn                               // what to do when a relayed server asks for a sign-in
+	names  *prefixRegistry                       // claims the tool-name prefixes of relayed tools
+	mcp    func(*agent.Person) *server.MCPServer // the person's MCP server, where their relayed tools are announced
 	log    *slog.Logger
-
-	// mu guards byKey, closed and each entry's sess.
-	mu     sync.Mutex
-	byKey  map[string]*relayEntry // by local user key, prefix and MCP url, each followed by a space
-	closed bool                   // Close was called: nothing more is relayed
 }
 
-// relayEntry is one relayed MCP server.
+// relayEntry is one relayed MCP server of a person (an agent.Relay).
 type relayEntry struct {
 	relay *mcpproxy.Relay
-	sess  *auth.Session // the Session whose Bearer token the relay uses; guarded by relays.mu
+
+	// mu guards sess.
+	mu   sync.Mutex
+	sess *auth.Session // the Session whose Bearer token the relay uses
 }
 
-// errRelaysClosed is relayFor's error once the Server is closing.
-var errRelaysClosed = errors.New("tools: poppy-mcp is shutting down")
+// Close closes the relay (agent.Relay): the person is forgotten, or the
+// Server closes.
+func (e *relayEntry) Close() error { return e.relay.Close() }
 
-// close closes every relay; none is made after it.
-func (rs *relays) close() {
-	rs.mu.Lock()
-	entries := rs.byKey
-	rs.byKey, rs.closed = map[string]*relayEntry{}, true
-	rs.mu.Unlock()
-	for _, e := range entries {
-		_ = e.relay.Close()
+// session returns the Session whose token the relay uses.
+func (e *relayEntry) session() *auth.Session {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sess
+}
+
+// use makes the relay use sess's token from its next request on.
+func (e *relayEntry) use(sess *auth.Session) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sess != sess {
+		e.sess = sess
+		e.relay.Upstream().Reset() // the next request connects with the new Session's token
 	}
 }
+
+// errRelaysClosed is relayFor's error once the person is forgotten or the
+// Server is closing.
+var errRelaysClosed = errors.New("tools: poppy-mcp is shutting down")
 
 // connect runs once a Session exists, for one of the Company's domains
 // (Server.sessionReady): it relays every usable MCP server of the domain,
 // whose documents co are, with cs's Session.
-func (rs *relays) connect(ctx context.Context, cs *companyState, co *discovery.Company) {
-	sess := cs.current()
+func (rs *relays) connect(ctx context.Context, cs *agent.Company, co *discovery.Company) {
+	sess := cs.Session()
 	if co == nil || co.Document == nil || co.Document.Auth == nil || sess == nil {
 		return
 	}
@@ -89,16 +99,16 @@ func (rs *relays) connect(ctx context.Context, cs *companyState, co *discovery.C
 			continue
 		}
 		prefix := relayPrefix(co, n)
-		if err := rs.names.claim(cs.issuer, prefix); err != nil {
+		if err := rs.names.claim(cs.Issuer(), prefix); err != nil {
 			rs.log.WarnContext(ctx, "MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
 			continue
 		}
-		e, err := rs.relayFor(cs.person, co, api, prefix, sess)
+		e, err := rs.relayFor(cs, co, api, prefix, sess)
 		if err != nil {
 			rs.log.WarnContext(ctx, "MCP server not relayed", "domain", co.Domain, "url", api.URL, "err", err)
 			continue
 		}
-		rs.firstSync(ctx, co.Domain, e.relay)
+		rs.firstSync(ctx, cs.Person(), co.Domain, e.relay)
 	}
 }
 
@@ -116,37 +126,45 @@ func relayable(co *discovery.Company, api discovery.API) error {
 }
 
 // relayFor returns the relay of an MCP server under prefix for the person
-// (the local user person.Key()), creating it; a relay made for another
-// Session is reconnected with sess's token. Each person has their own relay, with their own Session's
-// token, whose tools are announced on their own MCP server. A server that
-// two domains of a Company list is relayed under each one's prefix, so its
-// names do not depend on which domain was used first.
-func (rs *relays) relayFor(person mcpauth.User, co *discovery.Company, api discovery.API, prefix string, sess *auth.Session) (*relayEntry, error) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if rs.closed {
-		return nil, errRelaysClosed
-	}
-	user := person.Key()
-	key := user + " " + prefix + " " + api.URL
-	if e := rs.byKey[key]; e != nil {
-		if e.sess != sess {
-			e.sess = sess
-			e.relay.Upstream().Reset() // the next request connects with the new Session's token
-		}
+// whose state at the Company cs is, creating it; a relay made for another
+// Session is reconnected with sess's token. Each person has their own
+// relay, with their own Session's token, whose tools are announced on
+// their own MCP server. A server that two domains of a Company list is
+// relayed under each one's prefix, so its names do not depend on which
+// domain was used first.
+func (rs *relays) relayFor(cs *agent.Company, co *discovery.Company, api discovery.API, prefix string, sess *auth.Session) (*relayEntry, error) {
+	key := prefix + " " + api.URL
+	if e, ok := cs.Relay(key).(*relayEntry); ok {
+		e.use(sess)
 		return e, nil
 	}
+	e, err := rs.newRelay(cs.Person(), co, api, prefix, sess)
+	if err != nil {
+		return nil, err
+	}
+	kept, ok := cs.KeepRelay(key, e)
+	if kept != e {
+		_ = e.Close() // the person is forgotten, or a concurrent call made it first
+	}
+	if !ok {
+		return nil, errRelaysClosed
+	}
+	first := kept.(*relayEntry)
+	first.use(sess)
+	return first, nil
+}
+
+// newRelay connects an MCP server of the Company under prefix for the
+// person p with sess's token.
+func (rs *relays) newRelay(p *agent.Person, co *discovery.Company, api discovery.API, prefix string, sess *auth.Session) (*relayEntry, error) {
 	e := &relayEntry{sess: sess}
 	// The relay logs without a request's context: its lines name the
 	// person it is for, as a request's do.
-	logger := mcpauth.ForUser(rs.log, person)
+	logger := mcpauth.ForUser(rs.log, p.User())
 	up, err := mcpproxy.New(api.URL, &mcpproxy.Options{
 		Prefix: prefix,
 		HTTPClient: func() (*http.Client, error) {
-			rs.mu.Lock()
-			cur := e.sess
-			rs.mu.Unlock()
-			at, err := sessionAt(cur, co) // the Session at the domain that lists the server
+			at, err := sessionAt(e.session(), co) // the Session at the domain that lists the server
 			if err != nil {
 				return nil, err
 			}
@@ -159,24 +177,29 @@ func (rs *relays) relayFor(person mcpauth.User, co *discovery.Company, api disco
 		return nil, err
 	}
 	domain := co.Domain
-	e.relay = mcpproxy.NewRelay(rs.mcp(user), up, &mcpproxy.RelayOptions{
+	e.relay = mcpproxy.NewRelay(rs.mcp(p), up, &mcpproxy.RelayOptions{
 		Describe: func(t mcpproxy.Tool) string { return relayDescription(domain, t) },
 		// Results are the Company's content: marked for the client (_meta)
 		// and the model (a first text block), the upstream's blocks kept.
-		Meta: map[string]any{relayMetaKey: map[string]any{"domain": domain}},
+		Meta: relayMeta(domain),
 		Note: fmt.Sprintf(relayNote, domain),
 		Failure: func(ctx context.Context, t mcpproxy.Tool, err error) *mcp.CallToolResult {
 			return rs.failure(ctx, domain, t, err)
 		},
 		Logger: logger,
 	})
-	rs.byKey[key] = e
 	return e, nil
 }
 
+// relayMeta is the _meta of a relayed result of the Company at domain.
+func relayMeta(domain string) map[string]any {
+	return object{relayMetaKey: object{"domain": domain}}
+}
+
 // firstSync lists the relayed tools, waiting at most relaySyncWait; a relay
-// that cannot list yet keeps trying in the background, with backoff.
-func (rs *relays) firstSync(ctx context.Context, domain string, r *mcpproxy.Relay) {
+// that cannot list yet keeps trying in the background of the person p,
+// with backoff, until it lists or p is forgotten.
+func (rs *relays) firstSync(ctx context.Context, p *agent.Person, domain string, r *mcpproxy.Relay) {
 	ctx, cancel := context.WithTimeout(ctx, relaySyncWait)
 	err := r.Sync(ctx)
 	cancel()
@@ -185,7 +208,7 @@ func (rs *relays) firstSync(ctx context.Context, domain string, r *mcpproxy.Rela
 		return
 	}
 	rs.log.InfoContext(ctx, "MCP server not listed yet; retrying in the background", "domain", domain, "url", r.Upstream().URL(), "err", err)
-	rs.bg.Go(func(ctx context.Context) {
+	p.Go(func(ctx context.Context) {
 		b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(time.Second),
 			backoff.WithMaxInterval(time.Minute), backoff.WithMaxElapsedTime(30*time.Minute))
 		_ = backoff.Retry(func() error {

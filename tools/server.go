@@ -23,12 +23,11 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/poppy-mcp/poppy-mcp/agent"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/browser"
-	"github.com/poppy-mcp/poppy-mcp/conversation"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/metrics"
-	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
@@ -97,6 +96,14 @@ type Options struct {
 	// Toolsets are the tool groups served (serve --toolsets, read with
 	// ParseToolsets). The zero value serves every group.
 	Toolsets Toolsets
+	// EvictIdle is how long a person of a hosted poppy-mcp (a request's
+	// local user other than "") may stay idle, with no call in flight, no
+	// open MCP GET stream and no sign-in pending, before poppy-mcp forgets
+	// what it holds in memory for them (serve --evict-idle): their state
+	// is in the store, and their next request loads it back. The one
+	// person of stdio and single-user HTTP is never forgotten. Zero:
+	// DefaultEvictIdle; negative: never.
+	EvictIdle time.Duration
 }
 
 // Server is poppy-mcp's MCP server: the tools of every capability and the
@@ -114,7 +121,7 @@ type Server struct {
 	version     string // Options.Version
 	// builtinNames are the built-in tools' names: the only tool names that
 	// are metrics labels (metrics.go).
-	builtinNames map[string]bool
+	builtinNames nameSet
 
 	companies *companies      // discovery: each domain's documents (discover.go)
 	sessions  *sessions       // each Company's state and Session, by issuer (sessions.go)
@@ -126,8 +133,11 @@ type Server struct {
 	names     *prefixRegistry // which Company owns each tool-name prefix (names.go)
 	policy    policy          // which tools are served: Options.Toolsets and ReadOnly (toolsets.go)
 	builtins  []tool          // the built-in tools, which every person's MCP server has
-	people    *people         // the MCP server of each person (people.go)
+	people    *people         // each person's state and MCP server (people.go)
 }
+
+// nameSet is a set of names.
+type nameSet map[string]bool
 
 // New builds the MCP server with every tool registered. disc fetches and
 // checks Companies; it is required.
@@ -142,7 +152,7 @@ func New(disc *discovery.Client, opts *Options) *Server {
 	if o.Version == "" {
 		o.Version = Version
 	}
-	s := &Server{bg: newBackground(), callTimeout: o.CallTimeout, metrics: o.Metrics, version: o.Version, builtinNames: map[string]bool{},
+	s := &Server{bg: newBackground(), callTimeout: o.CallTimeout, metrics: o.Metrics, version: o.Version, builtinNames: nameSet{},
 		policy: policy{toolsets: o.Toolsets, readOnly: o.ReadOnly}}
 	base := slog.Handler(slog.DiscardHandler)
 	if o.Logger != nil {
@@ -150,7 +160,8 @@ func New(disc *discovery.Client, opts *Options) *Server {
 	}
 	s.log = slog.New(&mcpLogHandler{next: base, srv: func() *server.MCPServer { return s.mcp }})
 	s.mcp = s.newMCP()
-	s.names = &prefixRegistry{owners: map[string]string{}} // the built-in tools' names are added below
+	s.names = &prefixRegistry{owners: prefixOwners{}} // the built-in tools' names are added below
+	s.people = s.newPeople(&o)
 	s.build(disc, &o)
 	s.builtins = s.tools(o.Browser != nil)
 	for _, t := range s.builtins {
@@ -158,13 +169,35 @@ func New(disc *discovery.Client, opts *Options) *Server {
 		s.names.builtins = append(s.names.builtins, t.tool.Name)
 		s.builtinNames[t.tool.Name] = true
 	}
-	s.people = &people{def: s.mcp, fresh: s.personMCP, restore: s.restorePerson, spawn: s.bg.Go,
-		servers: map[string]*server.MCPServer{}, handlers: map[string]*server.StreamableHTTPServer{}, restored: map[string]chan struct{}{}}
+	if s.people.evictIdle > 0 {
+		s.bg.Go(s.people.forgetIdle)
+	}
 	if o.Store != nil && o.Agent != nil {
 		s.bg.Go(s.signIn.takeOver) // device sign-ins another replica or run left unpolled, of every person
 		s.bg.Go(s.signIn.follow)   // device sign-ins other replicas finish
 	}
 	return s
+}
+
+// newPeople makes the registry of people (people.go).
+func (s *Server) newPeople(o *Options) *people {
+	evict := o.EvictIdle
+	if evict == 0 {
+		evict = DefaultEvictIdle
+	}
+	return &people{def: s.mcp, fresh: s.personMCP, restore: s.restorePerson, evictIdle: evict, byKey: personEntries{},
+		opts: agent.Options{Agent: o.Agent, Store: o.Store, Spawn: s.bg.Go, Logger: s.log, Now: o.Now, Open: s.openSession, Detach: detach,
+			SigningIn: o.Metrics.SigningIn}}
+}
+
+// openSession returns the Session of the person ctx acts for with the
+// Company at domain (agent.Options.Open).
+func (s *Server) openSession(ctx context.Context, domain string) (*auth.Session, error) {
+	r, err := s.sessions.session(ctx, domain, false)
+	if err != nil {
+		return nil, err
+	}
+	return r.sess, nil
 }
 
 // restorePerson brings back the Companies the person ctx acts for uses:
@@ -176,7 +209,7 @@ func (s *Server) restorePerson(ctx context.Context) {
 	if s.sessions.agent == nil || s.sessions.store == nil {
 		return
 	}
-	st := s.sessions.storeFor(mcpauth.KeyFrom(ctx))
+	st := s.people.of(ctx).Store()
 	issuers, err := st.Issuers(ctx)
 	if err != nil {
 		s.log.WarnContext(ctx, "could not read the person's Companies", "err", err)
@@ -187,7 +220,7 @@ func (s *Server) restorePerson(ctx context.Context) {
 		if err != nil || len(saved) == 0 || saved[0].Domain == "" {
 			continue
 		}
-		if _, _, _, err := s.sessions.session(ctx, saved[0].Domain, false); err != nil {
+		if _, err := s.sessions.session(ctx, saved[0].Domain, false); err != nil {
 			s.log.InfoContext(ctx, "could not bring back a Company the person uses", "issuer", issuer, "err", err)
 		}
 	}
@@ -219,17 +252,17 @@ func (s *Server) personMCP() *server.MCPServer {
 func (s *Server) build(disc *discovery.Client, o *Options) {
 	choice := signInChoice{publicURL: o.PublicURL, agent: o.Agent}
 	s.companies = &companies{disc: disc, log: s.log, byHost: map[string]*discovery.Company{}}
-	s.sessions = &sessions{companies: s.companies, agent: o.Agent, store: o.Store, choice: choice, log: s.log, noIdentity: o.NoIdentity,
-		ready: s.sessionReady, byCompany: map[personCompany]*companyState{}, agents: map[string]*auth.Agent{}}
+	s.sessions = &sessions{companies: s.companies, people: s.people, agent: o.Agent, store: o.Store, choice: choice, log: s.log,
+		noIdentity: o.NoIdentity, ready: s.sessionReady}
 	s.signIn = &signIn{companies: s.companies, sessions: s.sessions, choice: choice, noTools: !s.policy.toolsets.Has(groupSignIn),
-		pages: o.Pages, bg: s.bg, mcp: s.mcp,
-		log: s.log, now: o.Now, metrics: o.Metrics, flows: map[personCompany]*signInFlow{}}
+		pages: o.Pages, mcp: s.mcp,
+		log: s.log, now: o.Now}
 	s.convs = &conversations{sessions: s.sessions, signIn: s.signIn, companies: s.companies, store: o.Store, mcp: s.mcp,
-		log: s.log, now: o.Now, trackers: map[trackerKey]*conversation.Tracker{}}
-	s.apis = &apis{companies: s.companies, sessions: s.sessions, signIn: s.signIn, names: s.names, store: o.Store, mcp: s.mcpFor,
-		log: s.log, maxTools: o.MaxAPITools, policy: s.policy, catalogs: map[string]*loadedCatalog{}, exposed: map[personPrefix]map[string]string{}}
+		log: s.log, now: o.Now}
+	s.apis = &apis{companies: s.companies, sessions: s.sessions, signIn: s.signIn, names: s.names, store: o.Store, people: s.people, mcp: s.mcpFor,
+		log: s.log, maxTools: o.MaxAPITools, policy: s.policy, catalogs: loadedCatalogs{}}
 	s.companies.operations = s.apis.countOperations // discover_company counts each OpenAPI API's operations
-	s.relays = &relays{signIn: s.signIn, names: s.names, mcp: s.mcpFor, bg: s.bg, log: s.log, byKey: map[string]*relayEntry{}}
+	s.relays = &relays{signIn: s.signIn, names: s.names, mcp: s.mcpFor, log: s.log}
 	s.web = &website{companies: s.companies, sessions: s.sessions, pages: o.Pages, browser: o.Browser, publicURL: o.PublicURL,
 		log: s.log, now: o.Now}
 }
@@ -239,12 +272,9 @@ func (s *Server) build(disc *discovery.Client, o *Options) {
 // with a browser. The tools a Company brings (its API operations, its MCP
 // servers' tools) are announced once a Session exists: see sessionReady.
 func (s *Server) tools(browse bool) []tool {
-	all := []tool{
-		s.companies.discoverTool(),
-		s.sessions.startTool(),
-		s.signIn.deviceTool(),
-		s.signIn.directTool(),
-		s.signIn.mediatedTool(),
+	all := []tool{s.companies.discoverTool(), s.sessions.startTool()}
+	all = append(all, s.signIn.kindTools()...) // a tool per sign-in kind (signInToolTable)
+	all = append(all,
 		s.signIn.statusTool(),
 		s.signIn.signOutTool(),
 		s.convs.sendMessageTool(),
@@ -257,7 +287,7 @@ func (s *Server) tools(browse bool) []tool {
 		s.apis.describeTool(),
 		s.apis.callTool(),
 		s.web.openTool(),
-	}
+	)
 	if browse {
 		all = append(all, s.web.browseTool())
 	}
@@ -269,7 +299,7 @@ func (s *Server) tools(browse bool) []tool {
 // announced as tools, and its MCP servers connected and their tools
 // relayed, each when its group is served (toolsets.go). It must not block
 // long.
-func (s *Server) sessionReady(ctx context.Context, cs *companyState, co *discovery.Company) {
+func (s *Server) sessionReady(ctx context.Context, cs *agent.Company, co *discovery.Company) {
 	if s.policy.operations() {
 		s.apis.announce(ctx, cs, co)
 	}
@@ -289,17 +319,15 @@ const instructions = "poppy-mcp is the user's Personal Agent for Companies that 
 // first in a graceful shutdown.
 func (s *Server) Close() {
 	s.bg.close()
-	s.relays.close()
-	s.sessions.close()
+	s.people.close()
 }
 
 // MCP returns the underlying mcp-go server of the default user (one
 // person's deployment), for a transport to serve.
 func (s *Server) MCP() *server.MCPServer { return s.mcp }
 
-// mcpFor returns the MCP server of the local user (people.go); it is set
-// once New has built every capability.
-func (s *Server) mcpFor(user string) *server.MCPServer { return s.people.server(user) }
+// mcpFor returns the MCP server of a person (people.go).
+func (s *Server) mcpFor(p *agent.Person) *server.MCPServer { return s.people.server(p) }
 
 // background runs a Server's background work: device sign-in polling and the
 // retries of a relay that could not list its tools yet. Each piece of work
@@ -336,6 +364,20 @@ func (b *background) Go(f func(ctx context.Context)) bool {
 		f(b.ctx)
 	}()
 	return true
+}
+
+// every runs f every d until ctx ends.
+func every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f()
+		}
+	}
 }
 
 // close cancels the background work and waits for it.

@@ -9,29 +9,27 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/poppy-mcp/poppy-mcp/agent"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
-	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
-// sessions is the state of every Company the tools have used, by person
-// and issuer. Everything a person has at a Company is theirs alone: a
-// hosted poppy-mcp serves several people, each a local
+// sessions is the sessions capability: each person's Session with each
+// Company they use, kept by the person (agent.Person, from the people
+// registry) in auth.Sessions. Everything a person has at a Company is
+// theirs alone: a hosted poppy-mcp serves several people, each a local
 // user (mcpauth.KeyFrom of the request; "" for the one person of stdio and
 // loopback HTTP), with their own User ID at each Company (Poppy 0.1 §4.2),
 // Sessions, Account Tokens and DPoP keys, kept in their own view of the
-// store (store.Store.ForUser) by their own view of the Agent
-// (auth.Agent.WithStore). It is safe for concurrent use.
+// store by their own view of the Agent. It is safe for concurrent use.
 type sessions struct {
 	companies *companies
+	people    *people      // each person's state
 	agent     *auth.Agent  // the default user's; nil: no identity, so no Session
 	store     *store.Store // the default user's view; required with agent
 	choice    signInChoice // which sign-in tool start_session advises
@@ -40,109 +38,26 @@ type sessions struct {
 	log        *slog.Logger
 	// ready runs once a Session exists, for each of its Company's domains
 	// (Server.sessionReady); set by New.
-	ready func(ctx context.Context, cs *companyState, co *discovery.Company)
-
-	// mu guards byCompany and agents.
-	mu        sync.Mutex
-	byCompany map[personCompany]*companyState
-	agents    map[string]*auth.Agent // by local user key: views of agent on the person's store
+	ready func(ctx context.Context, cs *agent.Company, co *discovery.Company)
 }
 
-// personCompany is one person at one Company: a local user key and an issuer.
-type personCompany struct{ user, issuer string }
-
-// agentFor returns the Agent of the local user: the Agent itself for the
-// default user, a view of it on the person's store for anyone else.
-func (ss *sessions) agentFor(user string) *auth.Agent {
-	if user == "" || ss.agent == nil {
-		return ss.agent
-	}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	a := ss.agents[user]
-	if a == nil {
-		a = ss.agent.WithStore(ss.store.ForUser(user))
-		ss.agents[user] = a
-	}
-	return a
-}
-
-// storeFor is the local user's view of the store; nil without a store.
-func (ss *sessions) storeFor(user string) *store.Store {
-	if ss.store == nil || user == "" {
-		return ss.store
-	}
-	return ss.store.ForUser(user)
-}
-
-// companyState is what the tools keep for one person at one Company,
-// identified by its issuer.
-// Poppy 0.1 §3.2: several domains naming one issuer "are then one Company:
-// the same User IDs (4.2), Sessions, and Account Tokens apply to all of
-// them". So a companyState has one Session, and the documents of each of the
-// Company's domains used so far: a tool given a domain uses that domain's
-// APIs, MCP servers, website and mediated endpoint. It is safe for
-// concurrent use.
-type companyState struct {
-	person mcpauth.User // whose it is; the zero User in one person's deployment
-	user   string       // person.Key(), the local user key; "" in one person's deployment
-	issuer string
-	store  *store.Store // the person's view of the store; nil without one
-
-	// mu guards everything below; it is held while a Session starts, so
-	// concurrent tools share one Session.
-	mu      sync.Mutex
-	sites   map[string]*discovery.Company // each domain's documents, by siteKey
-	hooked  map[string]*auth.Session      // by siteKey: the Session whose hooks ran for the domain
-	session *auth.Session
-	domain  string // the domain the Session was started through, as saved
-	userID  string
-	// release gives back this process's claim on session (auth.ClaimSession).
-	release func()
-}
-
-// logContext is a context for what is logged of cs's work outside a
-// request of the person (background work, pages): it names the person, as
-// the request's would (pseudonymously, mcpauth.LogHandler).
-func (cs *companyState) logContext() context.Context { return cs.withPerson(context.Background()) }
-
-// withPerson returns ctx (a page's request) naming cs's person, as
-// logContext does.
-func (cs *companyState) withPerson(ctx context.Context) context.Context {
-	if cs.person.IsZero() {
-		return ctx
-	}
-	return mcpauth.WithUser(ctx, cs.person)
+// reach is what a tool call reaches of a Company: the person's state
+// there, the documents of the domain it was given (Poppy 0.1 §3.2: the
+// Session is the Company's, the endpoints the domain's) and the Session.
+type reach struct {
+	cs   *agent.Company
+	co   *discovery.Company
+	sess *auth.Session
 }
 
 // siteKey identifies a domain of a Company: its organization.domain as
 // tool names use it, the same whichever host the User typed.
 func siteKey(co *discovery.Company) string { return nameKey(orgDomain(co)) }
 
-// dueHooks marks and returns, in key order, the domains whose Session hooks
-// have not run with sess; cs.mu is held.
-func (cs *companyState) dueHooks(sess *auth.Session) []*discovery.Company {
-	var due []*discovery.Company
-	for _, key := range slices.Sorted(maps.Keys(cs.sites)) {
-		if cs.hooked[key] != sess {
-			cs.hooked[key] = sess
-			due = append(due, cs.sites[key])
-		}
-	}
-	return due
-}
-
-// current returns the Company's Session, or nil before the first.
-func (cs *companyState) current() *auth.Session {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	return cs.session
-}
-
 // takeNotice returns, once, what the model should hear of what happened
 // to the Session's sign-in by itself, or "".
-func (cs *companyState) takeNotice() string {
-	sess := cs.current()
+func takeNotice(cs *agent.Company) string {
+	sess := cs.Session()
 	if sess == nil {
 		return ""
 	}
@@ -198,190 +113,58 @@ func authCompany(co *discovery.Company) auth.Company {
 	return c
 }
 
-// stateFor returns the state of a usable Company, creating it, and the
-// documents of the domain asked for, which it keeps beside its other
-// domains'.
-func (ss *sessions) stateFor(ctx context.Context, domain string) (*companyState, *discovery.Company, error) {
+// stateFor returns the person's state at a usable Company, creating it,
+// and the documents of the domain asked for, which it keeps beside its
+// other domains'. The person is the one whose request ctx is.
+func (ss *sessions) stateFor(ctx context.Context, domain string) (*agent.Company, *discovery.Company, error) {
 	co, err := ss.companies.usable(ctx, domain)
 	if err != nil {
 		return nil, nil, err
 	}
-	person, _ := mcpauth.UserFrom(ctx)
-	key := personCompany{person.Key(), co.Document.Auth.Issuer}
-	ss.mu.Lock()
-	cs := ss.byCompany[key]
-	if cs == nil {
-		cs = &companyState{person: person, user: key.user, issuer: key.issuer, store: ss.storeFor(key.user),
-			sites: map[string]*discovery.Company{}, hooked: map[string]*auth.Session{}}
-		ss.byCompany[key] = cs
-	}
-	ss.mu.Unlock()
-	cs.mu.Lock()
-	cs.sites[siteKey(co)] = co
-	cs.mu.Unlock()
+	cs := ss.people.of(ctx).Company(co.Document.Auth.Issuer)
+	cs.AddSite(siteKey(co), co)
 	return cs, co, nil
 }
 
-// all returns the state of every person at every Company used so far.
-func (ss *sessions) all() []*companyState {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return slices.Collect(maps.Values(ss.byCompany))
-}
-
 // known returns the state of a Company already discovered and used by the
-// local user, or nil.
-func (ss *sessions) known(user, domain string) *companyState {
+// person of ctx, or nil.
+func (ss *sessions) known(ctx context.Context, domain string) *agent.Company {
 	a := ss.companies.knownAuth(domain)
 	if a == nil {
 		return nil
 	}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return ss.byCompany[personCompany{user, a.Issuer}]
+	return ss.people.of(ctx).Known(a.Issuer)
 }
 
-// session returns the Company's Session, starting one when there is none or
-// fresh is set, and the documents of the domain asked for. A Session saved
-// by an earlier run is resumed (Poppy 0.1 §4.2: the Company decides how long
-// a Session lasts; auth starts a new one when it has ended). The Session
-// hooks (ready) run for each of the Company's domains once a Session exists:
-// for every domain known when a Session starts, and for a domain first used
-// later. The Session is the person's whose request ctx is (mcpauth.UserFrom).
-func (ss *sessions) session(ctx context.Context, domain string, fresh bool) (*companyState, *discovery.Company, *auth.Session, error) {
+// session returns what the call reaches of the Company at domain, its
+// Session started when there is none or fresh is set (auth.Sessions.Open:
+// a Session saved by an earlier run is resumed). The Session hooks (ready)
+// run for each of the Company's domains once a Session exists: for every
+// domain known when a Session starts, and for a domain first used later.
+// The Session is the person's whose request ctx is (mcpauth.UserFrom).
+func (ss *sessions) session(ctx context.Context, domain string, fresh bool) (*reach, error) {
 	if ss.agent == nil {
-		return nil, nil, nil, errNoIdentity
+		return nil, errNoIdentity
 	}
 	cs, co, err := ss.stateFor(ctx, domain)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	cs.mu.Lock()
-	err = ss.ensureSession(ctx, cs, co, fresh)
-	sess := cs.session
 	var due []*discovery.Company
-	if err == nil {
-		due = cs.dueHooks(sess)
-	}
-	cs.mu.Unlock()
+	sess, err := cs.Person().Sessions().Open(ctx, authCompany(co), fresh, func(s *auth.Session) { due = cs.DueHooks(s) })
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	for _, site := range due {
 		ss.ready(ctx, cs, site)
 	}
-	return cs, co, sess, nil
-}
-
-// ensureSession starts or resumes cs's Session through the domain of co;
-// cs.mu is held. auth chooses how: the newest Session an earlier run saved
-// is continued while the Company has it, and the Session starts signed in
-// when an Account Token is held (Poppy 0.1 §4.8).
-func (ss *sessions) ensureSession(ctx context.Context, cs *companyState, co *discovery.Company, fresh bool) error {
-	if cs.session != nil && !fresh && !cs.session.Gone(ctx) { // Gone: `poppy-mcp forget` ran: a new User ID
-		return nil
-	}
-	userID, err := cs.store.UserID(ctx, cs.issuer) // Poppy 0.1 §4.2: a User ID per person per Company
-	if err != nil {
-		return err
-	}
-	cs.userID = userID
-	saved, release := "", func() {}
-	if !fresh {
-		saved, release = ss.savedSession(ctx, cs)
-	}
-	sess, err := ss.agentFor(cs.user).Open(ctx, authCompany(co), userID, saved)
-	if err != nil {
-		release()
-		return err
-	}
-	if id := sess.Info().ID; id != saved {
-		if saved != "" {
-			ss.log.InfoContext(ctx, "the saved Session could not be continued; a new one started", "issuer", cs.issuer)
-		}
-		release()
-		release = ss.claim(ctx, cs, id)
-	}
-	if cs.release != nil {
-		cs.release() // the Session it replaces
-	}
-	cs.session, cs.domain, cs.release = sess, co.Domain, release
-	return ss.save(ctx, cs)
-}
-
-// maxResumeTries bounds the saved Sessions looked at on a start.
-const maxResumeTries = 3
-
-// savedSession returns the ID of the newest Session an earlier run saved
-// for cs's User that no other process or replica is using now, claimed for
-// this one, or "" (auth.ClaimSession: two processes must not continue one
-// Session).
-func (ss *sessions) savedSession(ctx context.Context, cs *companyState) (string, func()) {
-	saved, err := cs.store.Sessions(ctx, cs.issuer)
-	if err != nil {
-		return "", func() {}
-	}
-	for i, rec := range saved {
-		if i == maxResumeTries || rec.UserID != cs.userID {
-			break
-		}
-		release, ok, err := auth.ClaimSession(ctx, cs.store, cs.issuer, rec.ID)
-		if err != nil {
-			break
-		}
-		if ok {
-			return rec.ID, release
-		}
-	}
-	return "", func() {}
-}
-
-// claim claims the new Session id for this process; a new Session's claim
-// is free, so a failure (the database briefly away) only leaves it
-// unclaimed.
-func (ss *sessions) claim(ctx context.Context, cs *companyState, id string) func() {
-	release, ok, err := auth.ClaimSession(ctx, cs.store, cs.issuer, id)
-	if err != nil || !ok {
-		ss.log.WarnContext(ctx, "could not claim the new Session", "issuer", cs.issuer, "err", err)
-		return func() {}
-	}
-	return release
-}
-
-// close gives back this process's claims on its Sessions, so another
-// process or replica can continue them at once.
-func (ss *sessions) close() {
-	for _, cs := range ss.all() {
-		cs.mu.Lock()
-		if cs.release != nil {
-			cs.release()
-			cs.release = nil
-		}
-		cs.mu.Unlock()
-	}
-}
-
-// save records cs's Session (never its token) so a restart resumes it;
-// cs.mu is held.
-func (ss *sessions) save(ctx context.Context, cs *companyState) error {
-	info := cs.session.Info()
-	return cs.store.PutSession(ctx, store.Session{
-		Issuer: cs.issuer, UserID: cs.userID, ID: info.ID, Domain: cs.domain,
-		SignedIn: info.SignedIn, Scopes: slices.Clone(info.Scopes), ExpiresAt: info.ExpiresAt,
-	})
+	return &reach{cs: cs, co: co, sess: sess}, nil
 }
 
 // saveSignedIn records the Session's new state after a sign-in, sign-out or
 // narrowing (never its token), if sess is still cs's Session.
-func (ss *sessions) saveSignedIn(ctx context.Context, cs *companyState, sess *auth.Session) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if cs.session != sess {
-		return
-	}
-	if err := ss.save(ctx, cs); err != nil {
-		ss.log.WarnContext(ctx, "could not save the Session", "issuer", cs.issuer, "err", err)
-	}
+func (ss *sessions) saveSignedIn(ctx context.Context, cs *agent.Company, sess *auth.Session) {
+	cs.Person().Sessions().Save(ctx, cs.Issuer(), sess)
 }
 
 // sessionAt returns the Session at the domain whose documents co are
@@ -419,13 +202,14 @@ type sessionResult struct {
 
 func (ss *sessions) start(ctx context.Context, _ mcp.CallToolRequest, args startSessionArgs) *mcp.CallToolResult {
 	domain := args.Domain
-	cs, co, sess, err := ss.session(ctx, domain, args.New)
+	r, err := ss.session(ctx, domain, args.New)
 	if err != nil {
 		ss.log.WarnContext(ctx, "no Session", "domain", domain, "err", err.Error())
 		return ss.failure(ctx, domain, err)
 	}
+	co, sess := r.co, r.sess
 	if args.Scopes != nil {
-		if fail := ss.narrow(ctx, cs, co, sess, args.Scopes.sorted()); fail != nil {
+		if fail := ss.narrow(ctx, r, args.Scopes.sorted()); fail != nil {
 			return fail
 		}
 	}
@@ -440,7 +224,7 @@ func (ss *sessions) start(ctx context.Context, _ mcp.CallToolRequest, args start
 		state = "signed in with the scopes of " + companyWord(strings.Join(info.Scopes, " ")) // as the Company granted them
 	}
 	ss.log.DebugContext(ctx, "session ready", "domain", res.Domain, "session_id", info.ID, "signed_in", info.SignedIn)
-	res.Notice = cs.takeNotice()
+	res.Notice = takeNotice(r.cs)
 	return result(res, "Session %s with %s is open, %s. poppy-mcp renews it by itself. %s", info.ID, res.Domain, state, res.Notice)
 }
 
@@ -482,7 +266,8 @@ func (ss *sessions) failure(ctx context.Context, domain string, err error) *mcp.
 // 0.1 §4.8: "scope MAY ask for fewer scopes than the Account Token has, for
 // example read-only access for a task that only looks things up. It can't
 // ask for more."
-func (ss *sessions) narrow(ctx context.Context, cs *companyState, co *discovery.Company, sess *auth.Session, scopes []string) *mcp.CallToolResult {
+func (ss *sessions) narrow(ctx context.Context, r *reach, scopes []string) *mcp.CallToolResult {
+	co, sess := r.co, r.sess
 	domain := co.Domain
 	err := sess.Narrow(ctx, scopes)
 	switch {
@@ -501,6 +286,6 @@ func (ss *sessions) narrow(ctx context.Context, cs *companyState, co *discovery.
 	case err != nil:
 		return ss.failure(ctx, domain, err)
 	}
-	ss.saveSignedIn(ctx, cs, sess) // under cs.mu, and only if sess is still cs's Session
+	ss.saveSignedIn(ctx, r.cs, sess) // only if sess is still the Company's Session
 	return nil
 }

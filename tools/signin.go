@@ -11,23 +11,19 @@ package tools
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/poppy-mcp/poppy-mcp/agent"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
-	"github.com/poppy-mcp/poppy-mcp/internal/metrics"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 )
 
@@ -38,184 +34,88 @@ type signInArgs struct {
 	Scopes scopeList `json:"scopes" schema:"minItems=1" jsonschema:"The scopes the task needs, from those discover_company lists for this sign-in type, e.g. [\"poppy:read\"]"`
 }
 
-// Sign-in statuses (docs/tools.md "Sign-in statuses").
+// Sign-in statuses (docs/tools.md "Sign-in statuses"), auth's.
 const (
-	statusPending  = "pending"
-	statusComplete = "complete"
-	statusDenied   = "denied"
-	statusExpired  = "expired"
-	statusFailed   = "failed"
+	statusPending  = auth.FlowPending
+	statusComplete = auth.FlowComplete
+	statusDenied   = auth.FlowDenied
+	statusExpired  = auth.FlowExpired
+	statusFailed   = auth.FlowFailed
 )
 
-// signIn is the sign-in capability (Poppy 0.1 §4.4-4.9): the latest
-// sign-in of each Company, under way or finished, the sign-in tools, and the
-// advice other tools give when a Company asks for a sign-in
-// (signin_needed.go). It is safe for concurrent use.
+// signIn is the sign-in capability (Poppy 0.1 §4.4-4.9): the sign-in
+// tools, which start and read each person's sign-ins (auth.SignIns, of
+// the person's agent.Person), and the advice other tools give when a
+// Company asks for a sign-in (signin_needed.go). It is safe for
+// concurrent use.
 type signIn struct {
 	companies *companies
 	sessions  *sessions
 	choice    signInChoice
 	noTools   bool              // the signin group is not served (toolsets.go): advice names no tool
 	pages     *pages.Server     // the mediated and Direct Sign-In pages; nil: those tools say so
-	bg        *background       // device polling
 	mcp       *server.MCPServer // progress notifications while sign_in_status waits
 	log       *slog.Logger
 	now       func() time.Time
-	metrics   *metrics.Recorder // device sign-ins polled; nil records nothing
-
-	// mu guards flows. It is never held during I/O.
-	mu sync.Mutex
-	// flows holds each person's latest sign-in at each Company, under way or
-	// finished; a Company without one has none. One person's sign-in never
-	// replaces, or answers for, another's.
-	flows map[personCompany]*signInFlow
-}
-
-// signInFlow is one sign-in. Fields above mu are set before it is shared.
-type signInFlow struct {
-	id      string // opaque: the MCP requestState and elicitationId
-	kind    string // device, direct or mediated
-	domain  string
-	scopes  []string
-	expires time.Time
-	device  *auth.DeviceAuthorization // device: what the User needs
-	direct  *auth.DirectSignIn        // direct: the URL and what the callback needs
-	page    string                    // mediated: the local page's URL
-	close   func()                    // stops the flow: polling or the page
-	// callback takes a Direct Sign-In's callback request (signin_direct.go).
-	callback func(w http.ResponseWriter, r *http.Request)
-
-	done chan struct{} // closed when status leaves pending
-
-	// mu guards everything below.
-	mu      sync.Mutex
-	status  string
-	granted []string
-	missing []string
-	detail  string // why it did not complete, for the model: never a secret
-}
-
-func newFlow(kind, domain string, scopes []string) *signInFlow {
-	b := make([]byte, 12)
-	rand.Read(b)
-	return &signInFlow{id: kind + "_" + base64.RawURLEncoding.EncodeToString(b), kind: kind, domain: domain,
-		scopes: slices.Clone(scopes), status: statusPending, done: make(chan struct{}), close: func() {}}
-}
-
-// state returns the flow's status, granted and missing scopes, and detail.
-func (f *signInFlow) state() (status string, granted, missing []string, detail string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.status, slices.Clone(f.granted), slices.Clone(f.missing), f.detail
-}
-
-// end moves a pending flow to status; it reports false when it had already ended.
-func (f *signInFlow) end(status string, granted, missing []string, detail string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.status != statusPending {
-		return false
-	}
-	f.status, f.granted, f.missing, f.detail = status, granted, missing, detail
-	close(f.done)
-	return true
 }
 
 // current returns the latest sign-in of the Company cs is, or nil.
-func (si *signIn) current(cs *companyState) *signInFlow {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	return si.flows[personCompany{cs.user, cs.issuer}]
-}
+func (si *signIn) current(cs *agent.Company) *auth.Flow { return cs.SignIn() }
 
 // replace makes f the sign-in of the Company cs is; one still pending is
 // stopped first.
-func (si *signIn) replace(cs *companyState, f *signInFlow) {
-	si.mu.Lock()
-	key := personCompany{cs.user, cs.issuer}
-	old := si.flows[key]
-	si.flows[key] = f
-	si.mu.Unlock()
-	// The same sign-in pictured anew (taken over from another replica) is
-	// not a newer one: its waiters read the new picture.
-	if old != nil && old.id != f.id && old.end(statusFailed, nil, nil, "replaced by a newer sign-in") {
-		old.close()
+func (si *signIn) replace(cs *agent.Company, f *auth.Flow) {
+	cs.Person().SignIns().Replace(cs.Issuer(), f)
+}
+
+// finish ends f with the outcome of its sign-in (auth.SignIns.Finish).
+func (si *signIn) finish(ctx context.Context, cs *agent.Company, sess *auth.Session, f *auth.Flow, in *auth.SignIn, err error) {
+	cs.Person().SignIns().Finish(ctx, cs.Issuer(), sess, f, in, err)
+}
+
+// signInTool is the MCP half of one sign-in kind (auth.Kinds has the
+// protocol half): the tool that offers it and how that tool is built.
+type signInTool struct {
+	kind  auth.Kind
+	name  string
+	build func(si *signIn) tool
+}
+
+// signInToolTable is the one table of the sign-in tools, a row per kind,
+// in auth.Kinds' order.
+func signInToolTable() []signInTool {
+	return []signInTool{
+		{auth.KindDevice, "sign_in_device", (*signIn).deviceTool},
+		{auth.KindDirect, "sign_in_direct", (*signIn).directTool},
+		{auth.KindMediated, "sign_in_mediated", (*signIn).mediatedTool},
 	}
 }
 
-// finish ends f with the outcome of its sign-in: on success the new
-// Account Token is kept in place of the old one, which is revoked (Poppy 0.1
-// §4.4: "The new Account Token replaces the old one, which the Personal Agent
-// SHOULD revoke (4.9)"). A failed sign-in leaves the tokens held as they were
-// (§4.4: "A pending or failed sign-in leaves existing tokens unchanged").
-func (si *signIn) finish(ctx context.Context, cs *companyState, sess *auth.Session, f *signInFlow, in *auth.SignIn, err error) {
-	if err != nil {
-		status, detail := flowFailure(err)
-		if f.end(status, nil, nil, detail) {
-			si.log.InfoContext(ctx, "sign-in ended", "type", f.kind, "issuer", cs.issuer, "status", status, "err", err)
-		}
-		return
-	}
-	detail := ""
-	var held *auth.HoldError
-	if errors.As(sess.Hold(ctx, in), &held) {
-		if held.Keep != nil {
-			si.log.ErrorContext(ctx, "could not keep the Account Token", "issuer", cs.issuer, "err", held.Keep)
-			detail = "poppy-mcp could not store the Account Token, so later Sessions will start signed out."
-		}
-		if held.Revoke != nil {
-			si.log.WarnContext(ctx, "could not revoke the replaced Account Token", "issuer", cs.issuer, "err", held.Revoke)
+// toolOf is the tool that offers the sign-in kind.
+func toolOf(kind auth.Kind) string {
+	for _, t := range signInToolTable() {
+		if t.kind == kind {
+			return t.name
 		}
 	}
-	si.sessions.saveSignedIn(ctx, cs, sess)
-	// Logged before the flow ends, so whoever reads it complete finds the lines.
-	si.log.InfoContext(ctx, "signed in", "type", f.kind, "issuer", cs.issuer, "scopes", strings.Join(in.Scopes, " "))
-	if extra := notRequested(in.Scopes, f.scopes); len(extra) > 0 {
-		// Poppy 0.1 §4.4: "The Company MUST NOT grant scopes beyond those requested and allowed for the type used."
-		si.log.WarnContext(ctx, "the Company granted scopes that were not requested", "issuer", cs.issuer,
-			"requested", strings.Join(f.scopes, " "), "not_requested", strings.Join(extra, " "))
-	}
-	f.end(statusComplete, in.Scopes, in.Missing, detail)
+	return ""
 }
 
-// flowFailure maps a sign-in error to a status and a sentence for the model.
-func flowFailure(err error) (status, detail string) {
-	var ae *auth.Error
-	switch {
-	case errors.Is(err, auth.ErrAccessDenied):
-		return statusDenied, "The user declined the sign-in."
-	case errors.Is(err, auth.ErrExpiredToken):
-		return statusExpired, "The sign-in expired before the user finished it."
-	case errors.Is(err, auth.ErrAccountMismatch):
-		// Poppy 0.1 §4.4: "A Session is signed in to at most one account."
-		return statusFailed, "The Session had been signed in to another account, so poppy-mcp started a new Session: start the sign-in again."
-	case errors.Is(err, context.Canceled):
-		return statusFailed, "The sign-in was stopped (poppy-mcp is shutting down or a newer sign-in replaced it)."
-	case errors.As(err, &ae):
-		return statusFailed, "The Company refused the sign-in: " + companyWord(ae.Code) + "."
+// kindTools are the sign-in tools, built.
+func (si *signIn) kindTools() []tool {
+	table := signInToolTable()
+	out := make([]tool, 0, len(table))
+	for _, t := range table {
+		out = append(out, t.build(si))
 	}
-	return statusFailed, "The sign-in failed: " + err.Error()
-}
-
-// offered returns the scopes a sign-in type of the Company can grant.
-func offered(a *discovery.Auth, kind string) ([]string, bool) {
-	switch {
-	case a == nil:
-	case kind == "device" && a.Device != nil:
-		return a.Device.Scopes, true
-	case kind == "direct" && a.Direct != nil:
-		return a.Direct.Scopes, true
-	case kind == "mediated" && a.Mediated != nil:
-		return a.Mediated.Scopes, true
-	}
-	return nil, false
+	return out
 }
 
 // checkScopes refuses scopes the sign-in type does not offer, with what to
 // do instead. Poppy 0.1 §4.4: "Each type lists the scopes it can grant".
-func (si *signIn) checkScopes(co *discovery.Company, kind, tool string, scopes []string) *mcp.CallToolResult {
-	a := co.Document.Auth
-	list, ok := offered(a, kind)
+func (si *signIn) checkScopes(co *discovery.Company, kind auth.Kind, scopes []string) *mcp.CallToolResult {
+	a, tool := co.Document.Auth, toolOf(kind)
+	list, ok := kind.Offered(a)
 	if len(scopes) == 0 {
 		return failure(map[string]any{"error": "scopes_required", "offered": list},
 			"%s needs scopes, e.g. %q; %s offers the scopes of %s. Call it again with them.", tool, "poppy:read", co.Domain, companyWord(strings.Join(list, " ")))
@@ -249,14 +149,14 @@ func (si *signIn) checkScopes(co *discovery.Company, kind, tool string, scopes [
 // Company, so a Session that only seems signed in (the User disconnected
 // poppy-mcp, §4.9) gets a real sign-in. It returns the result to give, or
 // nil to go on with a new sign-in.
-func (si *signIn) alreadyCovered(ctx context.Context, cs *companyState, sess *auth.Session, domain string, scopes []string) *mcp.CallToolResult {
+func (si *signIn) alreadyCovered(ctx context.Context, cs *agent.Company, sess *auth.Session, domain string, scopes []string) *mcp.CallToolResult {
 	before := sess.Info()
 	err := sess.SignInHeld(ctx, scopes)
 	switch {
 	case errors.Is(err, auth.ErrNoAccountToken):
 		return nil // a new sign-in follows
 	case errors.Is(err, auth.ErrAccountTokenRefused):
-		si.log.InfoContext(ctx, "the held Account Token was refused", "issuer", cs.issuer)
+		si.log.InfoContext(ctx, "the held Account Token was refused", "issuer", cs.Issuer())
 		return nil
 	case err != nil:
 		return si.sessions.failure(ctx, domain, err)
@@ -278,7 +178,7 @@ func (si *signIn) alreadyCovered(ctx context.Context, cs *companyState, sess *au
 // the Session is the Company's, the endpoints the domain's), and the scopes
 // asked for.
 type signInStart struct {
-	cs     *companyState
+	cs     *agent.Company
 	co     *discovery.Company
 	sess   *auth.Session
 	scopes []string
@@ -288,19 +188,20 @@ type signInStart struct {
 // a URL elicitation of its flow (a retried call), the scopes checked against
 // what the type offers, and a held Account Token or signed-in Session that
 // makes a new sign-in needless. done is the result to give at once, if any.
-func (si *signIn) begin(ctx context.Context, req mcp.CallToolRequest, args signInArgs, kind, tool string) (start *signInStart, done *mcp.CallToolResult) {
+func (si *signIn) begin(ctx context.Context, req mcp.CallToolRequest, args signInArgs, kind auth.Kind) (start *signInStart, done *mcp.CallToolResult) {
 	domain := args.Domain
-	cs, co, sess, err := si.sessions.session(ctx, domain, false)
+	r, err := si.sessions.session(ctx, domain, false)
 	if err != nil {
 		return nil, si.sessions.failure(ctx, domain, err)
 	}
+	cs, co, sess := r.cs, r.co, r.sess
 	if f, action := si.elicited(req, cs); f != nil {
 		// Declined or not answered: the result is the one without
 		// elicitation, the link and any code with it.
 		return nil, si.flowResult(cs, f, action)
 	}
 	scopes := args.Scopes.sorted()
-	if r := si.checkScopes(co, kind, tool, scopes); r != nil {
+	if r := si.checkScopes(co, kind, scopes); r != nil {
 		return nil, r
 	}
 	if r := si.alreadyCovered(ctx, cs, sess, domain, scopes); r != nil {

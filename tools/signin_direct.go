@@ -28,6 +28,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/agent"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 	"github.com/poppy-mcp/poppy-mcp/pages"
@@ -59,7 +60,7 @@ func (si *signIn) directTool() tool {
 
 func (si *signIn) direct(ctx context.Context, req mcp.CallToolRequest, args signInArgs) *mcp.CallToolResult {
 	domain := args.Domain
-	start, done := si.begin(ctx, req, args, "direct", "sign_in_direct")
+	start, done := si.begin(ctx, req, args, auth.KindDirect)
 	if done != nil {
 		return done
 	}
@@ -75,14 +76,16 @@ func (si *signIn) direct(ctx context.Context, req mcp.CallToolRequest, args sign
 	if err != nil {
 		return si.sessions.failure(ctx, domain, err)
 	}
-	f := newFlow("direct", domain, scopes)
+	f := auth.NewFlow(auth.KindDirect, domain, scopes, nil)
 	ds := &directSignIn{si: si, cs: cs, sess: sess, f: f, d: d, binding: randomToken()}
-	f.direct, f.expires, f.callback = d, d.Started.Add(directTTL), ds.callback
-	f.page, f.close = si.pages.OpenForUser(mcpauth.KeyFrom(ctx), ds.start, directTTL)
+	f.Direct, f.Expires, f.Callback = d, d.Started.Add(directTTL), ds.callback
+	page, closePage := si.pages.OpenForUser(mcpauth.KeyFrom(ctx), ds.start, directTTL)
+	f.Page = page
+	f.SetStop(closePage)
 	si.replace(cs, f)
-	si.log.InfoContext(ctx, "direct sign-in started", "issuer", cs.issuer, "scopes", strings.Join(scopes, " "))
+	si.log.InfoContext(ctx, "direct sign-in started", "issuer", cs.Issuer(), "scopes", strings.Join(scopes, " "))
 	if elicitsURL(ctx) {
-		return si.elicitURL(ctx, cs, f, f.page, "Sign in to "+whereTo(start.co, "")+" on its own page, to let your assistant use your account.")
+		return si.elicitURL(ctx, cs, f, f.Page, "Sign in to "+whereTo(start.co, "")+" on its own page, to let your assistant use your account.")
 	}
 	return si.flowResult(cs, f, "")
 }
@@ -98,9 +101,9 @@ func randomToken() string {
 // concurrent use: callbacks are taken one at a time.
 type directSignIn struct {
 	si      *signIn
-	cs      *companyState
+	cs      *agent.Company
 	sess    *auth.Session
-	f       *signInFlow
+	f       *auth.Flow
 	d       *auth.DirectSignIn
 	binding string // the cookie's value: a secret, never in a result or log
 
@@ -110,7 +113,7 @@ type directSignIn struct {
 }
 
 // cookieName is the name of this sign-in's cookie.
-func (ds *directSignIn) cookieName() string { return directCookiePrefix + ds.f.id }
+func (ds *directSignIn) cookieName() string { return directCookiePrefix + ds.f.ID }
 
 // start is the one-time page the user opens: it binds the browser to this
 // sign-in with a cookie, then sends it to the Company's authorization URL.
@@ -120,13 +123,13 @@ func (ds *directSignIn) start(w http.ResponseWriter, r *http.Request, done func(
 		return
 	}
 	done() // one use: a second open of the link is refused
-	if !isPending(ds.f) {
+	if !ds.f.Pending() {
 		pages.Message(w, http.StatusGone, "Sign-in finished", "This sign-in has finished. Return to your assistant.")
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: ds.cookieName(), Value: ds.binding, Path: "/", Secure: true, HttpOnly: true,
-		MaxAge: int(ds.f.expires.Sub(ds.si.now()) / time.Second),
+		MaxAge: int(ds.f.Expires.Sub(ds.si.now()) / time.Second),
 		// Lax: the Company sends the browser back to the callback with a
 		// top-level GET from its own site, which Strict would send bare.
 		SameSite: http.SameSiteLaxMode,
@@ -154,25 +157,26 @@ func (ds *directSignIn) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
-	if !isPending(ds.f) {
+	if !ds.f.Pending() {
 		pages.Message(w, http.StatusGone, "Sign-in finished", "This sign-in has finished. Return to your assistant.")
 		return
 	}
-	ctx := ds.cs.withPerson(context.WithoutCancel(r.Context())) // a browser that leaves does not stop the exchange
+	ctx := ds.cs.Person().WithPerson(context.WithoutCancel(r.Context())) // a browser that leaves does not stop the exchange
 	in, err := ds.sess.FinishDirect(ctx, ds.d, r.URL.Query())
 	if err != nil && !errors.Is(err, auth.ErrAccessDenied) && !errors.Is(err, auth.ErrAccountMismatch) {
 		ds.failed++
-		ds.si.log.InfoContext(ctx, "direct sign-in: a callback could not be used", "issuer", ds.cs.issuer, "err", err)
+		ds.si.log.InfoContext(ctx, "direct sign-in: a callback could not be used", "issuer", ds.cs.Issuer(), "err", err)
 		if ds.failed < maxDirectCallbacks {
-			ds.f.note("A return from the Company's page could not be used (" + callbackTrouble(err) + "); still waiting for the user.")
+			ds.f.Note("A return from the Company's page could not be used (" + callbackTrouble(err) + "); still waiting for the user.")
 			pages.Message(w, http.StatusBadRequest, "Sign-in not finished",
 				"This return from the Company could not be used. If you are signing in, finish on the Company's page; otherwise return to your assistant.")
 			return
 		}
 	}
 	ds.si.finish(ctx, ds.cs, ds.sess, ds.f, in, err)
-	ds.f.close()
-	status, _, _, detail := ds.f.state()
+	ds.f.StopPage()
+	st := ds.f.State()
+	status, detail := st.Status, st.Detail
 	clearCookie(w, ds.cookieName())
 	switch status {
 	case statusComplete:
@@ -198,15 +202,6 @@ func clearCookie(w http.ResponseWriter, name string) {
 	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: "/", Secure: true, HttpOnly: true, MaxAge: -1, SameSite: http.SameSiteLaxMode})
 }
 
-// note sets what the model should hear about a flow that is still pending.
-func (f *signInFlow) note(detail string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.status == statusPending {
-		f.detail = detail
-	}
-}
-
 // CallbackHandler serves the Direct Sign-In callback (Poppy 0.1 §4.5 step 3):
 // mount it at Options.PublicURL's path + CallbackPath. It finds the sign-in by
 // its state and hands the request to it; the user learns the outcome in the
@@ -225,20 +220,21 @@ func (si *signIn) callbackHandler() http.Handler {
 			pages.Message(w, http.StatusBadRequest, "Sign-in not found", "This sign-in is unknown or has finished. Ask your assistant to start again.")
 			return
 		}
-		f.callback(w, r)
+		f.Callback(w, r)
 	})
 }
 
 // directFlow returns the pending Direct Sign-In with state, or nil.
-func (si *signIn) directFlow(state string) *signInFlow {
+func (si *signIn) directFlow(state string) *auth.Flow {
 	if state == "" {
 		return nil
 	}
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	for _, f := range si.flows {
-		if f.direct != nil && isPending(f) && subtle.ConstantTimeCompare([]byte(f.direct.State), []byte(state)) == 1 {
-			return f
+	for _, p := range si.sessions.people.all() {
+		for _, cs := range p.Companies() {
+			f := si.current(cs)
+			if f != nil && f.Direct != nil && f.Pending() && subtle.ConstantTimeCompare([]byte(f.Direct.State), []byte(state)) == 1 {
+				return f
+			}
 		}
 	}
 	return nil

@@ -22,6 +22,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/agent"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/untrusted"
@@ -46,7 +47,7 @@ func (si *signIn) mediatedTool() tool {
 
 func (si *signIn) mediated(ctx context.Context, req mcp.CallToolRequest, args signInArgs) *mcp.CallToolResult {
 	domain := args.Domain
-	start, done := si.begin(ctx, req, args, "mediated", "sign_in_mediated")
+	start, done := si.begin(ctx, req, args, auth.KindMediated)
 	if done != nil {
 		return done
 	}
@@ -60,17 +61,18 @@ func (si *signIn) mediated(ctx context.Context, req mcp.CallToolRequest, args si
 	if err != nil {
 		return si.sessions.failure(ctx, domain, err)
 	}
-	f := newFlow("mediated", domain, scopes)
+	f := auth.NewFlow(auth.KindMediated, domain, scopes, nil)
 	m := co.Document.Auth.Mediated
 	mp := &mediatedPage{si: si, cs: cs, sess: start.sess, at: at, f: f, fields: m.Fields,
 		domain: co.Domain, claim: claimedName(co), endpoint: hostOf(m.Endpoint)}
 	url, closePage := si.pages.OpenForUser(mcpauth.KeyFrom(ctx), mp.serve, mediatedPageTTL)
-	f.page, f.close, f.expires = url, closePage, si.now().Add(mediatedPageTTL)
+	f.Page, f.Expires = url, si.now().Add(mediatedPageTTL)
+	f.SetStop(closePage)
 	// Poppy 0.1 §4.7: the credentials go to auth.mediated.endpoint; the
 	// user must see where, not only the name the Company gives itself.
-	f.note("The page asks for what " + whereTo(co, m.Endpoint) + " wants and sends it only to " + mp.endpoint + ", never to you.")
+	f.Note("The page asks for what " + whereTo(co, m.Endpoint) + " wants and sends it only to " + mp.endpoint + ", never to you.")
 	si.replace(cs, f)
-	si.log.InfoContext(ctx, "mediated sign-in page opened", "issuer", cs.issuer)
+	si.log.InfoContext(ctx, "mediated sign-in page opened", "issuer", cs.Issuer())
 	if elicitsURL(ctx) {
 		return si.elicitURL(ctx, cs, f, url, "Sign in to "+whereTo(co, m.Endpoint)+" on this page of poppy-mcp's own: what you type goes only to "+
 			mp.endpoint+", never to your assistant.")
@@ -119,10 +121,10 @@ func hostOf(raw string) string {
 // concurrent use: posts are taken one at a time.
 type mediatedPage struct {
 	si     *signIn
-	cs     *companyState
+	cs     *agent.Company
 	sess   *auth.Session
 	at     *auth.Site // the Session at the domain whose auth.mediated.endpoint takes the credentials
-	f      *signInFlow
+	f      *auth.Flow
 	fields []discovery.Field
 	// domain is the Company's domain and endpoint the host of
 	// auth.mediated.endpoint, what poppy-mcp checked; claim is the name the
@@ -137,7 +139,7 @@ type mediatedPage struct {
 func (p *mediatedPage) serve(w http.ResponseWriter, r *http.Request, done func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !isPending(p.f) {
+	if !p.f.Pending() {
 		done()
 		pages.Message(w, http.StatusGone, "Sign-in finished", "This sign-in has finished. Return to your assistant.")
 		return
@@ -154,11 +156,11 @@ func (p *mediatedPage) serve(w http.ResponseWriter, r *http.Request, done func()
 	// A browser that leaves (a closed tab, a second click) does not cancel
 	// the Company's request: the credentials or code it took may already
 	// have signed the user in. auth bounds each request (30 s).
-	ctx := p.cs.withPerson(context.WithoutCancel(r.Context()))
+	ctx := p.cs.Person().WithPerson(context.WithoutCancel(r.Context()))
 	var st *auth.MediatedStep
 	var err error
 	if p.step == nil {
-		st, err = p.at.SignInMediated(ctx, p.f.scopes, p.credentials(r))
+		st, err = p.at.SignInMediated(ctx, p.f.Scopes, p.credentials(r))
 	} else {
 		// Poppy 0.1 §4.7: the agent "submits only the code, not the credentials again"
 		st, err = p.sess.SubmitCode(ctx, p.step, auth.NewSecret(r.PostForm.Get("code")))
@@ -179,7 +181,7 @@ func (p *mediatedPage) credentials(r *http.Request) map[string]auth.Secret {
 
 // outcome shows the Company's answer and ends the flow when it is final.
 func (p *mediatedPage) outcome(w http.ResponseWriter, r *http.Request, st *auth.MediatedStep, err error, done func()) {
-	ctx := p.cs.withPerson(context.WithoutCancel(r.Context()))
+	ctx := p.cs.Person().WithPerson(context.WithoutCancel(r.Context()))
 	var wait *auth.RetryAfterError
 	switch {
 	case errors.As(err, &wait):
@@ -212,7 +214,7 @@ func (p *mediatedPage) outcome(w http.ResponseWriter, r *http.Request, st *auth.
 		p.si.finish(ctx, p.cs, p.sess, p.f, nil, st.Err)
 	}
 	done()
-	_, _, _, detail := p.f.state()
+	detail := p.f.State().Detail
 	pages.Message(w, http.StatusOK, "Sign-in failed", detail+" Return to your assistant.")
 }
 

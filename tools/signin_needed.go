@@ -11,7 +11,6 @@ import (
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
-	"github.com/poppy-mcp/poppy-mcp/mcpauth"
 )
 
 // signInNeededResult is the structured content of a result that asks for a
@@ -62,7 +61,7 @@ func (si *signIn) advice(ctx context.Context, domain, code string, scopes []stri
 		res.Tool = ""
 		res.Next = fmt.Sprintf("This needs a sign-in to %s granting %s, but this poppy-mcp serves no sign-in tools (--toolsets without signin): "+
 			"tell the user.", domain, list)
-	case res.Tool == "" && pickSignIn(a, scopes, true) == "sign_in_direct":
+	case res.Tool == "" && pickSignIn(a, scopes, true) == toolOf(auth.KindDirect):
 		res.Next = fmt.Sprintf("Only Direct Sign-In of %s grants %s, and this poppy-mcp cannot take its callback (that needs poppy-mcp served "+
 			"over HTTP with --public-url, the callback in agent.json's redirect_uris): tell the user.", domain, list)
 	case res.Tool == "":
@@ -70,8 +69,8 @@ func (si *signIn) advice(ctx context.Context, domain, code string, scopes []stri
 	default:
 		res.Next = fmt.Sprintf("Call %s with domain %s and the scopes of %s, then call this tool again.", res.Tool, domain, list)
 	}
-	if cs := si.sessions.known(mcpauth.KeyFrom(ctx), domain); cs != nil {
-		res.Notice = cs.takeNotice() // why a Session that was signed in is not any more
+	if cs := si.sessions.known(ctx, domain); cs != nil {
+		res.Notice = takeNotice(cs) // why a Session that was signed in is not any more
 	}
 	si.log.InfoContext(ctx, "sign-in needed", "domain", domain, "code", code, "scopes", list)
 	if res.Notice != "" {
@@ -108,19 +107,17 @@ func (c signInChoice) redirectURI() (string, bool) {
 	return u, slices.Contains(c.agent.Identity().Metadata().RedirectURIs, u)
 }
 
-// pickSignIn is signInTool's choice; direct says whether Direct Sign-In
-// can run here.
+// pickSignIn is signInTool's choice, the first kind in auth.Kinds' order
+// that can run here and grants scopes; direct says whether a kind that
+// needs a callback (Direct Sign-In) can run here.
 func pickSignIn(a *discovery.Auth, scopes []string, direct bool) string {
 	if a == nil {
-		return "sign_in_device"
+		return toolOf(auth.KindDevice)
 	}
-	switch {
-	case a.Device != nil && covers(a.Device.Scopes, scopes):
-		return "sign_in_device"
-	case direct && a.Direct != nil && covers(a.Direct.Scopes, scopes):
-		return "sign_in_direct"
-	case a.Mediated != nil && covers(a.Mediated.Scopes, scopes):
-		return "sign_in_mediated"
+	for _, k := range auth.Kinds() {
+		if list, ok := k.Offer(a); ok && (direct || !k.Callback) && covers(list, scopes) {
+			return toolOf(k.Kind)
+		}
 	}
 	return ""
 }

@@ -9,6 +9,8 @@ import (
 	"context"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/poppy-mcp/poppy-mcp/agent"
 )
 
 func (si *signIn) signOutTool() tool {
@@ -30,13 +32,12 @@ type signOutResult struct {
 
 func (si *signIn) signOut(ctx context.Context, _ mcp.CallToolRequest, args companyArgs) *mcp.CallToolResult {
 	domain := args.Domain
-	cs, _, sess, err := si.sessions.session(ctx, domain, false)
+	r, err := si.sessions.session(ctx, domain, false)
 	if err != nil {
 		return si.sessions.failure(ctx, domain, err)
 	}
-	if f := si.current(cs); f != nil && f.end(statusFailed, nil, nil, "The user signed out.") {
-		f.close()
-	}
+	cs, sess := r.cs, r.sess
+	cs.Person().SignIns().Cancel(cs.Issuer(), "The user signed out.")
 	acct := sess.Account()
 	held, err := sess.Held(ctx)
 	revoked := acct != nil || held != nil
@@ -62,8 +63,8 @@ func (si *signIn) signOut(ctx context.Context, _ mcp.CallToolRequest, args compa
 
 // signOutFailure phrases a failed sign-out: whether the Account Token is
 // still kept, or only renewing the Session signed out failed after it.
-func (si *signIn) signOutFailure(cs *companyState, domain string, revoked, kept bool, err error) *mcp.CallToolResult {
-	si.log.WarnContext(cs.logContext(), "sign-out failed", "issuer", cs.issuer, "revoked", revoked && !kept, "err", err)
+func (si *signIn) signOutFailure(cs *agent.Company, domain string, revoked, kept bool, err error) *mcp.CallToolResult {
+	si.log.WarnContext(cs.LogContext(), "sign-out failed", "issuer", cs.Issuer(), "revoked", revoked && !kept, "err", err)
 	if kept {
 		return failure(map[string]string{"error": "sign_out_failed", "next": "Try sign_out again later."},
 			"Could not sign out of %s: %v. The Account Token is kept; try sign_out again later.", domain, err)

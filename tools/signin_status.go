@@ -9,12 +9,14 @@ package tools
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/poppy-mcp/poppy-mcp/agent"
+	"github.com/poppy-mcp/poppy-mcp/auth"
 )
 
 // maxWait bounds wait_seconds, below the call timeouts MCP clients use.
@@ -85,10 +87,8 @@ func (si *signIn) status(ctx context.Context, req mcp.CallToolRequest, args sign
 }
 
 // noSignIn answers sign_in_status before any sign-in.
-func (si *signIn) noSignIn(ctx context.Context, cs *companyState, domain string) *mcp.CallToolResult {
-	cs.mu.Lock()
-	sess := cs.session
-	cs.mu.Unlock()
+func (si *signIn) noSignIn(ctx context.Context, cs *agent.Company, domain string) *mcp.CallToolResult {
+	sess := cs.Session()
 	if sess != nil && sess.Info().SignedIn {
 		info := sess.Info()
 		return result(statusResult{Domain: domain, Status: statusComplete, SignedIn: true, Scopes: info.Scopes, Missing: []string{},
@@ -104,12 +104,12 @@ func (si *signIn) noSignIn(ctx context.Context, cs *companyState, domain string)
 // read again from the store when that replica announces a change, and each
 // second in case an announcement was lost. It returns the sign-in as it is
 // then (a newer one, if one replaced f elsewhere).
-func (si *signIn) waitFlow(ctx context.Context, req mcp.CallToolRequest, cs *companyState, f *signInFlow, wait time.Duration) *signInFlow {
+func (si *signIn) waitFlow(ctx context.Context, req mcp.CallToolRequest, cs *agent.Company, f *auth.Flow, wait time.Duration) *auth.Flow {
 	var token mcp.ProgressToken
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
 	}
-	changed := si.listen(ctx, cs)
+	changed := cs.Person().SignIns().Listen(ctx, cs.Issuer())
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	tick := time.NewTicker(time.Second)
@@ -117,7 +117,7 @@ func (si *signIn) waitFlow(ctx context.Context, req mcp.CallToolRequest, cs *com
 	total := int(wait / time.Second)
 	for n := 1; ; n++ {
 		select {
-		case <-f.done:
+		case <-f.Done():
 			return f
 		case <-deadline.C:
 			return f
@@ -133,7 +133,7 @@ func (si *signIn) waitFlow(ctx context.Context, req mcp.CallToolRequest, cs *com
 				})
 			}
 		}
-		if f.kind == "device" {
+		if spec, _ := f.Kind.Spec(); spec.Polls { // kept in the store: it may end on another replica
 			f = si.latest(ctx, cs)
 		}
 	}
@@ -141,23 +141,22 @@ func (si *signIn) waitFlow(ctx context.Context, req mcp.CallToolRequest, cs *com
 
 // flowResult is the result of a sign-in tool for f; elicited is the
 // client's answer to a URL elicitation, if one was made.
-func (si *signIn) flowResult(cs *companyState, f *signInFlow, elicited string) *mcp.CallToolResult {
-	if isPending(f) && !f.expires.IsZero() && !si.now().Before(f.expires) && f.end(statusExpired, nil, nil, "The sign-in expired before the user finished it.") {
-		f.close()
+func (si *signIn) flowResult(cs *agent.Company, f *auth.Flow, elicited string) *mcp.CallToolResult {
+	if f.Pending() && !f.Expires.IsZero() && !si.now().Before(f.Expires) && f.End(statusExpired, nil, nil, "The sign-in expired before the user finished it.") {
+		f.StopPage()
 	}
-	status, granted, missing, detail := f.state()
-	res := statusResult{Domain: f.domain, Type: f.kind, Status: status, Scopes: granted, Requested: f.scopes,
-		Missing: missing, Elicitation: elicited, Detail: detail, Notice: cs.takeNotice()}
-	cs.mu.Lock()
-	if cs.session != nil {
-		info := cs.session.Info()
+	st := f.State()
+	status, granted, missing, detail := st.Status, st.Granted, st.Missing, st.Detail
+	res := statusResult{Domain: f.Domain, Type: string(f.Kind), Status: status, Scopes: granted, Requested: f.Scopes,
+		Missing: missing, Elicitation: elicited, Detail: detail, Notice: takeNotice(cs)}
+	if sess := cs.Session(); sess != nil {
+		info := sess.Info()
 		res.SignedIn, res.SessionID = info.SignedIn, info.ID
 	}
-	cs.mu.Unlock()
 	if res.Scopes == nil {
 		res.Scopes = []string{}
 	}
-	res.Granted, res.NotRequested = res.Scopes, notRequested(res.Scopes, f.scopes)
+	res.Granted, res.NotRequested = res.Scopes, auth.NotRequested(res.Scopes, f.Scopes)
 	if res.Missing == nil {
 		res.Missing = []string{}
 	}
@@ -165,7 +164,7 @@ func (si *signIn) flowResult(cs *companyState, f *signInFlow, elicited string) *
 		si.pendingFields(&res, f, elicited == "accept")
 	}
 	res.Next = nextStep(&res)
-	text := fmt.Sprintf("%s sign-in with %s: %s.", f.kind, f.domain, status)
+	text := fmt.Sprintf("%s sign-in with %s: %s.", f.Kind, f.Domain, status)
 	if res.Detail != "" {
 		text += " " + res.Detail
 	}
@@ -182,29 +181,18 @@ func (si *signIn) flowResult(cs *companyState, f *signInFlow, elicited string) *
 	return result(res, "%s %s", text, res.Next)
 }
 
-// notRequested returns the scopes of granted that requested lacks.
-func notRequested(granted, requested []string) []string {
-	var out []string
-	for _, sc := range granted {
-		if !slices.Contains(requested, sc) {
-			out = append(out, sc)
-		}
-	}
-	return out
-}
-
 // pendingFields adds what the user needs while a sign-in is pending.
-func (si *signIn) pendingFields(res *statusResult, f *signInFlow, accepted bool) {
-	left := int64(f.expires.Sub(si.now()) / time.Second)
+func (si *signIn) pendingFields(res *statusResult, f *auth.Flow, accepted bool) {
+	left := int64(f.Expires.Sub(si.now()) / time.Second)
 	if left > 0 {
 		res.ExpiresIn = left
 	}
 	switch {
-	case f.device != nil:
-		res.VerificationURI, res.UserCode = f.device.VerificationURI, f.device.UserCode
-		res.VerificationURIComplete = f.device.VerificationURIComplete
-	case f.page != "" && !accepted:
-		res.SignInURL = f.page
+	case f.Device != nil:
+		res.VerificationURI, res.UserCode = f.Device.VerificationURI, f.Device.UserCode
+		res.VerificationURIComplete = f.Device.VerificationURIComplete
+	case f.Page != "" && !accepted:
+		res.SignInURL = f.Page
 	}
 }
 
@@ -254,14 +242,14 @@ func elicitsURL(ctx context.Context) bool {
 
 // elicitURL asks the client to open url (URL mode; MCP forbids form mode for
 // passwords and codes). A 2026-07-28 client answers by calling the tool
-// again with the answer and f.id as requestState; see elicited. An earlier
+// again with the answer and f.ID as requestState; see elicited. An earlier
 // client is asked here, with elicitation/create: whatever it answers, an
 // error included, the result is the normal one (flowResult), so the model
 // still gets the code and the link.
-func (si *signIn) elicitURL(ctx context.Context, cs *companyState, f *signInFlow, url, message string) *mcp.CallToolResult {
-	params := mcp.ElicitationParams{Mode: mcp.ElicitationModeURL, Message: message, ElicitationID: f.id, URL: url}
+func (si *signIn) elicitURL(ctx context.Context, cs *agent.Company, f *auth.Flow, url, message string) *mcp.CallToolResult {
+	params := mcp.ElicitationParams{Mode: mcp.ElicitationModeURL, Message: message, ElicitationID: f.ID, URL: url}
 	if mcp.IsModernProtocol(server.RequestProtocolVersion(ctx)) {
-		return server.NewInputRequestBuilder(f.id).Elicit("sign_in", params).ToolResult()
+		return server.NewInputRequestBuilder(f.ID).Elicit("sign_in", params).ToolResult()
 	}
 	srv := server.ServerFromContext(ctx)
 	if srv == nil {
@@ -270,7 +258,7 @@ func (si *signIn) elicitURL(ctx context.Context, cs *companyState, f *signInFlow
 	res, err := srv.RequestElicitation(ctx, mcp.ElicitationRequest{
 		Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)}, Params: params})
 	if err != nil || res == nil {
-		si.log.InfoContext(ctx, "the client did not answer the sign-in elicitation", "type", f.kind, "err", err)
+		si.log.InfoContext(ctx, "the client did not answer the sign-in elicitation", "type", f.Kind, "err", err)
 		return si.flowResult(cs, f, "failed")
 	}
 	return si.flowResult(cs, f, string(res.Action))
@@ -278,10 +266,10 @@ func (si *signIn) elicitURL(ctx context.Context, cs *companyState, f *signInFlow
 
 // elicited returns the flow a retried call answers, and the client's
 // action, when the call carries the requestState of cs's current flow.
-func (si *signIn) elicited(req mcp.CallToolRequest, cs *companyState) (*signInFlow, string) {
+func (si *signIn) elicited(req mcp.CallToolRequest, cs *agent.Company) (*auth.Flow, string) {
 	state := req.Params.RequestState
 	f := si.current(cs)
-	if state == "" || f == nil || f.id != state {
+	if state == "" || f == nil || f.ID != state {
 		return nil, ""
 	}
 	action := "cancel"

@@ -171,13 +171,16 @@ func checkArguments(schema *argSchema, args any, spaced []string) error {
 	return schema.check(v)
 }
 
+// object is a JSON object as decoded: tool arguments, _meta.
+type object = map[string]any
+
 // dropNulls removes the null members of obj and of the objects within it.
 func dropNulls(obj map[string]any) {
 	for k, v := range obj {
 		switch v := v.(type) {
 		case nil:
 			delete(obj, k)
-		case map[string]any:
+		case object:
 			dropNulls(v)
 		}
 	}

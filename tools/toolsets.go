@@ -60,18 +60,19 @@ type toolEntry struct {
 	effect effect
 }
 
+// toolEntries are built-in tools' groups and effects, by tool name.
+type toolEntries map[string]toolEntry
+
 // toolTable is every built-in tool's group and effect. A built-in tool
 // missing from it is a mistake New panics on, which every test finds.
-func toolTable() map[string]toolEntry {
-	return map[string]toolEntry{
+// The tool of each sign-in kind (signInToolTable) is in the signin group.
+func toolTable() toolEntries {
+	t := toolEntries{
 		"discover_company": {groupDiscovery, reads},
 		"start_session":    {groupDiscovery, reads},
 
-		"sign_in_device":   {groupSignIn, reads},
-		"sign_in_mediated": {groupSignIn, reads},
-		"sign_in_direct":   {groupSignIn, reads},
-		"sign_in_status":   {groupSignIn, reads},
-		"sign_out":         {groupSignIn, reads},
+		"sign_in_status": {groupSignIn, reads},
+		"sign_out":       {groupSignIn, reads},
 
 		"send_message":              {groupConversations, writes},
 		"read_events":               {groupConversations, reads},
@@ -87,12 +88,16 @@ func toolTable() map[string]toolEntry {
 		"open_website": {groupWeb, reads},
 		"browse_page":  {groupWeb, reads},
 	}
+	for _, k := range signInToolTable() {
+		t[k.name] = toolEntry{groupSignIn, reads}
+	}
+	return t
 }
 
 // Toolsets are the tool groups a Server serves (Options.Toolsets), as
 // ParseToolsets reads them. The zero value serves every group.
 type Toolsets struct {
-	on map[string]bool // nil: every group
+	on nameSet // the groups on; nil: every group
 }
 
 // ParseToolsets reads a comma-separated list of tool groups (serve
@@ -100,7 +105,7 @@ type Toolsets struct {
 // relay, web, or all. discovery is always on; an empty list is all. An
 // unknown name is an error that names the known ones.
 func ParseToolsets(list string) (Toolsets, error) {
-	on, all := map[string]bool{}, false
+	on, all := nameSet{}, false
 	for _, name := range strings.Split(list, ",") {
 		switch name = strings.ToLower(strings.TrimSpace(name)); {
 		case name == "":

@@ -230,7 +230,7 @@ func (s *argSchema) checkValue(args any) error {
 // arguments are an empty object.
 func decodeArguments(args any) (any, error) {
 	if args == nil {
-		return map[string]any{}, nil
+		return object{}, nil
 	}
 	raw, err := json.Marshal(args)
 	if err != nil {

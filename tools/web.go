@@ -166,10 +166,11 @@ func (web *website) openJoin(ctx context.Context, co *discovery.Company, domain,
 		return nil, failure(map[string]string{"error": "no_pages", "next": "Use the Company's APIs or Company Agent instead."},
 			"This poppy-mcp serves no local pages, so it cannot join a browser to the Session. Use the Company's APIs or Company Agent instead.")
 	}
-	_, _, sess, err := web.sessions.session(ctx, domain, false)
+	r, err := web.sessions.session(ctx, domain, false)
 	if err != nil {
 		return nil, web.sessions.failure(ctx, domain, err)
 	}
+	sess := r.sess
 	j := &join{expires: web.now().Add(joinTTL), info: sess.Info()}
 	person, _ := mcpauth.UserFrom(ctx)
 	j.url, j.close = web.pages.Open(web.joinPage(person, domain, target, j.expires), joinTTL)
@@ -211,7 +212,8 @@ func (web *website) joinPage(person mcpauth.User, domain, target string, expires
 			return
 		}
 		ctx := mcpauth.WithUser(r.Context(), person) // the page's request is the browser's: the Session is the person's
-		_, co, sess, err := web.sessions.session(ctx, domain, false)
+		defer web.sessions.people.hold(person)()     // not forgotten meanwhile
+		reached, err := web.sessions.session(ctx, domain, false)
 		if err != nil {
 			web.log.InfoContext(ctx, "join page: no Session", "domain", domain, "err", err)
 			pages.Message(w, http.StatusBadGateway, "Could not join", "poppy-mcp has no Session with this Company now. Ask for a new link.")
@@ -219,6 +221,7 @@ func (web *website) joinPage(person mcpauth.User, domain, target string, expires
 		}
 		// Poppy 0.1 §3.2, §5: the Session is the Company's; the endpoint and
 		// the pages are those of the domain the page was opened for.
+		co, sess := reached.co, reached.sess
 		at, err := sessionAt(sess, co)
 		if err == nil {
 			// Poppy 0.1 §5 step 1: the assertion is signed now, when the browser is about to post it, so it is fresh.
@@ -286,6 +289,12 @@ func (web *website) browse(ctx context.Context, _ mcp.CallToolRequest, args brow
 		msg := strings.ReplaceAll(err.Error(), open, target) // the join page's URL is not for the model
 		return failure(map[string]string{"error": "browser_failed"}, "poppy-mcp's browser could not open %s: %s. Try again later.", target, msg)
 	}
+	return web.pageRead(co, target, endpoint, res, page)
+}
+
+// pageRead is browse_page's result for the page the browser read at
+// target, joined through endpoint ("" when the Company has none).
+func (web *website) pageRead(co *discovery.Company, target, endpoint string, res *pageResult, page *browser.Page) *mcp.CallToolResult {
 	// The page's title and text are the Company's words: nothing hidden in them.
 	res.URL, res.Title, res.Text, res.Truncated = page.URL, untrusted.Text(page.Title, 300), untrusted.Display(page.Text, 0), page.Truncated
 	if endpoint != "" && strings.HasPrefix(page.URL, endpoint) {

@@ -57,7 +57,7 @@ func (r *running) close() {
 func (c *common) appOptions(logger *slog.Logger, stderr io.Writer) app.Options {
 	return app.Options{
 		State: c.state(), ClientID: c.clientID, Resolve: c.resolve.lookup, PagesAddr: c.pagesAddr,
-		Browser: c.browser, ReadOnly: c.tools.readOnly, Toolsets: c.tools.toolsets, Metrics: c.metrics,
+		Browser: c.browser, ReadOnly: c.tools.readOnly, Toolsets: c.tools.toolsets, EvictIdle: c.evictIdle, Metrics: c.metrics,
 		Logger: logger, Stderr: stderr, Version: version,
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/app"
 	"github.com/poppy-mcp/poppy-mcp/internal/metrics"
@@ -28,8 +29,9 @@ type common struct {
 	logFormat string // --log-format
 	resolve   resolveFlag
 	pagesAddr string
-	browser   string     // serve --browser
-	tools     toolChoice // serve --read-only, --toolsets
+	browser   string        // serve --browser
+	tools     toolChoice    // serve --read-only, --toolsets
+	evictIdle time.Duration // serve --evict-idle or POPPY_EVICT_IDLE (app.Options.EvictIdle)
 	// metrics records serve's metrics (--metrics-addr); nil elsewhere.
 	metrics *metrics.Recorder
 }

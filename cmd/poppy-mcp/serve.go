@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/app"
 	"github.com/poppy-mcp/poppy-mcp/democompany"
@@ -53,6 +54,9 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 	fs.StringVar(&cfg.http.Auth.ClientID, "auth-client-id", "", "with --auth-issuer: poppy-mcp's client `ID` there, to sign people's browsers in for their pages (secret in "+authClientSecretEnv+")")
 	fs.DurationVar(&cfg.http.DrainTimeout, "drain-timeout", app.DefaultDrainTimeout, "HTTP mode: on SIGTERM or SIGINT, how long the tool calls in flight have to finish (new MCP requests get 503 meanwhile)")
 	cfg.tools.register(fs)
+	cfg.evictIdle = app.DefaultEvictIdle
+	fs.Func("evict-idle", "hosted mode: forget what is held in memory for a person idle this `DURATION` (no call in flight, no open stream); "+
+		"their state stays in the store (or POPPY_EVICT_IDLE; default 10m; 0 never)", cfg.setEvictIdle)
 	fs.StringVar(&cfg.metricsAddr, "metrics-addr", os.Getenv("POPPY_METRICS_ADDR"), "serve Prometheus metrics at /metrics on `ADDR`, a listener of their own, without a token "+
 		"(or POPPY_METRICS_ADDR; a bare port binds 127.0.0.1; over stdio too)")
 	cfg.http.Auth.ClientSecret = os.Getenv(authClientSecretEnv)
@@ -64,6 +68,11 @@ func serveFlags(fs *flag.FlagSet) *serveConfig {
 func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg := serveFlags(fs)
+	if v, ok := os.LookupEnv("POPPY_EVICT_IDLE"); ok { // --evict-idle, parsed next, overrides it
+		if err := cfg.setEvictIdle(v); err != nil {
+			return nil, fmt.Errorf("POPPY_EVICT_IDLE: %w", err)
+		}
+	}
 	if !parse(fs, args, stderr) {
 		return nil, errServeUsage
 	}
@@ -89,6 +98,18 @@ func parseServe(args []string, stderr io.Writer) (*serveConfig, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// setEvictIdle reads --evict-idle: a duration, 0 for never.
+func (cfg *serveConfig) setEvictIdle(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return fmt.Errorf("%q: want a duration like 10m, or 0 for never", v)
+	}
+	if cfg.evictIdle = d; d == 0 {
+		cfg.evictIdle = -1 // app.Options: negative never forgets
+	}
+	return nil
 }
 
 // stdioOnly refuses HTTP-only flags that cannot work over stdio, and notes
