@@ -114,7 +114,7 @@ func TestTwoDomainsMediated(t *testing.T) {
 		if res.IsError || u == "" || !strings.Contains(textOf(res), "auth.example.co.uk") {
 			t.Fatalf("sign_in_mediated = %v: %s", got, textOf(res))
 		}
-		b := newUserBrowser(t)
+		b := newUserBrowser(t, h.local)
 		if page := b.fillCredentials(u, "dana@example.com", "correct-horse-battery"); !strings.Contains(page, "signed in") {
 			t.Fatalf("after the credentials: %s", page)
 		}

@@ -28,12 +28,18 @@ import (
 func (s *Server) HTTPHandler(publicHost ...bool) http.Handler {
 	public := len(publicHost) > 0 && publicHost[0]
 	newHandler := func(srv *server.MCPServer) *server.StreamableHTTPServer {
-		return server.NewStreamableHTTPServer(srv,
+		h := server.NewStreamableHTTPServer(srv,
 			server.WithEndpointPath("/mcp"),
 			server.WithEventStore(newEventStore(maxStreamEvents, maxSessionStreams)),
 			server.WithSessionIdleTTL(30*time.Minute),
 			server.WithDisableLocalhostProtection(public),
 		)
+		// Close stops the idle TTL's sweeper, which would outlive the Server.
+		s.bg.Go(func(ctx context.Context) {
+			<-ctx.Done()
+			_ = h.Shutdown(context.WithoutCancel(ctx))
+		})
+		return h
 	}
 	return s.people.route(newHandler)
 }

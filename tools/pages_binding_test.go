@@ -53,7 +53,7 @@ func TestPublicJoinPageNotServed(t *testing.T) {
 	if resp.StatusCode != http.StatusMisdirectedRequest {
 		t.Errorf("the loopback join page with a foreign Host: %d, want 421", resp.StatusCode)
 	}
-	if page := newUserBrowser(t).get(join); !strings.Contains(page, `name="assertion"`) {
+	if page := newUserBrowser(t, h.local).get(join); !strings.Contains(page, `name="assertion"`) {
 		t.Errorf("the join page on loopback does not join: %s", page)
 	}
 }

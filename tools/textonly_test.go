@@ -79,7 +79,7 @@ func TestTextOnlyMediated(t *testing.T) {
 			cs := h.textOnly(t, rev, nil)
 			res, text := callText(t, cs, "sign_in_mediated", map[string]any{"domain": domain, "scopes": []string{"poppy:read"}})
 			u := textonly.Find(t, "sign-in page", textonly.SignInPage, text)
-			b := newUserBrowser(t)
+			b := newUserBrowser(t, h.local)
 			page := b.fillCredentials(u, "sam@example.com", "sam-secret-42")
 			if done := codeStep(t, b, h.company, u, page); !strings.Contains(done, "You are signed in") {
 				t.Fatalf("after the code: %s", done)
