@@ -53,7 +53,7 @@ func TestTwoDomainsWebsite(t *testing.T) {
 		if res.IsError || got["url"] != "https://example.co.uk/orders" {
 			t.Fatalf("open_website = %v", got)
 		}
-		p := openJoin(t, got["join_url"].(string))
+		p := openJoin(t, h, got["join_url"].(string))
 		if p.status != http.StatusOK || p.action != "https://example.co.uk/poppy/browser-session" {
 			t.Fatalf("join page: %d, posts to %q", p.status, p.action)
 		}

@@ -219,7 +219,7 @@ func journey(t *testing.T, h *harness, cs *sdk.ClientSession, jo journeyOptions)
 	step("call_api", map[string]any{"domain": d2, "operation": "listOrders"}, "Stormline")
 	step(tools.DomainLabel(d2)+"_mcp_order_status", map[string]any{"order_id": "ord_1042"}, "")
 	site := step("open_website", map[string]any{"domain": d2, "url": "/orders"}, "join_url")
-	if resp := postJoin(t, h, openJoin(t, site["join_url"].(string))); resp.StatusCode != http.StatusSeeOther ||
+	if resp := postJoin(t, h, openJoin(t, h, site["join_url"].(string))); resp.StatusCode != http.StatusSeeOther ||
 		resp.Header.Get("Location") != "https://"+d2+"/orders" {
 		t.Fatalf("the join of %s: %d to %q", d2, resp.StatusCode, resp.Header.Get("Location"))
 	}

@@ -45,7 +45,7 @@ func TestPublicJoinPageNotServed(t *testing.T) {
 	}
 	req, _ = http.NewRequest(http.MethodGet, join, nil)
 	req.Host = "rebound.attacker.example"
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Transport: h.local}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
