@@ -48,6 +48,7 @@ func startBoth(t *testing.T, h *harness, cs *sdk.ClientSession) {
 // Session. On the old code the join page failed with HTTP 500: the
 // assertion was checked against the first domain.
 func TestTwoDomainsWebsite(t *testing.T) {
+	t.Parallel()
 	twoDomainRun(t, func(t *testing.T, h *harness, cs *sdk.ClientSession) {
 		res, got := call(t, cs, "open_website", map[string]any{"domain": uk, "url": "/orders"})
 		if res.IsError || got["url"] != "https://example.co.uk/orders" {
@@ -70,6 +71,7 @@ func TestTwoDomainsWebsite(t *testing.T) {
 // domain's servers; call_api and conversations on the second domain use
 // its documents. On the old code only the first domain's were announced.
 func TestTwoDomainsTools(t *testing.T) {
+	t.Parallel()
 	twoDomainRun(t, func(t *testing.T, h *harness, cs *sdk.ClientSession) {
 		wantOwnTools(t, cs, h.company) // example.com's
 		want := []string{"example_co_uk_mcp_store_info", "example_co_uk_api_getStoreInfo", "example_co_uk_mcp_search_products"}
@@ -108,6 +110,7 @@ func TestTwoDomainsTools(t *testing.T) {
 // credentials to that domain's auth.mediated.endpoint and signs the one
 // Session in. On the old code they went to the first domain's endpoint.
 func TestTwoDomainsMediated(t *testing.T) {
+	t.Parallel()
 	twoDomainRun(t, func(t *testing.T, h *harness, cs *sdk.ClientSession) {
 		res, got := call(t, cs, "sign_in_mediated", map[string]any{"domain": uk, "scopes": []string{"poppy:read"}})
 		u, _ := got["sign_in_url"].(string)

@@ -191,7 +191,8 @@ func newHarnessWith(t *testing.T, opts *poppytest.Options, hopts *harnessOptions
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Now: hopts.Now,
 		ReadOnly: hopts.ReadOnly, Toolsets: hopts.Toolsets,
 	})
-	t.Cleanup(ts.Close) // stops background polling and relays (cleanups run last-in first-out)
+	t.Cleanup(ts.Close)                                         // stops background polling and relays (cleanups run last-in first-out)
+	t.Cleanup(func() { ts.ShutdownHTTP(context.Background()) }) // stops the idle sweepers, after hs.Close
 	hs := newHTTPServer(ts.HTTPHandler(), hopts.Net)
 	t.Cleanup(hs.Close)
 	return &harness{company: company, tools: ts, store: st, agent: agent, pages: pg, url: hs.URL + "/mcp", logs: logs,

@@ -79,6 +79,7 @@ func ordersPage(t *testing.T, h *harness, ck *http.Cookie) string {
 }
 
 func TestOpenWebsite(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -137,6 +138,7 @@ func checkJoinPage(t *testing.T, p joinPage) {
 // TestOpenWebsiteSignsWhenOpened: the assertion is made when the page is
 // opened, for the Session as it is then, not when the tool was called.
 func TestOpenWebsiteSignsWhenOpened(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	cs := h.connect(t, revisions[1])
 	_, got := call(t, cs, "open_website", map[string]any{"domain": "example.com"})
@@ -154,6 +156,7 @@ func TestOpenWebsiteSignsWhenOpened(t *testing.T) {
 // TestOpenWebsiteRefusesForeignURL: url must be on the Company's domain,
 // refused before any page opens or anything is signed.
 func TestOpenWebsiteRefusesForeignURL(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	cs := h.connect(t, revisions[0])
 	for _, u := range []string{"https://evil.example/orders", "http://example.com/orders", "https://notexample.com/",
@@ -174,6 +177,7 @@ func TestOpenWebsiteRefusesForeignURL(t *testing.T) {
 
 // TestOpenWebsiteExpired: a join_url opened after a minute signs nothing.
 func TestOpenWebsiteExpired(t *testing.T) {
+	t.Parallel()
 	clock := &testClock{}
 	h := newHarnessWith(t, nil, &harnessOptions{Now: clock.now})
 	cs := h.connect(t, revisions[0])
@@ -187,6 +191,7 @@ func TestOpenWebsiteExpired(t *testing.T) {
 
 // TestOpenWebsiteWithoutEndpoint: the website is browsed signed out.
 func TestOpenWebsiteWithoutEndpoint(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, &poppytest.Options{PoppyJSON: func(doc map[string]any) { delete(doc, "web") }})
 	cs := h.connect(t, revisions[1])
 	res, got := call(t, cs, "open_website", map[string]any{"domain": "example.com", "url": "/orders"})
