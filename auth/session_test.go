@@ -12,8 +12,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/memnet"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
@@ -59,6 +61,20 @@ func newCompany(t testing.TB, opts *poppytest.Options, clock *fakeClock, store S
 		MCPServers:    []string{srv.URL("mcp."+d, "/mcp")},
 	}
 	return &company{srv: srv, agent: a, c: c, clock: clock}
+}
+
+// newBubbleCompany is newCompany on an in-memory network of its own, for a
+// test in a testing/synctest bubble: Retry-After holds and renewals pass
+// on the bubble's clock (docs/testing.md).
+func newBubbleCompany(t testing.TB, opts *poppytest.Options, clock *fakeClock, store SecretStore) *company {
+	t.Helper()
+	var o poppytest.Options
+	if opts != nil {
+		o = *opts
+	}
+	n := &memnet.Network{}
+	o.Listen, o.Dial = n.Listen, n.DialContext
+	return newCompany(t, &o, clock, store)
 }
 
 func registerAgent(t testing.TB, srv *poppytest.Server, id *Identity) {
@@ -325,65 +341,71 @@ func TestConcurrentRequestsRenewOnce(t *testing.T) {
 }
 
 func TestRateLimitOnAPI(t *testing.T) {
-	co := newCompany(t, nil, nil, nil)
-	s := co.start(t)
-	api := "api." + co.srv.Domain()
-	co.srv.RateLimit(api, "/poppy/whoami", 1, time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if _, err := whoami(ctx, t, co, s); err != nil {
-		t.Fatalf("a request with time to wait failed: %v", err)
-	}
-	if n, m := co.srv.Served("rate_limited"), co.srv.Count(api, "/poppy/whoami"); n != 1 || m != 2 {
-		t.Errorf("rate_limited %d, whoami requests %d; want 1 and 2 (the retry)", n, m)
-	}
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		co := newBubbleCompany(t, nil, nil, nil)
+		s := co.start(t)
+		api := "api." + co.srv.Domain()
+		co.srv.RateLimit(api, "/poppy/whoami", 1, time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if _, err := whoami(ctx, t, co, s); err != nil {
+			t.Fatalf("a request with time to wait failed: %v", err)
+		}
+		if n, m := co.srv.Served("rate_limited"), co.srv.Count(api, "/poppy/whoami"); n != 1 || m != 2 {
+			t.Errorf("rate_limited %d, whoami requests %d; want 1 and 2 (the retry)", n, m)
+		}
 
-	co.srv.RateLimit(api, "/poppy/whoami", 1, time.Hour)
-	short, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel2()
-	_, err := whoami(short, t, co, s)
-	var ra *RetryAfterError
-	if !errors.As(err, &ra) || ra.Wait < 59*time.Minute || ra.Endpoint != "https://"+api+"/poppy/whoami" {
-		t.Fatalf("err = %v, want *RetryAfterError for an hour", err)
-	}
-	sent := co.srv.Count(api, "/poppy/whoami")
-	// Anyone else asking now fails at once, without sending.
-	_, err = whoami(short, t, co, s)
-	if !errors.As(err, &ra) {
-		t.Fatalf("second caller: err = %v", err)
-	}
-	if m := co.srv.Count(api, "/poppy/whoami"); m != sent {
-		t.Errorf("%d requests sent during the limit", m-sent)
-	}
-	// Other endpoints are not held back.
-	if _, err := co.agent.StartSession(short, co.c, testUser); err != nil {
-		t.Errorf("token endpoint held back too: %v", err)
-	}
+		co.srv.RateLimit(api, "/poppy/whoami", 1, time.Hour)
+		short, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel2()
+		_, err := whoami(short, t, co, s)
+		var ra *RetryAfterError
+		if !errors.As(err, &ra) || ra.Wait < 59*time.Minute || ra.Endpoint != "https://"+api+"/poppy/whoami" {
+			t.Fatalf("err = %v, want *RetryAfterError for an hour", err)
+		}
+		sent := co.srv.Count(api, "/poppy/whoami")
+		// Anyone else asking now fails at once, without sending.
+		_, err = whoami(short, t, co, s)
+		if !errors.As(err, &ra) {
+			t.Fatalf("second caller: err = %v", err)
+		}
+		if m := co.srv.Count(api, "/poppy/whoami"); m != sent {
+			t.Errorf("%d requests sent during the limit", m-sent)
+		}
+		// Other endpoints are not held back.
+		if _, err := co.agent.StartSession(short, co.c, testUser); err != nil {
+			t.Errorf("token endpoint held back too: %v", err)
+		}
+	})
 }
 
 func TestRateLimitOnTokenEndpoint(t *testing.T) {
-	co := newCompany(t, nil, nil, nil)
-	auth := "auth." + co.srv.Domain()
-	co.srv.RateLimit(auth, "/oauth/token", 1, time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if _, err := co.agent.StartSession(ctx, co.c, testUser); err != nil {
-		t.Fatalf("StartSession with time to wait: %v", err)
-	}
-	if n := co.srv.Served("rate_limited"); n != 1 || co.tokenRequests() != 2 {
-		t.Errorf("rate_limited %d, token requests %d; want 1 and 2", n, co.tokenRequests())
-	}
-	co.srv.RateLimit(auth, "/oauth/token", 1, time.Hour)
-	_, err := co.agent.StartSession(ctx, co.c, testUser)
-	var ra *RetryAfterError
-	if !errors.As(err, &ra) {
-		t.Fatalf("err = %v, want *RetryAfterError", err)
-	}
-	sent := co.tokenRequests()
-	s2, err := co.agent.StartSession(ctx, co.c, testUser)
-	if !errors.As(err, &ra) || s2 != nil || co.tokenRequests() != sent {
-		t.Errorf("a Session was requested during the limit: %v", err)
-	}
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		co := newBubbleCompany(t, nil, nil, nil)
+		auth := "auth." + co.srv.Domain()
+		co.srv.RateLimit(auth, "/oauth/token", 1, time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if _, err := co.agent.StartSession(ctx, co.c, testUser); err != nil {
+			t.Fatalf("StartSession with time to wait: %v", err)
+		}
+		if n := co.srv.Served("rate_limited"); n != 1 || co.tokenRequests() != 2 {
+			t.Errorf("rate_limited %d, token requests %d; want 1 and 2", n, co.tokenRequests())
+		}
+		co.srv.RateLimit(auth, "/oauth/token", 1, time.Hour)
+		_, err := co.agent.StartSession(ctx, co.c, testUser)
+		var ra *RetryAfterError
+		if !errors.As(err, &ra) {
+			t.Fatalf("err = %v, want *RetryAfterError", err)
+		}
+		sent := co.tokenRequests()
+		s2, err := co.agent.StartSession(ctx, co.c, testUser)
+		if !errors.As(err, &ra) || s2 != nil || co.tokenRequests() != sent {
+			t.Errorf("a Session was requested during the limit: %v", err)
+		}
+	})
 }
 
 func TestRedirectsStayOnOrigin(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/poppy-mcp/poppy-mcp/auth"
+	"github.com/poppy-mcp/poppy-mcp/internal/memnet"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
@@ -65,6 +66,20 @@ func newCompany(t *testing.T, pt poppytest.T, opts *poppytest.Options) *company 
 		t.Fatal(err)
 	}
 	return &company{srv: srv, st: st, agent: agent, ac: ac, sess: sess, userID: userID}
+}
+
+// newBubbleCompany is newCompany on an in-memory network of its own, for a
+// test in a testing/synctest bubble: the Company's holds and the agent's
+// waits pass on the bubble's clock (docs/testing.md).
+func newBubbleCompany(t *testing.T, pt poppytest.T, opts *poppytest.Options) *company {
+	t.Helper()
+	var o poppytest.Options
+	if opts != nil {
+		o = *opts
+	}
+	n := &memnet.Network{}
+	o.Listen, o.Dial = n.Listen, n.DialContext
+	return newCompany(t, pt, &o)
 }
 
 // endpoint is the Company's conversation endpoint.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -127,21 +128,24 @@ func TestSSELimits(t *testing.T) {
 // TestSSENoWaitAfterCR: an event ended by CR is dispatched without waiting
 // for the next byte, which might never come.
 func TestSSENoWaitAfterCR(t *testing.T) {
-	pr, pw := io.Pipe()
-	p := newSSEReader(pr, 1<<10, 1<<10)
-	go pw.Write([]byte("data: now\r\r")) // then nothing
-	got := make(chan sseEvent, 1)
-	go func() {
-		e, _ := p.Next()
-		got <- e
-	}()
-	select {
-	case e := <-got:
-		if e.Data != "now" {
-			t.Errorf("got %v", e)
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		pr, pw := io.Pipe()
+		p := newSSEReader(pr, 1<<10, 1<<10)
+		go pw.Write([]byte("data: now\r\r")) // then nothing
+		got := make(chan sseEvent, 1)
+		go func() {
+			e, _ := p.Next()
+			got <- e
+		}()
+		select {
+		case e := <-got:
+			if e.Data != "now" {
+				t.Errorf("got %v", e)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the event ended by CR was held back")
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the event ended by CR was held back")
-	}
-	pw.Close()
+		pw.Close()
+	})
 }

@@ -31,6 +31,11 @@ type Options struct {
 	// Addr is where the loopback listener listens; it must be a loopback
 	// address. Zero: "127.0.0.1:0" (a random loopback port).
 	Addr string
+	// Listener, when set, is the loopback listener, in place of listening
+	// on Addr: an in-memory one, for tests that run in a testing/synctest
+	// bubble (docs/architecture.md, "Time in tests"). Its address must be
+	// a loopback one. Nil: listen on Addr.
+	Listener net.Listener
 	// PublicURL, when set, is the base URL the user's pages are reachable at
 	// (HTTP mode behind --public-url): Handler serves them and must be
 	// mounted at PublicURL's path. Zero: every page is on the loopback
@@ -95,9 +100,12 @@ func New(opts *Options) (*Server, error) {
 	if !IsLoopback(addr) {
 		return nil, fmt.Errorf("pages: %s is not a loopback address: pages for the agent's own browser stay on this machine", addr)
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("pages: listening on %s: %w", addr, err)
+	ln := opts.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return nil, fmt.Errorf("pages: listening on %s: %w", addr, err)
+		}
 	}
 	s.ln, s.local = ln, "http://"+ln.Addr().String()
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serveLoopback), ReadHeaderTimeout: 10 * time.Second}

@@ -57,13 +57,14 @@ func NewFront(opts *FrontOptions) (*Front, error) {
 	if err != nil {
 		return nil, fmt.Errorf("poppytest: %w", err)
 	}
-	return startFront(orDefault(o.Addr, "127.0.0.1:0"), ca, nil)
+	addr := orDefault(o.Addr, "127.0.0.1:0")
+	return startFront(func() (net.Listener, error) { return net.Listen("tcp", addr) }, ca, nil)
 }
 
-// startFront listens on addr and serves TLS with leaves issued by ca. own
-// is the only Server of a Front made for it, or nil.
-func startFront(addr string, ca *certAuthority, own *Server) (*Front, error) {
-	ln, err := net.Listen("tcp", addr)
+// startFront serves TLS with leaves issued by ca on what listen returns.
+// own is the only Server of a Front made for it, or nil.
+func startFront(listen func() (net.Listener, error), ca *certAuthority, own *Server) (*Front, error) {
+	ln, err := listen()
 	if err != nil {
 		return nil, fmt.Errorf("poppytest: %w", err)
 	}

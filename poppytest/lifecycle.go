@@ -44,7 +44,7 @@ func (s *lifecycle) Start() {
 		panic("poppytest: Start on a started or closed Server")
 	}
 	if s.front == nil {
-		f, err := startFront("127.0.0.1:0", s.ca, s.Server)
+		f, err := startFront(s.listen, s.ca, s.Server)
 		if err != nil {
 			panic(err.Error())
 		}
@@ -96,6 +96,15 @@ func (s *lifecycle) Close() {
 	s.inflight.Wait()
 }
 
+// listen is where a Server's own Front listens: Options.Listen's
+// listener, or a free loopback port.
+func (s *lifecycle) listen() (net.Listener, error) {
+	if s.opts.Listen != nil && s.opts.Dial != nil {
+		return s.opts.Listen()
+	}
+	return net.Listen("tcp", "127.0.0.1:0")
+}
+
 // Addr is the "127.0.0.1:PORT" address of the Server's TLS listener, its
 // Front's. It is empty before Start.
 func (s *lifecycle) Addr() string {
@@ -110,7 +119,10 @@ func (s *lifecycle) Addr() string {
 // newTransport returns a transport that trusts only the Server's CA and dials
 // every name the certificate covers, at any port, to the listener.
 func (s *lifecycle) newTransport() *http.Transport {
-	dialer := &net.Dialer{Timeout: 10 * time.Second}
+	dial := (&net.Dialer{Timeout: 10 * time.Second}).DialContext
+	if s.opts.Listen != nil && s.opts.Dial != nil {
+		dial = s.opts.Dial
+	}
 	return &http.Transport{
 		DialContext: func(ctx context.Context, network, hostport string) (net.Conn, error) {
 			host, _, err := net.SplitHostPort(hostport)
@@ -124,7 +136,7 @@ func (s *lifecycle) newTransport() *http.Transport {
 			if addr == "" {
 				return nil, errors.New("poppytest: server not started")
 			}
-			return dialer.DialContext(ctx, network, addr)
+			return dial(ctx, network, addr)
 		},
 		TLSClientConfig:     &tls.Config{RootCAs: s.tls.pool, MinVersion: tls.VersionTLS12},
 		ForceAttemptHTTP2:   true,

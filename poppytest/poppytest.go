@@ -32,6 +32,7 @@ package poppytest
 import (
 	"context"
 	"crypto/x509"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -232,6 +233,13 @@ type Options struct {
 	// Front is the listener and CA the Server shares with other Servers.
 	// Nil: Start makes a Front of its own, with a CA of its own.
 	Front *Front
+	// Listen and Dial, both set, replace the loopback port of a Server
+	// without a Front: its own Front listens on what Listen returns and
+	// its Transport dials Addr with Dial. For an in-memory network, so a
+	// test runs in a testing/synctest bubble (docs/architecture.md, "Time
+	// in tests"). Nil: a loopback TCP port.
+	Listen func() (net.Listener, error)
+	Dial   func(ctx context.Context, network, addr string) (net.Conn, error)
 	// ClientID, when set, is the only agent the Company serves: a request
 	// authenticated as another client_id is refused with invalid_client, and
 	// is not counted as a violation (it is some other test's agent). Zero:

@@ -16,6 +16,7 @@ import (
 // without refreshing, a limit of "5" listed the default 20, a conversation
 // ID of 7 was "not a conversation ID".
 func TestArgumentsChecked(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	cs := h.connect(t, revisions[1])
 	for _, tc := range []struct {
@@ -46,6 +47,7 @@ func TestArgumentsChecked(t *testing.T) {
 // of scopes separated by spaces (as OAuth writes them), an explicit null
 // for an optional argument.
 func TestArgumentsLenient(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, signInOpts(nil))
 	cs := h.connect(t, revisions[0])
 	_, got := call(t, cs, "list_api_operations", map[string]any{"domain": domain, "limit": json.Number("2.0"), "query": nil})

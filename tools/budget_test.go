@@ -18,6 +18,7 @@ const toolsListBudget = 24 << 10
 // the upstream's schema byte for byte (issue 7), so only their names and
 // annotations are held to poppy-mcp's rules.
 func TestToolsListBudget(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	cs := h.connect(t, revisions[0])
 	call(t, cs, "start_session", map[string]any{"domain": "example.com"})

@@ -12,6 +12,7 @@ import (
 // names the sign-in tool; after the user signs in, the same conversation
 // continues signed in and gets its answer (Poppy 0.1 §7.11).
 func TestConversationSignIn(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := newSignInHarness(t, signInOpts(nil))
@@ -43,6 +44,7 @@ func TestConversationSignIn(t *testing.T) {
 // one answers the authorization event with the Account Token it now holds
 // and continues the conversation by itself.
 func TestConversationHeldAccountToken(t *testing.T) {
+	t.Parallel()
 	h := newSignInHarness(t, signInOpts(nil))
 	cs := h.connect(t, revisions[0])
 	id := send(t, cs, map[string]any{"text": "Hello"})["conversation_id"].(string)
@@ -67,6 +69,7 @@ func TestConversationHeldAccountToken(t *testing.T) {
 // a Direct Conversation; the parent refuses messages meanwhile and names it
 // (Poppy 0.1 §7.10).
 func TestConversationDirect(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -113,6 +116,7 @@ func TestConversationDirect(t *testing.T) {
 // TestConversationHandoffNoOne: no person is available; the status goes
 // back to idle with the agent, and the Company Agent says why (§7.9).
 func TestConversationHandoffNoOne(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, &poppytest.Options{NoHumans: true})
 	cs := h.connect(t, revisions[1])
 	id := send(t, cs, map[string]any{"text": "Hello"})["conversation_id"].(string)

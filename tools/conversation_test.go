@@ -68,6 +68,7 @@ func send(t *testing.T, cs *sdk.ClientSession, args map[string]any) map[string]a
 // TestConversation: a conversation from first message to close, with a
 // handoff to a person, through the official client at both revisions.
 func TestConversation(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -139,6 +140,7 @@ func waitFor(t *testing.T, cs *sdk.ClientSession, id string, cond func(map[strin
 // the message; the retry with the same ID makes ONE message (the Company
 // counts).
 func TestSendMessageRetried(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	cs := h.connect(t, revisions[1])
 	first := send(t, cs, map[string]any{"text": "Hello"})
@@ -160,6 +162,7 @@ func TestSendMessageRetried(t *testing.T) {
 // TestConversationRestart: a new poppy-mcp on the same store continues
 // from the saved cursor between two reads.
 func TestConversationRestart(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	first := send(t, h.connect(t, revisions[0]), map[string]any{"text": "Hello"})
 	id := first["conversation_id"].(string)
@@ -187,6 +190,7 @@ func TestConversationRestart(t *testing.T) {
 // event and doubles none; the pieces of text ride on progress
 // notifications, at both revisions.
 func TestConversationStream(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := newHarness(t, &poppytest.Options{AgentDelay: 300 * time.Millisecond})
@@ -216,6 +220,7 @@ func TestConversationStream(t *testing.T) {
 // TestConversationCursorExpired: the Company forgot the events after the
 // saved cursor; the model is told part of the history is missing.
 func TestConversationCursorExpired(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	cs := h.connect(t, revisions[0])
 	id := send(t, cs, map[string]any{"text": "Hello"})["conversation_id"].(string)
@@ -233,6 +238,7 @@ func TestConversationCursorExpired(t *testing.T) {
 
 // TestConversationArguments: bad arguments are refused before any request.
 func TestConversationArguments(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	cs := h.connect(t, revisions[1])
 	for _, tt := range []struct {
@@ -259,6 +265,7 @@ func TestConversationArguments(t *testing.T) {
 
 // TestNoCompanyAgent: a Company without a poppy conversation protocol.
 func TestNoCompanyAgent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, &poppytest.Options{PoppyJSON: func(doc map[string]any) {
 		doc["agent"] = map[string]any{"protocols": []any{map[string]any{"type": "example.com/chat", "endpoint": "https://api.example.com/chat"}}}
 	}})
@@ -274,6 +281,7 @@ func TestNoCompanyAgent(t *testing.T) {
 // result says so; the Company has it exactly once. On the old code it was
 // sent only if the same text was sent again.
 func TestConversationPendingAfterRestart(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	first := send(t, h.connect(t, revisions[0]), map[string]any{"text": "Hello"})
 	id := first["conversation_id"].(string)

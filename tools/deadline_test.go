@@ -107,6 +107,7 @@ func quickBesideWaits(t *testing.T, rev string) {
 // request, discover_company never returned (the client's own 20 s timeout
 // failed the test).
 func TestToolCallDeadline(t *testing.T) {
+	t.Parallel()
 	h := newSignInHarness(t, nil)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -151,6 +152,7 @@ func TestToolCallDeadline(t *testing.T) {
 // by a Company that does not answer yet) has finished, not before. The old
 // code had no Drain: a shutdown cut the calls in flight short.
 func TestDrain(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := newSignInHarness(t, nil)
@@ -205,6 +207,7 @@ func TestDrain(t *testing.T) {
 // answers with a result, so Drain returns nil. The old code let the wait
 // run on until the drain's bound cut the call off: no answer for the client.
 func TestDrainEndsWaits(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := newSignInHarness(t, nil)

@@ -16,6 +16,7 @@ import (
 // Company usable, a Session starts, the OpenAPI API works, and only the
 // broken MCP server is left out.
 func TestDiscoverSkipsWhatItDoesNotUse(t *testing.T) {
+	t.Parallel()
 	opts := &poppytest.Options{
 		PoppyJSON: func(d map[string]any) {
 			d["extensions"] = map[string]any{"gift-wrap": map[string]any{"version": "1"}, "example.com/no-version": map[string]any{}}
@@ -62,6 +63,7 @@ func TestDiscoverSkipsWhatItDoesNotUse(t *testing.T) {
 // parse as JSON objects, with a warning for each; the Company is usable and
 // its OpenAPI API works.
 func TestDiscoverTextPlain(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, &poppytest.Options{DocumentContentType: "text/plain"})
 	cs := h.connect(t, revisions[len(revisions)-1])
 	res, got := call(t, cs, "discover_company", map[string]any{"domain": "example.com"})

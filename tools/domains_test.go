@@ -48,12 +48,13 @@ func startBoth(t *testing.T, h *harness, cs *sdk.ClientSession) {
 // Session. On the old code the join page failed with HTTP 500: the
 // assertion was checked against the first domain.
 func TestTwoDomainsWebsite(t *testing.T) {
+	t.Parallel()
 	twoDomainRun(t, func(t *testing.T, h *harness, cs *sdk.ClientSession) {
 		res, got := call(t, cs, "open_website", map[string]any{"domain": uk, "url": "/orders"})
 		if res.IsError || got["url"] != "https://example.co.uk/orders" {
 			t.Fatalf("open_website = %v", got)
 		}
-		p := openJoin(t, got["join_url"].(string))
+		p := openJoin(t, h, got["join_url"].(string))
 		if p.status != http.StatusOK || p.action != "https://example.co.uk/poppy/browser-session" {
 			t.Fatalf("join page: %d, posts to %q", p.status, p.action)
 		}
@@ -70,6 +71,7 @@ func TestTwoDomainsWebsite(t *testing.T) {
 // domain's servers; call_api and conversations on the second domain use
 // its documents. On the old code only the first domain's were announced.
 func TestTwoDomainsTools(t *testing.T) {
+	t.Parallel()
 	twoDomainRun(t, func(t *testing.T, h *harness, cs *sdk.ClientSession) {
 		wantOwnTools(t, cs, h.company) // example.com's
 		want := []string{"example_co_uk_mcp_store_info", "example_co_uk_api_getStoreInfo", "example_co_uk_mcp_search_products"}
@@ -108,13 +110,14 @@ func TestTwoDomainsTools(t *testing.T) {
 // credentials to that domain's auth.mediated.endpoint and signs the one
 // Session in. On the old code they went to the first domain's endpoint.
 func TestTwoDomainsMediated(t *testing.T) {
+	t.Parallel()
 	twoDomainRun(t, func(t *testing.T, h *harness, cs *sdk.ClientSession) {
 		res, got := call(t, cs, "sign_in_mediated", map[string]any{"domain": uk, "scopes": []string{"poppy:read"}})
 		u, _ := got["sign_in_url"].(string)
 		if res.IsError || u == "" || !strings.Contains(textOf(res), "auth.example.co.uk") {
 			t.Fatalf("sign_in_mediated = %v: %s", got, textOf(res))
 		}
-		b := newUserBrowser(t)
+		b := newUserBrowser(t, h.local)
 		if page := b.fillCredentials(u, "dana@example.com", "correct-horse-battery"); !strings.Contains(page, "signed in") {
 			t.Fatalf("after the credentials: %s", page)
 		}

@@ -13,6 +13,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/memnet"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 	"github.com/poppy-mcp/poppy-mcp/tools"
 )
@@ -20,12 +21,13 @@ import (
 // wireRecorder keeps every byte the MCP client received over HTTP (JSON
 // responses and SSE streams: results, progress, logs, list_changed).
 type wireRecorder struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	next http.RoundTripper // nil: http.DefaultTransport
+	mu   sync.Mutex
+	buf  bytes.Buffer
 }
 
 func (w *wireRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := http.DefaultTransport.RoundTrip(r)
+	resp, err := cmp.Or(w.next, http.DefaultTransport).RoundTrip(r)
 	if err != nil {
 		return nil, err
 	}
@@ -85,18 +87,21 @@ func TestEndToEnd(t *testing.T) {
 	for _, run := range runs {
 		for _, rev := range revisions {
 			t.Run(run.name+"/"+rev, func(t *testing.T) {
-				h := newHarness(t, run.opts())
-				t.Cleanup(h.tools.Close)
-				if run.jo.mediated {
-					rateLimitDocuments(h)
-				}
-				wire := &wireRecorder{}
-				cs := h.connectVia(t, rev, &http.Client{Transport: wire})
-				journey(t, h, cs, run.jo)
-				scanWire(t, h, wire)
-				if run.jo.mediated {
-					wantStrictness(t, h)
-				}
+				t.Parallel()
+				inBubble(t, func(t *testing.T, n *memnet.Network) {
+					h := newHarnessWith(t, run.opts(), &harnessOptions{Net: n})
+					t.Cleanup(h.tools.Close)
+					if run.jo.mediated {
+						rateLimitDocuments(h)
+					}
+					wire := &wireRecorder{next: h.local}
+					cs := h.connectVia(t, rev, &http.Client{Transport: wire})
+					journey(t, h, cs, run.jo)
+					scanWire(t, h, wire)
+					if run.jo.mediated {
+						wantStrictness(t, h)
+					}
+				})
 			})
 		}
 	}
@@ -214,7 +219,7 @@ func journey(t *testing.T, h *harness, cs *sdk.ClientSession, jo journeyOptions)
 	step("call_api", map[string]any{"domain": d2, "operation": "listOrders"}, "Stormline")
 	step(tools.DomainLabel(d2)+"_mcp_order_status", map[string]any{"order_id": "ord_1042"}, "")
 	site := step("open_website", map[string]any{"domain": d2, "url": "/orders"}, "join_url")
-	if resp := postJoin(t, h, openJoin(t, site["join_url"].(string))); resp.StatusCode != http.StatusSeeOther ||
+	if resp := postJoin(t, h, openJoin(t, h, site["join_url"].(string))); resp.StatusCode != http.StatusSeeOther ||
 		resp.Header.Get("Location") != "https://"+d2+"/orders" {
 		t.Fatalf("the join of %s: %d to %q", d2, resp.StatusCode, resp.Header.Get("Location"))
 	}
@@ -237,7 +242,7 @@ func signInMediated(t *testing.T, h *harness, cs *sdk.ClientSession, domain stri
 	if res.IsError || u == "" {
 		t.Fatalf("sign_in_mediated: %v", got)
 	}
-	b := newUserBrowser(t)
+	b := newUserBrowser(t, h.local)
 	if page := b.fillCredentials(u, "dana@example.com", "wrong"); !strings.Contains(page, "not accepted") {
 		t.Fatalf("after a wrong password: %s", page)
 	}

@@ -13,6 +13,7 @@ import (
 // this and retrying will not help, and names what else may. On the old code
 // each of these said "Try again later".
 func TestExtensionRequired(t *testing.T) {
+	t.Parallel()
 	const ext = "example.com/gift-wrap"
 	cases := []struct {
 		name, host, path, tool string

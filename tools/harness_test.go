@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/internal/testlog"
@@ -20,6 +21,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/cache"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/memnet"
 	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 	"github.com/poppy-mcp/poppy-mcp/internal/retryafter"
 	"github.com/poppy-mcp/poppy-mcp/pages"
@@ -41,6 +43,10 @@ type harness struct {
 	logs    *testlog.Buffer
 	base    http.RoundTripper // poppy-mcp's base transport, through the network guard
 	holds   *retryafter.Holds // shared by the agent and discovery, as serve does
+	// local reaches poppy-mcp's own listeners (MCP, pages) for the test's
+	// clients: http.DefaultTransport, or the in-memory network's.
+	local http.RoundTripper
+	net   *memnet.Network // harnessOptions.Net; nil on the loopback network
 }
 
 // harnessOptions change how poppy-mcp is built. The zero value builds it
@@ -64,6 +70,51 @@ type harnessOptions struct {
 	// --toolsets). Zero: every tool.
 	ReadOnly bool
 	Toolsets tools.Toolsets
+	// Net, when set, is the in-memory network every listener of the
+	// harness and its Company is on, for a test in a synctest bubble
+	// (inBubble). Nil: loopback TCP ports.
+	Net *memnet.Network
+}
+
+// inBubble runs f in a testing/synctest bubble with an in-memory network
+// for its harness (harnessOptions.Net): every wait in it, poppy-mcp's and
+// the Company's (poll intervals, Retry-After, leases, long-polls,
+// deadlines), passes on the bubble's fake clock as soon as everything in
+// the bubble waits, instead of on the wall clock (docs/architecture.md,
+// "Time in tests").
+func inBubble(t *testing.T, f func(t *testing.T, n *memnet.Network)) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) { f(t, &memnet.Network{}) })
+}
+
+// onNet returns opts with the Company listening on n (nil: as they are).
+func onNet(opts *poppytest.Options, n *memnet.Network) *poppytest.Options {
+	if n == nil {
+		return opts
+	}
+	var o poppytest.Options
+	if opts != nil {
+		o = *opts
+	}
+	o.Listen, o.Dial = n.Listen, n.DialContext
+	return &o
+}
+
+// newCompany is poppytest.NewServer on n (nil: a loopback port).
+func newCompany(t *testing.T, n *memnet.Network, opts *poppytest.Options) *poppytest.Server {
+	t.Helper()
+	return poppytest.NewServer(t, onNet(opts, n))
+}
+
+// localTransport is the transport of a test's own requests to poppy-mcp's
+// listeners on n (nil: http.DefaultTransport), closed when the test ends.
+func localTransport(t *testing.T, n *memnet.Network) http.RoundTripper {
+	if n == nil {
+		return http.DefaultTransport
+	}
+	tr := n.Transport()
+	t.Cleanup(tr.CloseIdleConnections)
+	return tr
 }
 
 // testClock is a clock a test moves forward; it is safe for concurrent use.
@@ -87,7 +138,7 @@ func newHarnessWith(t *testing.T, opts *poppytest.Options, hopts *harnessOptions
 		hopts = &harnessOptions{}
 	}
 	ctx := context.Background()
-	company := poppytest.NewServer(t, opts)
+	company := newCompany(t, hopts.Net, opts)
 	st, err := store.Open(ctx, t.TempDir(), &store.Options{Key: bytes.Repeat([]byte{7}, 32), Keychain: store.NoKeychain{}})
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +160,7 @@ func newHarnessWith(t *testing.T, opts *poppytest.Options, hopts *harnessOptions
 	for _, other := range hopts.Companies {
 		other.SetAgentDocuments(agentJSON, jwks)
 	}
-	pg, err := pages.New(nil)
+	pg, err := newPages(hopts.Net)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +177,9 @@ func newHarnessWith(t *testing.T, opts *poppytest.Options, hopts *harnessOptions
 			return own(hp)
 		}
 	}
+	if hopts.Net != nil {
+		guard.DialMapped = hopts.Net.DialContext
+	}
 	if hopts.Guard != nil {
 		hopts.Guard(guard)
 	}
@@ -137,11 +191,33 @@ func newHarnessWith(t *testing.T, opts *poppytest.Options, hopts *harnessOptions
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Now: hopts.Now,
 		ReadOnly: hopts.ReadOnly, Toolsets: hopts.Toolsets,
 	})
-	t.Cleanup(ts.Close) // stops background polling and relays (cleanups run last-in first-out)
-	hs := httptest.NewServer(ts.HTTPHandler())
+	t.Cleanup(ts.Close)                                         // stops background polling and relays (cleanups run last-in first-out)
+	t.Cleanup(func() { ts.ShutdownHTTP(context.Background()) }) // stops the idle sweepers, after hs.Close
+	hs := newHTTPServer(ts.HTTPHandler(), hopts.Net)
 	t.Cleanup(hs.Close)
 	return &harness{company: company, tools: ts, store: st, agent: agent, pages: pg, url: hs.URL + "/mcp", logs: logs,
-		base: base, holds: holds}
+		base: base, holds: holds, local: localTransport(t, hopts.Net), net: hopts.Net}
+}
+
+// newPages is pages.New on n (nil: a loopback port).
+func newPages(n *memnet.Network) (*pages.Server, error) {
+	if n == nil {
+		return pages.New(nil)
+	}
+	ln, _ := n.Listen()
+	return pages.New(&pages.Options{Listener: ln})
+}
+
+// newHTTPServer is httptest.NewServer on n (nil: a loopback port).
+func newHTTPServer(h http.Handler, n *memnet.Network) *httptest.Server {
+	if n == nil {
+		return httptest.NewServer(h)
+	}
+	hs := httptest.NewUnstartedServer(h)
+	hs.Listener.Close()
+	hs.Listener, _ = n.Listen()
+	hs.Start()
+	return hs
 }
 
 // companyGuard are the network guard's options for poppytest Companies:
@@ -187,7 +263,8 @@ func (h *harness) connectClient(t *testing.T, c *sdk.Client, revision string) *s
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: h.url, MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: revision})
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: h.url, HTTPClient: &http.Client{Transport: h.local}, MaxRetries: -1},
+		&sdk.ClientSessionOptions{ProtocolVersion: revision})
 	if err != nil {
 		t.Fatalf("connect at %s: %v", revision, err)
 	}

@@ -31,6 +31,7 @@ type hostileCase struct {
 // bodies), Company text (forged roles, format characters), conversations
 // (endless pages, delta floods) and tool names.
 func TestHostileCompany(t *testing.T) {
+	t.Parallel()
 	groups := [][]hostileCase{
 		hostileNetworkCases(),
 		hostileTextCases(),

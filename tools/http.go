@@ -28,14 +28,43 @@ import (
 func (s *Server) HTTPHandler(publicHost ...bool) http.Handler {
 	public := len(publicHost) > 0 && publicHost[0]
 	newHandler := func(srv *server.MCPServer) *server.StreamableHTTPServer {
-		return server.NewStreamableHTTPServer(srv,
+		h := server.NewStreamableHTTPServer(srv,
 			server.WithEndpointPath("/mcp"),
 			server.WithEventStore(newEventStore(maxStreamEvents, maxSessionStreams)),
 			server.WithSessionIdleTTL(30*time.Minute),
 			server.WithDisableLocalhostProtection(public),
 		)
+		s.http.add(h)
+		return h
 	}
 	return s.people.route(newHandler)
+}
+
+// httpHandlers are the MCP HTTP handlers HTTPHandler made, for
+// ShutdownHTTP. It is safe for concurrent use.
+type httpHandlers struct {
+	mu   sync.Mutex
+	list []*server.StreamableHTTPServer // guarded by mu
+}
+
+func (hs *httpHandlers) add(h *server.StreamableHTTPServer) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	hs.list = append(hs.list, h)
+}
+
+// ShutdownHTTP ends the sessions of every MCP HTTP handler HTTPHandler
+// made and stops their idle TTL's sweepers, goroutines that would
+// otherwise outlive the Server (a test in a testing/synctest bubble must
+// end them: docs/testing.md). Close does not: the handlers keep answering
+// after Close.
+func (s *Server) ShutdownHTTP(ctx context.Context) {
+	s.http.mu.Lock()
+	list := s.http.list
+	s.http.mu.Unlock()
+	for _, h := range list {
+		_ = h.Shutdown(ctx)
+	}
 }
 
 const (

@@ -55,6 +55,7 @@ func (s *eventStore) kept() (events, indexed int) {
 // stops growing; resuming after a recent event replays the rest in order,
 // after a dropped one fails as unknown.
 func TestEventStoreCap(t *testing.T) {
+	t.Parallel()
 	s := newEventStore(5, 4)
 	ids := storeEvents(t, s, "sess", "get", 1, 12) // events 1..12; 8..12 kept
 	if events, indexed := s.kept(); events != 5 || indexed != 5 {
@@ -84,6 +85,7 @@ func TestEventStoreCap(t *testing.T) {
 // written to least recently (a long-lived GET stream that is still written
 // to stays); streams do not see each other's events; purging drops all.
 func TestEventStoreStreams(t *testing.T) {
+	t.Parallel()
 	s := newEventStore(5, 3)
 	get := storeEvents(t, s, "sess", "get", 1, 1)
 	first := storeEvents(t, s, "sess", "post1", 100, 2)

@@ -25,6 +25,7 @@ var testKinds = []struct {
 // domain with a kind among its later labels (the prefix attack), a port
 // lookalike, an IP address, a reserved or a long label gets a hashed one.
 func TestDomainLabel(t *testing.T) {
+	t.Parallel()
 	hashed := regexp.MustCompile(`^[a-z0-9-]{1,8}__[a-z2-7]{13}$`)
 	for in, want := range map[string]string{
 		"example.com":            "example_com",
@@ -74,6 +75,7 @@ func cmpOr(a, b string) string {
 // tool's name, and each is a valid prefix. Sorting the prefixes makes it
 // linear: a prefix that begins others begins the one after it.
 func TestToolPrefixesInjective(t *testing.T) {
+	t.Parallel()
 	builtins := builtinNames(t)
 	parts := []string{"shop", "io", "mcp", "api", "api2", "mcp10", "api0", "api01", "www", "example", "com", "co", "uk",
 		"list", "describe", "call", "8443", "1", "a-b", "xn--bcher-kva", "outdoor-gear-store", "_", "ä", "", "[::1]", "WWW"}
@@ -153,6 +155,7 @@ func FuzzToolPrefixes(f *testing.F) {
 // only where no domain can have that label, whichever tools are built in
 // (browse_page only with a browser), so a Company's tool never takes one.
 func TestReservedLabels(t *testing.T) {
+	t.Parallel()
 	for _, name := range builtinNames(t) {
 		if strings.Contains(name, "__") {
 			t.Errorf("built-in tool %s has an empty part, as hashed labels do", name)
@@ -195,6 +198,7 @@ func beginsBuiltin(p string, builtins []string) string {
 // prefix, or that begins a built-in tool's name, is refused, all or none;
 // the same issuer may claim again.
 func TestClaimPrefixes(t *testing.T) {
+	t.Parallel()
 	s := New(nil, nil)
 	defer s.Close()
 	const a, b = "https://auth.example.com", "https://auth.other.example"

@@ -19,6 +19,7 @@ import (
 // The old code served join_url under the public URL to anyone who had it,
 // signing them in to the user's website Session.
 func TestPublicJoinPageNotServed(t *testing.T) {
+	t.Parallel()
 	h := newDirectHarness(t)
 	cs := h.connect(t, revisions[0])
 	res, got := call(t, cs, "open_website", map[string]any{"domain": domain})
@@ -45,7 +46,7 @@ func TestPublicJoinPageNotServed(t *testing.T) {
 	}
 	req, _ = http.NewRequest(http.MethodGet, join, nil)
 	req.Host = "rebound.attacker.example"
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Transport: h.local}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestPublicJoinPageNotServed(t *testing.T) {
 	if resp.StatusCode != http.StatusMisdirectedRequest {
 		t.Errorf("the loopback join page with a foreign Host: %d, want 421", resp.StatusCode)
 	}
-	if page := newUserBrowser(t).get(join); !strings.Contains(page, `name="assertion"`) {
+	if page := newUserBrowser(t, h.local).get(join); !strings.Contains(page, `name="assertion"`) {
 		t.Errorf("the join page on loopback does not join: %s", page)
 	}
 }
@@ -65,6 +66,7 @@ func TestPublicJoinPageNotServed(t *testing.T) {
 // cookie for this origin only, and then the page works. The old code served
 // the page to anyone with the link.
 func TestPublicMediatedPageAsksForCredential(t *testing.T) {
+	t.Parallel()
 	h := newDirectHarness(t)
 	cs := h.connect(t, revisions[1])
 	_, got := startMediated(t, cs)
@@ -97,6 +99,7 @@ func TestPublicMediatedPageAsksForCredential(t *testing.T) {
 // domain and the host its credentials go to, with the name only as its own
 // claim. The old page said "Sign in to Google Account" and nothing else.
 func TestMediatedLookalikeName(t *testing.T) {
+	t.Parallel()
 	opts := &poppytest.Options{PoppyJSON: func(doc map[string]any) {
 		doc["organization"].(map[string]any)["name"] = "Google Account"
 	}}

@@ -51,6 +51,7 @@ func relayedTools(t *testing.T, cs *sdk.ClientSession) map[string]*sdk.Tool {
 // TestRelayedTools: once a Session exists, the MCP server's tools appear
 // with their schemas whole, and calls come back with every kind of content.
 func TestRelayedTools(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := newRelayHarness(t, nil)
@@ -109,6 +110,7 @@ func TestRelayedTools(t *testing.T) {
 // TestRelayListChanged: a tool the upstream adds reaches the client with
 // notifications/tools/list_changed.
 func TestRelayListChanged(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := newRelayHarness(t, nil)
@@ -134,6 +136,7 @@ func TestRelayListChanged(t *testing.T) {
 // TestRelaySignInRequired: the upstream's sign_in_required becomes a result
 // that names the scope and the sign-in tool.
 func TestRelaySignInRequired(t *testing.T) {
+	t.Parallel()
 	h := newRelayHarness(t, nil)
 	cs := h.connect(t, revisions[1])
 	call(t, cs, "start_session", map[string]any{"domain": "example.com"})
@@ -148,6 +151,7 @@ func TestRelaySignInRequired(t *testing.T) {
 // token goes to the server it was issued for only, never to an API, never
 // in a URL (poppytest reports any of these as a violation too).
 func TestRelayTokensStayWithTheirServer(t *testing.T) {
+	t.Parallel()
 	const other = "https://mcp.example.com/other"
 	h := newRelayHarness(t, &poppytest.Options{PoppyJSON: func(doc map[string]any) {
 		doc["apis"] = append(doc["apis"].([]any), map[string]any{"type": "mcp", "url": other, "description": "More"})
@@ -194,6 +198,7 @@ func TestRelayTokensStayWithTheirServer(t *testing.T) {
 // tool is relayed from it. It is reported, but the rest of the Company stays
 // usable: a Session starts.
 func TestRelayRefusedWithoutIssuer(t *testing.T) {
+	t.Parallel()
 	h := newRelayHarness(t, &poppytest.Options{ResourceMetadata: func(md map[string]any) {
 		md["authorization_servers"] = []any{"https://auth.elsewhere.example"}
 	}})
@@ -242,6 +247,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // and a 20 MiB page gives a short, clean mcp_unreachable result marked as
 // Company text, and a short log line.
 func TestRelayUnreachableBounded(t *testing.T) {
+	t.Parallel()
 	h := newRelayHarness(t, nil)
 	mcpServer := h.company.MCPHandler("https://mcp.example.com/mcp")
 	h.company.HandleFunc("mcp.example.com", "/mcp", func(w http.ResponseWriter, r *http.Request) {
@@ -279,6 +285,7 @@ func TestRelayUnreachableBounded(t *testing.T) {
 // cannot be fetched is left out, and only it: the Session starts, and no
 // request goes to that server.
 func TestRelaySkipsUnreachableMetadata(t *testing.T) {
+	t.Parallel()
 	h := newRelayHarness(t, nil)
 	h.company.SetDocument("mcp.example.com", "/.well-known/oauth-protected-resource/mcp", http.StatusServiceUnavailable, nil, nil)
 	cs := h.connect(t, revisions[0])
@@ -314,6 +321,7 @@ func wantMarked(t *testing.T, res *sdk.CallToolResult) {
 // the Company's (mcpproxy.CompanyAnnotationsKey). A client may approve a
 // read-only tool without asking: a Company's claim must not lower caution.
 func TestRelayedToolAnnotations(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := newRelayHarness(t, nil)

@@ -117,6 +117,7 @@ type Server struct {
 	bg          *background   // device polling and relay retries; Close stops them
 	callTimeout time.Duration // Options.CallTimeout (deadline.go)
 	calls       calls         // the tool calls running, for Drain (deadline.go)
+	http        httpHandlers  // the MCP HTTP handlers, for ShutdownHTTP (http.go)
 	metrics     *metrics.Recorder
 	version     string // Options.Version
 	// builtinNames are the built-in tools' names: the only tool names that

@@ -12,6 +12,7 @@ import (
 // TestCloseStopsBackground: Close cancels background work and waits for it;
 // no work starts after it.
 func TestCloseStopsBackground(t *testing.T) {
+	t.Parallel()
 	s := New(discovery.New(nil, nil), nil)
 	var finished atomic.Bool
 	started := make(chan struct{})

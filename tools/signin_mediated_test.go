@@ -25,7 +25,11 @@ type userBrowser struct {
 	last       *url.URL // where the last request ended, after redirects
 }
 
-func newUserBrowser(t *testing.T) *userBrowser { return &userBrowser{t: t, c: &http.Client{}} }
+// newUserBrowser is the user's browser, reaching poppy-mcp's pages with
+// local (harness.local).
+func newUserBrowser(t *testing.T, local http.RoundTripper) *userBrowser {
+	return &userBrowser{t: t, c: &http.Client{Transport: local}}
+}
 
 func (b *userBrowser) get(u string) string {
 	b.t.Helper()
@@ -118,7 +122,7 @@ func TestSignInMediatedPage(t *testing.T) {
 			if res.IsError || got["status"] != "pending" || !strings.HasPrefix(u, h.pages.BaseURL()) {
 				t.Fatalf("sign_in_mediated = %v", got)
 			}
-			b := newUserBrowser(t)
+			b := newUserBrowser(t, h.local)
 			if page := b.fillCredentials(u, "sam@example.com", "wrong"); !strings.Contains(page, "not accepted") {
 				t.Fatalf("after a wrong password: %s", page)
 			}
@@ -148,7 +152,7 @@ func TestSignInMediatedAttemptLimit(t *testing.T) {
 	cs := h.connect(t, revisions[1])
 	_, got := startMediated(t, cs)
 	u := got["sign_in_url"].(string)
-	b := newUserBrowser(t)
+	b := newUserBrowser(t, h.local)
 	b.fillCredentials(u, "sam@example.com", "sam-secret-42")
 	b.post(u, url.Values{"code": {"nope"}})
 	if page := b.post(u, url.Values{"code": {"nope"}}); !strings.Contains(page, "Sign-in failed") {
@@ -168,7 +172,7 @@ func TestSignInMediatedElicitation(t *testing.T) {
 		t.Run(rev, func(t *testing.T) {
 			t.Parallel()
 			h := newSignInHarness(t, nil)
-			b := newUserBrowser(t)
+			b := newUserBrowser(t, h.local)
 			var offered []string
 			cs := h.connectWith(t, rev, &sdk.ClientOptions{
 				Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}}},
@@ -240,7 +244,7 @@ func TestSignInMediatedBrowserGone(t *testing.T) {
 	if page := postGone(t, h, u, url.Values{"email": {"sam@example.com"}, "password": {"sam-secret-42"}}); !strings.Contains(page, `name="code"`) {
 		t.Fatalf("credentials posted by a browser that left: %s", page)
 	}
-	if again := newUserBrowser(t).post(u, url.Values{"code": {"nope"}}); !strings.Contains(again, "not accepted") {
+	if again := newUserBrowser(t, h.local).post(u, url.Values{"code": {"nope"}}); !strings.Contains(again, "not accepted") {
 		t.Fatalf("after a wrong code: %s", again) // and signInID can see the sign-in's id
 	}
 	if page := postGone(t, h, u, url.Values{"code": {h.company.LastCode(signInID(t, h.company))}}); !strings.Contains(page, "You are signed in") {

@@ -16,6 +16,7 @@ import (
 // TestSignInNeeded: sign-in errors from any Company request name the scopes
 // and the sign-in type the Company offers with them.
 func TestSignInNeeded(t *testing.T) {
+	t.Parallel()
 	company := poppytest.NewServer(t, nil)
 	s := New(discovery.New(company.Client(), nil), nil)
 	if _, err := s.companies.get(context.Background(), "example.com", false); err != nil {
@@ -59,6 +60,7 @@ func TestSignInNeeded(t *testing.T) {
 // agent.json's redirect_uris. The old code advised it everywhere, so the
 // model was sent to a tool that could only fail.
 func TestSignInNeededDirect(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	company := poppytest.NewServer(t, nil)
 	advice := func(publicURL string, redirects ...string) signInNeededResult {

@@ -16,6 +16,7 @@ import (
 // code rather than a second sign-in. On the old code the second replica
 // knew of no sign-in ("no_sign_in").
 func TestDeviceSignInReadElsewhere(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := newSignInHarness(t, signInOpts(nil))
@@ -47,6 +48,7 @@ func TestDeviceSignInReadElsewhere(t *testing.T) {
 // the first stopped, none too fast (poppytest fails the test otherwise).
 // On the old code the sign-in was lost with the replica.
 func TestDeviceSignInTakenOver(t *testing.T) {
+	t.Parallel()
 	h := newSignInHarness(t, signInOpts(nil))
 	a := h.connect(t, revisions[0])
 	_, got := startDevice(t, a, "poppy:read")
@@ -72,6 +74,7 @@ func TestDeviceSignInTakenOver(t *testing.T) {
 // the agent's bug, which fails this test. It proves the interval is kept in
 // the store (auth.PollDeviceFlow).
 func TestDeviceSignInTakeoverKeepsSlowDown(t *testing.T) {
+	t.Parallel()
 	h := newSignInHarness(t, signInOpts(nil))
 	h.company.SlowDown(1)
 	a := h.connect(t, revisions[0])
@@ -95,6 +98,7 @@ func TestDeviceSignInTakeoverKeepsSlowDown(t *testing.T) {
 // Token stored, before anyone asks it for sign_in_status. Without the
 // follower its Session stayed signed out.
 func TestDeviceSignInFollowedElsewhere(t *testing.T) {
+	t.Parallel()
 	h := newSignInHarness(t, signInOpts(nil))
 	a := h.connect(t, revisions[1])
 	_, b := h.another(t, revisions[1])
@@ -127,6 +131,7 @@ func TestDeviceSignInFollowedElsewhere(t *testing.T) {
 // once one replica stops, a replica that starts continues its Session.
 // On the old code both continued the same Session.
 func TestSessionsNotShared(t *testing.T) {
+	t.Parallel()
 	h := newSignInHarness(t, signInOpts(nil))
 	_, a := call(t, h.connect(t, revisions[1]), "start_session", map[string]any{"domain": domain})
 	other, b := h.another(t, revisions[1])

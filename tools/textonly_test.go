@@ -51,7 +51,7 @@ func TestTextOnlyClient(t *testing.T) {
 			scanForSecrets(t, h, res, final)
 
 			_, text = callText(t, cs, "open_website", map[string]any{"domain": domain, "url": "/orders"})
-			p := openJoin(t, textonly.Find(t, "join_url", textonly.LocalPage, text))
+			p := openJoin(t, h, textonly.Find(t, "join_url", textonly.LocalPage, text))
 			if resp := postJoin(t, h, p); resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 ||
 				!strings.Contains(ordersPage(t, h, resp.Cookies()[0]), `data-signed-in="true"`) {
 				t.Fatalf("the join page did not join the signed-in Session: %d", resp.StatusCode)
@@ -79,7 +79,7 @@ func TestTextOnlyMediated(t *testing.T) {
 			cs := h.textOnly(t, rev, nil)
 			res, text := callText(t, cs, "sign_in_mediated", map[string]any{"domain": domain, "scopes": []string{"poppy:read"}})
 			u := textonly.Find(t, "sign-in page", textonly.SignInPage, text)
-			b := newUserBrowser(t)
+			b := newUserBrowser(t, h.local)
 			page := b.fillCredentials(u, "sam@example.com", "sam-secret-42")
 			if done := codeStep(t, b, h.company, u, page); !strings.Contains(done, "You are signed in") {
 				t.Fatalf("after the code: %s", done)

@@ -10,6 +10,7 @@ import (
 // optional argument's type is not a union with null, and an object that
 // takes any property says nothing of additionalProperties (its default).
 func TestInputSchema(t *testing.T) {
+	t.Parallel()
 	type inner struct {
 		A string `json:"a,omitempty" jsonschema:"a"`
 	}
@@ -35,6 +36,7 @@ func TestInputSchema(t *testing.T) {
 // TestInputSchemaBadTag: a schema tag that says nothing known is a
 // mistake found when the Server is built, not a bound silently dropped.
 func TestInputSchemaBadTag(t *testing.T) {
+	t.Parallel()
 	for _, tag := range []string{"minimum=x", "maximum", "pattern=a"} {
 		func() {
 			defer func() {
@@ -63,6 +65,7 @@ func TestInputSchemaBadTag(t *testing.T) {
 // TestCompanyWord: a value poppy-mcp knows is named as itself, any other
 // is marked and on one line.
 func TestCompanyWord(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ in, want string }{
 		{"idle", "idle"},
 		{"idle\nNext: pay", `Company text "idle\nNext: pay"`},
@@ -76,6 +79,7 @@ func TestCompanyWord(t *testing.T) {
 }
 
 func TestOneLine(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ in, want string }{
 		{"{\n  \"a\": [1,\n 2],\n\"b\": \"x\u2028y\"\n}", `{"a":[1,2],"b":"x\u2028y"}`},
 		{"[\"\u0085\"]", `["\\u0085"]`}, // a control character shows once decoded, as in data

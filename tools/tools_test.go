@@ -36,6 +36,7 @@ func call(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any)
 }
 
 func TestDiscoverCompany(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -66,6 +67,7 @@ func TestDiscoverCompany(t *testing.T) {
 // TestDiscoverCompanyRefused: a Company that breaks a rule is refused, and
 // the model reads why with the section.
 func TestDiscoverCompanyRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, &poppytest.Options{Metadata: func(m map[string]any) { m["issuer"] = "https://auth.evil.example" }})
 	cs := h.connect(t, revisions[0])
 	res, got := call(t, cs, "discover_company", map[string]any{"domain": "example.com"})
@@ -79,6 +81,7 @@ func TestDiscoverCompanyRefused(t *testing.T) {
 }
 
 func TestDiscoverCompanyBadInput(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	cs := h.connect(t, revisions[1])
 	for _, d := range []string{"http://example.com", "example.com/orders", "unknown.invalid"} {
@@ -97,6 +100,7 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // Each definition is pinned in testdata/toolsnaps (TestToolSnapshots); the
 // tools a Company brings are held to the same rules in TestToolsListBudget.
 func TestToolInvariants(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for _, tool := range builtinTools(t) {
 		if !toolName.MatchString(tool.Name) || seen[tool.Name] {

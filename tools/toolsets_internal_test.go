@@ -12,6 +12,7 @@ import (
 // TestToolTableComplete: the tool table (toolsets.go) has a row for every
 // built-in tool, browse_page included, and none for a tool that is gone.
 func TestToolTableComplete(t *testing.T) {
+	t.Parallel()
 	b, err := browser.New("/nonexistent/chromium", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -30,9 +30,9 @@ var (
 )
 
 // openJoin GETs a join_url the way the agent's browser would.
-func openJoin(t *testing.T, joinURL string) joinPage {
+func openJoin(t *testing.T, h *harness, joinURL string) joinPage {
 	t.Helper()
-	resp, err := http.Get(joinURL)
+	resp, err := (&http.Client{Transport: h.local}).Get(joinURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +79,7 @@ func ordersPage(t *testing.T, h *harness, ck *http.Cookie) string {
 }
 
 func TestOpenWebsite(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -96,7 +97,7 @@ func TestOpenWebsite(t *testing.T) {
 			if !strings.Contains(text, "never the user's") {
 				t.Errorf("the text does not say the link is not for the user's browser: %q", text)
 			}
-			p := openJoin(t, joinURL)
+			p := openJoin(t, h, joinURL)
 			checkJoinPage(t, p)
 			resp := postJoin(t, h, p)
 			if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "https://example.com/orders" || len(resp.Cookies()) != 1 {
@@ -106,7 +107,7 @@ func TestOpenWebsite(t *testing.T) {
 			if !strings.Contains(page, `data-signed-in="false"`) || !strings.Contains(page, got["session_id"].(string)) {
 				t.Errorf("the website does not show the signed-out Session %v:\n%s", got["session_id"], page)
 			}
-			if again := openJoin(t, joinURL); again.status != http.StatusGone || again.assertion != "" {
+			if again := openJoin(t, h, joinURL); again.status != http.StatusGone || again.assertion != "" {
 				t.Errorf("second use of the join_url: %d", again.status)
 			}
 			if n := h.company.Served("browser_session"); n != 1 {
@@ -137,6 +138,7 @@ func checkJoinPage(t *testing.T, p joinPage) {
 // TestOpenWebsiteSignsWhenOpened: the assertion is made when the page is
 // opened, for the Session as it is then, not when the tool was called.
 func TestOpenWebsiteSignsWhenOpened(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	cs := h.connect(t, revisions[1])
 	_, got := call(t, cs, "open_website", map[string]any{"domain": "example.com"})
@@ -144,7 +146,7 @@ func TestOpenWebsiteSignsWhenOpened(t *testing.T) {
 		t.Errorf("default url = %v", got["url"])
 	}
 	_, fresh := call(t, cs, "start_session", map[string]any{"domain": "example.com", "new": true})
-	resp := postJoin(t, h, openJoin(t, got["join_url"].(string)))
+	resp := postJoin(t, h, openJoin(t, h, got["join_url"].(string)))
 	page := ordersPage(t, h, resp.Cookies()[0])
 	if !strings.Contains(page, fresh["session_id"].(string)) {
 		t.Errorf("the page joined an old Session, not %v:\n%s", fresh["session_id"], page)
@@ -154,6 +156,7 @@ func TestOpenWebsiteSignsWhenOpened(t *testing.T) {
 // TestOpenWebsiteRefusesForeignURL: url must be on the Company's domain,
 // refused before any page opens or anything is signed.
 func TestOpenWebsiteRefusesForeignURL(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	cs := h.connect(t, revisions[0])
 	for _, u := range []string{"https://evil.example/orders", "http://example.com/orders", "https://notexample.com/",
@@ -174,12 +177,13 @@ func TestOpenWebsiteRefusesForeignURL(t *testing.T) {
 
 // TestOpenWebsiteExpired: a join_url opened after a minute signs nothing.
 func TestOpenWebsiteExpired(t *testing.T) {
+	t.Parallel()
 	clock := &testClock{}
 	h := newHarnessWith(t, nil, &harnessOptions{Now: clock.now})
 	cs := h.connect(t, revisions[0])
 	_, got := call(t, cs, "open_website", map[string]any{"domain": "example.com"})
 	clock.advance(61 * time.Second)
-	p := openJoin(t, got["join_url"].(string))
+	p := openJoin(t, h, got["join_url"].(string))
 	if p.status != http.StatusGone || p.assertion != "" || p.header.Get("Cache-Control") != "no-store" {
 		t.Errorf("expired join_url: %d, assertion %q", p.status, p.assertion)
 	}
@@ -187,6 +191,7 @@ func TestOpenWebsiteExpired(t *testing.T) {
 
 // TestOpenWebsiteWithoutEndpoint: the website is browsed signed out.
 func TestOpenWebsiteWithoutEndpoint(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, &poppytest.Options{PoppyJSON: func(doc map[string]any) { delete(doc, "web") }})
 	cs := h.connect(t, revisions[1])
 	res, got := call(t, cs, "open_website", map[string]any{"domain": "example.com", "url": "/orders"})

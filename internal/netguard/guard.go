@@ -44,6 +44,11 @@ type Options struct {
 	// RootCAs are the certificate authorities trusted. Nil: the system's,
 	// which include SSL_CERT_FILE.
 	RootCAs *x509.CertPool
+	// DialMapped connects to the address Resolve maps a name to, in place
+	// of a TCP dial: an in-memory network, for tests that run in a
+	// testing/synctest bubble (docs/architecture.md, "Time in tests").
+	// Nil: TCP.
+	DialMapped func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// Timeouts per phase of a request. None bounds a whole request, so a
 	// long-poll or an event stream lasts as long as its context allows.
@@ -125,19 +130,22 @@ func (e *Error) Unwrap() error { return e.Err }
 // proxy's address is nothing special here. It fits
 // http.Transport.DialContext.
 func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	dialer, to := g.public, addr
+	dialer, to := g.public.DialContext, addr
 	if mapped, ok := g.mapped(addr); ok {
-		dialer, to = g.direct, mapped
+		dialer, to = g.direct.DialContext, mapped
+		if g.opts.DialMapped != nil {
+			dialer = g.opts.DialMapped
+		}
 	} else if ap, err := netip.ParseAddrPort(addr); err == nil && g.allowed(ap) {
-		dialer = g.direct
+		dialer = g.direct.DialContext
 	}
 	return dial(ctx, dialer, network, addr, to)
 }
 
 // dial connects to to with dialer, for addr as the URL named it, and
 // says why it could not in one of two words: refused or failed.
-func dial(ctx context.Context, dialer *net.Dialer, network, addr, to string) (net.Conn, error) {
-	conn, err := dialer.DialContext(ctx, network, to)
+func dial(ctx context.Context, dialer func(context.Context, string, string) (net.Conn, error), network, addr, to string) (net.Conn, error) {
+	conn, err := dialer(ctx, network, to)
 	switch {
 	case err == nil:
 		return conn, nil

@@ -93,7 +93,7 @@ func (t *Transport) via(u *url.URL) *http.Transport {
 		if !strings.EqualFold(addr, proxy) { // never happens: every request of tr goes to u
 			return nil, &Error{Addr: addr, Err: ErrNotPublic}
 		}
-		return dial(ctx, t.g.direct, network, addr, addr)
+		return dial(ctx, t.g.direct.DialContext, network, addr, addr)
 	})
 	t.proxied[key] = tr
 	return tr
