@@ -32,8 +32,10 @@ func (s *SignIns) StartDevice(ctx context.Context, issuer, domain string, sess *
 		return nil, err
 	}
 	f.SetStop(l.cancel)
+	s.keeping.Lock()
 	s.Replace(issuer, f) // before it is announced, so this replica knows it as its own
 	s.keep(ctx, kept)
+	s.keeping.Unlock()
 	s.poll(issuer, sess, f, kept, l)
 	s.o.Logger.InfoContext(ctx, "device sign-in started", "issuer", issuer, "scopes", strings.Join(scopes, " "))
 	return f, nil
@@ -109,9 +111,16 @@ func (s *SignIns) keep(ctx context.Context, kept *DeviceFlow) {
 	}
 }
 
-// keepOutcome saves how f ended, unless a newer sign-in replaced it.
+// keepOutcome saves how f ended, unless a newer sign-in replaced it, here
+// (checked under s.keeping, which StartDevice holds while it keeps a new
+// one) or through another replica.
 func (s *SignIns) keepOutcome(ctx context.Context, f *Flow, kept *DeviceFlow) {
 	if s.store == nil {
+		return
+	}
+	s.keeping.Lock()
+	defer s.keeping.Unlock()
+	if cur := s.Current(kept.Issuer); cur != nil && cur.ID != kept.ID {
 		return
 	}
 	if now, err := LoadDeviceFlow(ctx, s.store, kept.Issuer); err == nil && now.ID != kept.ID {
