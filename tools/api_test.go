@@ -80,6 +80,7 @@ func toolNames(t *testing.T, cs *sdk.ClientSession) []string {
 }
 
 func TestAPIListAndDescribe(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := newAPIHarness(t, nil, 0)
@@ -111,6 +112,7 @@ func TestAPIListAndDescribe(t *testing.T) {
 }
 
 func TestAPICallSignedOut(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := newAPIHarness(t, nil, 0)
@@ -156,6 +158,7 @@ func anyStrings(v any) []string {
 // their prefixed arguments say (docs/tools.md "API arguments"), as the Company
 // recorded them.
 func TestAPIClashRouted(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, nil, 0)
 	cs := h.connect(t, revisions[1])
 	call(t, cs, "call_api", map[string]any{"domain": "example.com", "operation": "createExchange", "arguments": map[string]any{
@@ -178,6 +181,7 @@ func TestAPIClashRouted(t *testing.T) {
 // become tools, announced with notifications/tools/list_changed, and are
 // exactly what `poppy-mcp openapi` prints for the document.
 func TestAPIToolsAppear(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			// Without its MCP server, whose relayed tools would be announced too.
@@ -261,6 +265,7 @@ func wantSameTools(t *testing.T, h *harness, listed []*sdk.Tool) {
 // TestAPIToolsLimit: above Options.MaxAPITools operations, or with it
 // negative, no operation becomes a tool; the generic tools still reach them.
 func TestAPIToolsLimit(t *testing.T) {
+	t.Parallel()
 	for _, limit := range []int{6, -1} {
 		h := newAPIHarness(t, nil, limit)
 		cs := h.connect(t, revisions[1])
@@ -278,6 +283,7 @@ func TestAPIToolsLimit(t *testing.T) {
 // issued for it (Poppy 0.1 §4.3 "Narrower tokens"); poppytest reports any
 // other token as a violation, which fails this test.
 func TestAPIResource(t *testing.T) {
+	t.Parallel()
 	const resource = "https://api.example.com/store"
 	h := newAPIHarness(t, &poppytest.Options{OpenAPIResource: resource}, 0)
 	cs := h.connect(t, revisions[0])
@@ -300,6 +306,7 @@ func TestAPIResource(t *testing.T) {
 // while the document's ETag is unchanged (it asks with If-None-Match), and
 // translates again when the document changed.
 func TestAPICatalogStored(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, nil, 0)
 	call(t, h.connect(t, revisions[0]), "list_api_operations", map[string]any{"domain": "example.com"})
 	version, blob, err := h.store.Blob(context.Background(), apiDoc)
@@ -373,6 +380,7 @@ func newGitHubHarness(t *testing.T) *harness {
 // operation (far above 30) but the three generic tools, whose definitions
 // are measured against the 10 KB budget; search finds the operation asked for.
 func TestAPIGitHubExposure(t *testing.T) {
+	t.Parallel()
 	h := newGitHubHarness(t)
 	cs := h.connect(t, revisions[1])
 	_, sum := call(t, cs, "discover_company", map[string]any{"domain": "example.com"})
@@ -407,6 +415,7 @@ func TestAPIGitHubExposure(t *testing.T) {
 // one that needs a scope the sign-in lacks asks for it; signed in again,
 // the exchange goes through a per-operation tool with the clash routed.
 func TestAPICallSignedIn(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := newAPIHarness(t, signInOpts(nil), 0)
@@ -446,6 +455,7 @@ func TestAPICallSignedIn(t *testing.T) {
 // listed under their own prefix ("_api2_"), are found by that name by
 // describe_api_operation, call_api and their own tools.
 func TestAPISecondAPI(t *testing.T) {
+	t.Parallel()
 	const second = "https://api.example.com/openapi2.json"
 	h := newAPIHarness(t, &poppytest.Options{PoppyJSON: func(doc map[string]any) {
 		store := doc["apis"].([]any)[0]
@@ -509,6 +519,7 @@ func setJSON(t *testing.T, h *harness, host, path string, v any) {
 // prefix of example.com; listing its operations neither replaces nor removes
 // example.com's tools, so the user's calls still go to example.com.
 func TestAPIToolsPrefixTakenByAnotherCompany(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, &poppytest.Options{PoppyJSON: func(doc map[string]any) {
 		doc["apis"] = doc["apis"].([]any)[:1]
 	}}, 0)
@@ -555,6 +566,7 @@ func TestAPIToolsPrefixTakenByAnotherCompany(t *testing.T) {
 // the same way as the Company's words. The old code marked relayed tools
 // only.
 func TestCompanyToolsMarked(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	cs := h.connect(t, revisions[1])
 	call(t, cs, "start_session", map[string]any{"domain": domain})
@@ -588,6 +600,7 @@ func TestCompanyToolsMarked(t *testing.T) {
 // with a port: after its organization.domain, which has none. The old code
 // printed example_com_8443_api_listProducts.
 func TestAPIToolNamesWithPort(t *testing.T) {
+	t.Parallel()
 	h := newAPIHarness(t, nil, 0)
 	cs := h.connect(t, revisions[0])
 	call(t, cs, "start_session", map[string]any{"domain": "example.com"})

@@ -16,6 +16,7 @@ import (
 // argument, and nothing reaches the Company. Before, an unknown argument was
 // ignored and an enum was the Company's to check.
 func TestArgumentsAgainstSchema(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			t.Parallel()
@@ -91,6 +92,7 @@ func apiRequests(h *harness) int {
 // schema and the Company checks its arguments: poppy-mcp sends even an
 // argument that schema does not name.
 func TestRelayedArgumentsNotChecked(t *testing.T) {
+	t.Parallel()
 	h := newRelayHarness(t, nil)
 	cs := h.connect(t, revisions[1])
 	call(t, cs, "start_session", map[string]any{"domain": domain})

@@ -68,6 +68,7 @@ func (t *teeBody) Close() error { return t.rc.Close() }
 // through the second domain in the one Session (this run fails on the code
 // that kept one domain's documents per issuer).
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	runs := []struct {
 		name string
 		opts func() *poppytest.Options

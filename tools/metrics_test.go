@@ -10,6 +10,7 @@ import (
 // TestToolLabel: a built-in tool is labelled by its name, a Company's tool
 // by the kind its prefix names, whatever name the Company gave it.
 func TestToolLabel(t *testing.T) {
+	t.Parallel()
 	s := New(discovery.New(nil, nil), nil)
 	defer s.Close()
 	for name, want := range map[string]string{

@@ -18,6 +18,7 @@ import (
 )
 
 func TestStartSession(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -46,6 +47,7 @@ func TestStartSession(t *testing.T) {
 // TestStartSessionResumes: a restarted poppy-mcp (same store) keeps the
 // Session it had, renewing it with its session_id (Poppy 0.1 §4.2).
 func TestStartSessionResumes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	_, first := call(t, h.connect(t, revisions[0]), "start_session", map[string]any{"domain": "example.com"})
 	h.tools.Close() // as the stopped process's end gives its Sessions back
@@ -67,6 +69,7 @@ func TestStartSessionResumes(t *testing.T) {
 
 // TestStartSessionEnded: a Session the Company ended is replaced by a new one.
 func TestStartSessionEnded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	cs := h.connect(t, revisions[0])
 	_, first := call(t, cs, "start_session", map[string]any{"domain": "example.com"})
@@ -83,6 +86,7 @@ func TestStartSessionEnded(t *testing.T) {
 }
 
 func TestStartSessionWithoutIdentity(t *testing.T) {
+	t.Parallel()
 	company := poppytest.NewServer(t, nil)
 	ts := tools.New(discovery.New(company.Client(), nil), nil)
 	hs := httptest.NewServer(ts.HTTPHandler())
@@ -121,6 +125,7 @@ var _ = context.Background
 // TestStartSessionNarrows: a signed-in Session can be narrowed for a task and
 // widened back, never beyond what the sign-in granted (Poppy 0.1 §4.8).
 func TestStartSessionNarrows(t *testing.T) {
+	t.Parallel()
 	h := newSignInHarness(t, signInOpts(nil))
 	cs := h.connect(t, revisions[1])
 	res, got := call(t, cs, "start_session", map[string]any{"domain": "example.com", "scopes": []string{"poppy:read"}})
@@ -150,6 +155,7 @@ func TestStartSessionNarrows(t *testing.T) {
 // TestStartSessionNarrowRace: narrowing while another call starts a new
 // Session touches the companyState only under its lock (run with -race).
 func TestStartSessionNarrowRace(t *testing.T) {
+	t.Parallel()
 	h := newSignInHarness(t, signInOpts(nil))
 	cs := h.connect(t, revisions[0])
 	signIn(t, h, cs, "poppy:read", "poppy:write")

@@ -11,6 +11,7 @@ import (
 // with the Account Token, instead of renewing it with the JWT bearer grant
 // (a §4.2 violation poppytest reports) and starting a new Session.
 func TestRestartResumesSignedInSession(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			t.Parallel()

@@ -13,6 +13,7 @@ import (
 // TestSignOut: the Account Token is revoked and forgotten; the Session
 // continues signed out, or a new one starts when the Company ended it.
 func TestSignOut(t *testing.T) {
+	t.Parallel()
 	for _, end := range []bool{false, true} {
 		for _, rev := range revisions {
 			t.Run(map[bool]string{false: "continue", true: "ended"}[end]+"/"+rev, func(t *testing.T) {
@@ -45,6 +46,7 @@ func TestSignOut(t *testing.T) {
 // sign_out says the token is revoked, not kept, and poppy-mcp no longer
 // holds it: a second try does not take it for one the Company refused.
 func TestSignOutRevokedNotRenewed(t *testing.T) {
+	t.Parallel()
 	h := newSignInHarness(t, signInOpts(nil))
 	cs := h.connect(t, revisions[1])
 	signIn(t, h, cs, "poppy:read")
@@ -70,6 +72,7 @@ func TestSignOutRevokedNotRenewed(t *testing.T) {
 // TestStartSessionWithAccountToken: a later poppy-mcp starts signed in with
 // the Account Token kept, and says so when the Company refused it.
 func TestStartSessionWithAccountToken(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			t.Parallel()
@@ -99,6 +102,7 @@ func TestStartSessionWithAccountToken(t *testing.T) {
 // uses the Account Token already held instead of a new sign-in (Poppy 0.1
 // §4.4).
 func TestHeldTokenInsteadOfSignIn(t *testing.T) {
+	t.Parallel()
 	h := newSignInHarness(t, signInOpts(nil))
 	cs := h.connect(t, revisions[0])
 	_, first := call(t, cs, "start_session", map[string]any{"domain": domain})
@@ -121,6 +125,7 @@ func TestHeldTokenInsteadOfSignIn(t *testing.T) {
 // Account Token and revokes the old one; a different account starts a new
 // Session (account_mismatch).
 func TestSignInAgainForMoreScopes(t *testing.T) {
+	t.Parallel()
 	for _, account := range []string{"acct_dana", "acct_sam"} {
 		t.Run(account, func(t *testing.T) {
 			t.Parallel()
@@ -152,6 +157,7 @@ func TestSignInAgainForMoreScopes(t *testing.T) {
 // signed-out Session instead of sending a renewal the Company refuses, and
 // the next result that asks for a sign-in says why.
 func TestSignInWithoutAccountToken(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			t.Parallel()
@@ -184,6 +190,7 @@ func TestSignInWithoutAccountToken(t *testing.T) {
 // real sign-in whose approval makes call_api work again; also when the model
 // calls sign_in_device before any request failed.
 func TestDisconnectedAtTheCompany(t *testing.T) {
+	t.Parallel()
 	for _, first := range []string{"call_api", "sign_in_device"} {
 		for _, rev := range revisions {
 			t.Run(first+"/"+rev, func(t *testing.T) {

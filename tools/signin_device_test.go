@@ -103,6 +103,7 @@ func (h *harness) kept(t *testing.T) string {
 // TestSignInDevice: approved with fewer scopes than asked, the sign-in
 // completes, names the missing scope, and keeps the Account Token.
 func TestSignInDevice(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			t.Parallel()
@@ -133,6 +134,7 @@ func TestSignInDevice(t *testing.T) {
 }
 
 func TestSignInDeviceDeniedExpired(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, want string
 		act        func(s *poppytest.Server, code string) error
@@ -183,6 +185,7 @@ func TestSignInDeviceSlowDown(t *testing.T) {
 
 // TestSignInDeviceProgress: waiting sends progress notifications.
 func TestSignInDeviceProgress(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			t.Parallel()
@@ -210,6 +213,7 @@ func TestSignInDeviceProgress(t *testing.T) {
 // TestSignInDeviceReusesPending: asking again for the same scopes while the
 // user is on the page gives the same code, not a second device request.
 func TestSignInDeviceReusesPending(t *testing.T) {
+	t.Parallel()
 	h := newSignInHarness(t, signInOpts(nil))
 	cs := h.connect(t, revisions[0])
 	_, first := startDevice(t, cs, "poppy:read")
@@ -220,6 +224,7 @@ func TestSignInDeviceReusesPending(t *testing.T) {
 }
 
 func TestSignInDeviceBadScopes(t *testing.T) {
+	t.Parallel()
 	h := newSignInHarness(t, signInOpts(nil))
 	cs := h.connect(t, revisions[1])
 	res, got := call(t, cs, "sign_in_device", map[string]any{"domain": domain, "scopes": []string{"addresses"}})
@@ -278,6 +283,7 @@ func (h *harness) anotherWith(t *testing.T, rev string, st *store.Store) (*tools
 // background poll and hands the sign-in back: it stays pending in the
 // store, for another replica (or the next run) to take over.
 func TestSignInDeviceStopsOnClose(t *testing.T) {
+	t.Parallel()
 	h := newSignInHarness(t, signInOpts(nil))
 	cs := h.connect(t, revisions[0])
 	startDevice(t, cs, "poppy:read")
@@ -308,6 +314,7 @@ func devicePolls(h *harness) int {
 // beside scopes_requested and names the extra scopes, and a warning is
 // logged. The old code said nothing.
 func TestSignInExtraScopes(t *testing.T) {
+	t.Parallel()
 	opts := signInOpts(nil)
 	opts.Flaws.ExtraScopes = true
 	h := newSignInHarness(t, opts)

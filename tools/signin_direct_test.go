@@ -152,6 +152,7 @@ func startDirect(t *testing.T, cs *sdk.ClientSession) (*sdk.CallToolResult, map[
 }
 
 func TestSignInDirect(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			t.Parallel()
@@ -193,6 +194,7 @@ func TestSignInDirect(t *testing.T) {
 // refused without exchanging the code, and the real one still completes.
 // The old code took the first callback with the right state, from anyone.
 func TestSignInDirectOtherBrowser(t *testing.T) {
+	t.Parallel()
 	h := newDirectHarness(t)
 	cs := h.connect(t, revisions[1])
 	_, got := startDirect(t, cs)
@@ -224,6 +226,7 @@ func TestSignInDirectOtherBrowser(t *testing.T) {
 // pending and says so, and the real callback completes it. The old code
 // ended the sign-in at the first callback, so a forgery could end it.
 func TestSignInDirectForgedThenReal(t *testing.T) {
+	t.Parallel()
 	for name, edit := range map[string]func(url.Values){
 		"forged code": func(q url.Values) { q.Set("code", "forged-code") },
 		"other iss":   func(q url.Values) { q.Set("iss", "https://auth.evil.example") },
@@ -256,6 +259,7 @@ func TestSignInDirectForgedThenReal(t *testing.T) {
 // TestSignInDirectDenied: the user declining on the Company's page ends the
 // sign-in as denied; nothing is exchanged.
 func TestSignInDirectDenied(t *testing.T) {
+	t.Parallel()
 	h := newDirectHarness(t)
 	cs := h.connect(t, revisions[1])
 	_, got := startDirect(t, cs)
@@ -275,6 +279,7 @@ func TestSignInDirectDenied(t *testing.T) {
 // TestSignInDirectWithoutCallback: without --public-url the tool says to use
 // Device Sign-In.
 func TestSignInDirectWithoutCallback(t *testing.T) {
+	t.Parallel()
 	h := newSignInHarness(t, nil)
 	res, got := call(t, h.connect(t, revisions[0]), "sign_in_direct", map[string]any{"domain": domain, "scopes": []string{"poppy:read"}})
 	text := res.Content[0].(*sdk.TextContent).Text

@@ -36,6 +36,7 @@ func approveOnPage(t *testing.T, s *poppytest.Server, u string) {
 // offered the verification URL that way at both revisions; a client without
 // elicitation just gets the fields (TestSignInDevice).
 func TestSignInDeviceElicitation(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			t.Parallel()
@@ -79,6 +80,7 @@ func (e *mcpGoElicitor) Elicit(_ context.Context, r mcp.ElicitationRequest) (*mc
 
 // TestSignInDeviceElicitationMCPGo: the same with mark3labs/mcp-go's client.
 func TestSignInDeviceElicitationMCPGo(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			t.Parallel()

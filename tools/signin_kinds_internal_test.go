@@ -10,6 +10,7 @@ import (
 // the MCP half, in the same order, and each of those tools has its group
 // (toolTable), so a kind added to auth without its tool fails here.
 func TestSignInToolTable(t *testing.T) {
+	t.Parallel()
 	rows, kinds := signInToolTable(), auth.Kinds()
 	if len(rows) != len(kinds) {
 		t.Fatalf("%d sign-in tools for %d kinds", len(rows), len(kinds))

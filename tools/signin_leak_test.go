@@ -18,6 +18,7 @@ import (
 // assertion, authorization code, verifier, credential and one-time code the
 // Company issued or was given.
 func TestSignInLeaks(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			t.Parallel()

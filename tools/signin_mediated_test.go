@@ -112,6 +112,7 @@ func startMediated(t *testing.T, cs *sdk.ClientSession) (*sdk.CallToolResult, ma
 // sign_in_url; a wrong password asks again, then a one-time code (a wrong
 // one asks again) completes the sign-in.
 func TestSignInMediatedPage(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			t.Parallel()
@@ -148,6 +149,7 @@ func TestSignInMediatedPage(t *testing.T) {
 // TestSignInMediatedAttemptLimit: wrong codes up to the Company's limit fail
 // the sign-in and leave no Account Token.
 func TestSignInMediatedAttemptLimit(t *testing.T) {
+	t.Parallel()
 	h := newSignInHarness(t, &poppytest.Options{MediatedAttempts: 2})
 	cs := h.connect(t, revisions[1])
 	_, got := startMediated(t, cs)
@@ -168,6 +170,7 @@ func TestSignInMediatedAttemptLimit(t *testing.T) {
 // page offered that way (its handler acts as the user's browser), and the
 // model never sees the page's URL.
 func TestSignInMediatedElicitation(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			t.Parallel()
@@ -204,6 +207,7 @@ func TestSignInMediatedElicitation(t *testing.T) {
 // open and its link is in the text, for the model to show if the user still
 // wants to sign in (before, the page was closed and the sign-in failed).
 func TestSignInMediatedDeclined(t *testing.T) {
+	t.Parallel()
 	h := newSignInHarness(t, nil)
 	cs := h.connectWith(t, revisions[1], &sdk.ClientOptions{
 		Capabilities: &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}}},
@@ -237,6 +241,7 @@ func postGone(t *testing.T, h *harness, u string, form url.Values) string {
 // the browser left: credentials or a code it has taken may already have
 // signed the user in, so cancelling would lose the Account Token.
 func TestSignInMediatedBrowserGone(t *testing.T) {
+	t.Parallel()
 	h := newSignInHarness(t, nil)
 	cs := h.connect(t, revisions[1])
 	_, got := startMediated(t, cs)

@@ -44,6 +44,7 @@ func (h *harness) asPerson(t *testing.T, person mcpauth.User) (*tools.Server, *s
 // person recorded with the kept sign-in, the replica taking it over would
 // act as nobody in particular (the default user), or never find it.
 func TestSignInTakenOverForItsPerson(t *testing.T) {
+	t.Parallel()
 	h := newSignInHarness(t, signInOpts(nil))
 	dana := mcpauth.User{Issuer: "https://login.example.org", Subject: "dana"}
 	first, cs := h.asPerson(t, dana)

@@ -34,6 +34,7 @@ func callText(t *testing.T, cs *sdk.ClientSession, name string, args map[string]
 // is in the text. Before, sign_in_mediated said "Show the user the link"
 // without one, and open_website named a join_url it did not give.
 func TestTextOnlyClient(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			t.Parallel()
@@ -72,6 +73,7 @@ func TestTextOnlyClient(t *testing.T) {
 
 // TestTextOnlyMediated: the mediated sign-in's local page, from the text.
 func TestTextOnlyMediated(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			t.Parallel()
@@ -100,6 +102,7 @@ func TestTextOnlyMediated(t *testing.T) {
 // 2026-07-28 the client fulfils the input request itself, and a go-sdk
 // client whose handler fails ends the call on its side.
 func TestSignInElicitationFails(t *testing.T) {
+	t.Parallel()
 	h := newSignInHarness(t, signInOpts(nil))
 	asked := 0
 	cs := h.textOnly(t, revisions[0], &sdk.ClientOptions{

@@ -70,6 +70,7 @@ func listedTools(t *testing.T, cs *sdk.ClientSession) []listedTool {
 // example.com started, at both MCP revisions (one file for both: they
 // list the same tools). go test -update rewrites them.
 func TestToolsetSnapshots(t *testing.T) {
+	t.Parallel()
 	for _, tc := range toolsetCases {
 		for _, rev := range revisions {
 			t.Run(tc.name+"/"+rev, func(t *testing.T) {
@@ -88,6 +89,7 @@ func TestToolsetSnapshots(t *testing.T) {
 // marked readOnlyHint (the GET operations' own tools stay), no relayed MCP
 // tool is listed, and no built-in tool that writes is.
 func TestReadOnlyCompanyTools(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			_, cs := toolsetHarness(t, rev, true, "")
@@ -119,6 +121,7 @@ func TestReadOnlyCompanyTools(t *testing.T) {
 // name either: mcp-go answers that there is no such tool, and the Company
 // sees no request for it.
 func TestHiddenToolRefused(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			hidden := map[string][]string{
@@ -149,6 +152,7 @@ func TestHiddenToolRefused(t *testing.T) {
 // with a result that says the server is read-only, and sends the Company
 // nothing; a GET operation is called as usual.
 func TestReadOnlyCallAPI(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h, cs := toolsetHarness(t, rev, true, "")
@@ -177,6 +181,7 @@ func TestReadOnlyCallAPI(t *testing.T) {
 // TestToolsetsWithoutSignIn: without the signin group, a call that needs a
 // sign-in says so and names no sign-in tool, since none is served.
 func TestToolsetsWithoutSignIn(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			_, cs := toolsetHarness(t, rev, false, "apis")
@@ -192,6 +197,7 @@ func TestToolsetsWithoutSignIn(t *testing.T) {
 // always on, all or nothing means every group, and an unknown name is an
 // error that names the groups.
 func TestParseToolsets(t *testing.T) {
+	t.Parallel()
 	for list, want := range map[string]string{
 		"": "all", " , ": "all", "all": "all", "signin,all": "all", "signin, Web": "discovery,signin,web",
 		"relay": "discovery,relay", "discovery": "discovery",
@@ -249,6 +255,7 @@ func FuzzParseToolsets(f *testing.F) {
 // and why, and the model tells the user instead of calling a tool that is
 // not there.
 func TestAdviceNamesUnofferedTools(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		readOnly bool
 		toolsets string

@@ -45,6 +45,7 @@ func builtinTools(t *testing.T) []*sdk.Tool {
 // changed; go test -update rewrites them. A snapshot whose tool is gone
 // fails until it is removed (-update removes it).
 func TestToolSnapshots(t *testing.T) {
+	t.Parallel()
 	listed := map[string]bool{}
 	for _, tool := range builtinTools(t) {
 		listed[tool.Name+".json"] = true
@@ -73,6 +74,7 @@ func TestToolSnapshots(t *testing.T) {
 // no argument admits null as a type of its own (an optional argument is
 // left out, and a client that sends null for one is not refused).
 func TestToolArguments(t *testing.T) {
+	t.Parallel()
 	for _, tool := range builtinTools(t) {
 		var schema struct {
 			Properties map[string]struct {

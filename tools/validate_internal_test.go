@@ -34,6 +34,7 @@ func FuzzArgSchema(f *testing.F) {
 // TestNearest: a slip of a letter or two finds the argument meant; a name
 // far from every known one finds none.
 func TestNearest(t *testing.T) {
+	t.Parallel()
 	known := []string{"domain", "refresh", "scopes"}
 	for name, want := range map[string]string{"scope": "scopes", "Domian": "domain", "txet": "", "refesh": "refresh", "bogus_arg": "", "x": ""} {
 		if got, ok := nearest(name, known); (want == "" && ok) || (want != "" && got != want) {
@@ -85,6 +86,7 @@ func BenchmarkOperationSchema(b *testing.B) {
 // compiles, so none of them goes unchecked (check lets a schema that does
 // not compile through, for a Company's operations).
 func TestBuiltinSchemasCompile(t *testing.T) {
+	t.Parallel()
 	s := New(discovery.New(http.DefaultClient, nil), nil)
 	defer s.Close()
 	all := s.tools(true)

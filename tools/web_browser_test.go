@@ -150,6 +150,7 @@ func join(t *testing.T, ctx context.Context, joinURL string) landing {
 }
 
 func TestOpenWebsiteInChromium(t *testing.T) {
+	t.Parallel()
 	path := chromiumPath(t)
 	t.Logf("Chromium: %s", path)
 	h := newSignInHarness(t, signInOpts(nil))
@@ -234,6 +235,7 @@ func withBrowser(t *testing.T, h *harness) *harness {
 }
 
 func TestBrowsePage(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
 			h := withBrowser(t, newHarness(t, nil))
@@ -269,6 +271,7 @@ func TestBrowsePage(t *testing.T) {
 
 // TestBrowsePageWithoutEndpoint: the browser is an ordinary visitor.
 func TestBrowsePageWithoutEndpoint(t *testing.T) {
+	t.Parallel()
 	h := withBrowser(t, newHarness(t, &poppytest.Options{PoppyJSON: func(doc map[string]any) { delete(doc, "web") }}))
 	cs := h.connect(t, revisions[1])
 	res, got := call(t, cs, "browse_page", map[string]any{"domain": "example.com", "url": "/orders"})
@@ -287,6 +290,7 @@ func TestBrowsePageWithoutEndpoint(t *testing.T) {
 // (which starts only when a page is opened). Its definition is pinned in
 // testdata/toolsnaps/browse_page.json (TestToolSnapshots).
 func TestBrowsePageDefinition(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	if hasTool(t, h.connect(t, revisions[0]), "browse_page") != nil {
 		t.Error("browse_page is offered without a browser")
@@ -330,6 +334,7 @@ func hasTool(t *testing.T, cs *sdk.ClientSession, name string) *sdk.Tool {
 // directly; with it, the join page's CSP form-action already stops the
 // redirect in the browser, and the result is an error either way.
 func TestBrowsePageRedirectOffDomain(t *testing.T) {
+	t.Parallel()
 	local := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "<html><body>LOCAL-ONLY-SECRET</body></html>")
 	}))
@@ -361,6 +366,7 @@ func TestBrowsePageRedirectOffDomain(t *testing.T) {
 // nothing hidden, and in the text on one line, so that none of its lines
 // passes as poppy-mcp's.
 func TestBrowsePageCompanyText(t *testing.T) {
+	t.Parallel()
 	h := withBrowser(t, newHarness(t, nil))
 	h.company.HandleFunc("example.com", "GET /sneaky", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -15,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/poppy-mcp/poppy-mcp/browser"
+	"github.com/poppy-mcp/poppy-mcp/internal/testparallel"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
@@ -22,6 +23,7 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	testparallel.Set() // the tests mostly wait on child processes
 	dir, err := os.MkdirTemp("", "poppy-mcp-bin")
 	if err != nil {
 		panic(err)
