@@ -25,10 +25,7 @@ const notReadyIssuer = "unavailable: the authorization server's keys are not cur
 // says what failed, and nothing of why, when the store does not answer;
 // /healthz, the liveness probe, still answers 200.
 func TestReadyWhenTheStoreFails(t *testing.T) {
-	st, err := store.Open(context.Background(), t.TempDir(), &store.Options{Key: make([]byte, 32), Keychain: store.NoKeychain{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openTestStore(t)
 	st.Close()
 	var logged testlog.Buffer
 	rec := httptest.NewRecorder()
