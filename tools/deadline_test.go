@@ -7,7 +7,6 @@ import (
 	"log"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/poppy-mcp/poppy-mcp/cache"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/memnet"
 	"github.com/poppy-mcp/poppy-mcp/tools"
 )
 
@@ -51,8 +51,12 @@ func stdioConnect(t *testing.T, ts *tools.Server, revision string, opts *sdk.Cli
 // Eight sign_in_status calls wait (up to 50 s) for a device sign-in; once
 // at least five are known to be running, a quick call must come back while
 // all eight still wait. On the old code (5 workers) the quick call queued
-// behind the waits and came back only after the first had ended.
+// behind the waits and came back only after the first had ended. It runs
+// beside the package's other tests, which serve HTTP, never stdio; not in a
+// synctest bubble, since mcp-go's stdio server selects on a channel of its
+// package, made outside any bubble, so the bubble's clock would never move.
 func TestStdioQuickToolBesideLongWaits(t *testing.T) {
+	t.Parallel()
 	for _, rev := range revisions { // one at a time: mcp-go has one stdio session per process
 		t.Run(rev, func(t *testing.T) { quickBesideWaits(t, rev) })
 	}
@@ -108,41 +112,45 @@ func quickBesideWaits(t *testing.T, rev string) {
 // failed the test).
 func TestToolCallDeadline(t *testing.T) {
 	t.Parallel()
-	h := newSignInHarness(t, nil)
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	h.company.HandleFunc("slow.example.com", "GET /.well-known/poppy.json", func(w http.ResponseWriter, r *http.Request) {
-		select { // holds the request until the agent gives up or the test ends
-		case <-r.Context().Done():
-		case <-release:
-		}
-	})
-	// A client without a timeout of its own, as documentClient's is not in tests.
-	docs := &http.Client{Transport: cache.New(h.company.Transport(), nil)}
-	ts := tools.New(discovery.New(docs, nil), &tools.Options{
-		Agent: h.agent, Store: h.store, Pages: h.pages, CallTimeout: 3 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(h.logs, nil)),
-	})
-	t.Cleanup(ts.Close)
-	hs := httptest.NewServer(ts.HTTPHandler())
-	t.Cleanup(hs.Close)
-	h.url = hs.URL + "/mcp"
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
-			cs := h.connect(t, rev)
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "discover_company", Arguments: map[string]any{"domain": "slow.example.com"}})
-			if err != nil {
-				t.Fatalf("discover_company of a Company that never answers: %v", err)
-			}
-			text := res.Content[0].(*sdk.TextContent).Text
-			if !res.IsError || !strings.Contains(text, "did not finish within") {
-				t.Errorf("result = %q (isError %v)", text, res.IsError)
-			}
-			if res, got := call(t, cs, "discover_company", map[string]any{"domain": domain}); res.IsError {
-				t.Errorf("the next call: %v", got)
-			}
+			t.Parallel()
+			inBubble(t, func(t *testing.T, n *memnet.Network) {
+				h := newSignInHarnessOn(t, n, nil)
+				release := make(chan struct{})
+				t.Cleanup(func() { close(release) })
+				h.company.HandleFunc("slow.example.com", "GET /.well-known/poppy.json", func(w http.ResponseWriter, r *http.Request) {
+					select { // holds the request until the agent gives up or the test ends
+					case <-r.Context().Done():
+					case <-release:
+					}
+				})
+				// A client without a timeout of its own, as documentClient's is not in tests.
+				docs := &http.Client{Transport: cache.New(h.company.Transport(), nil)}
+				ts := tools.New(discovery.New(docs, nil), &tools.Options{
+					Agent: h.agent, Store: h.store, Pages: h.pages, CallTimeout: 3 * time.Second,
+					Logger: slog.New(slog.NewTextHandler(h.logs, nil)),
+				})
+				t.Cleanup(ts.Close)
+				t.Cleanup(func() { ts.ShutdownHTTP(context.Background()) })
+				hs := newHTTPServer(ts.HTTPHandler(), h.net)
+				t.Cleanup(hs.Close)
+				h.url = hs.URL + "/mcp"
+				cs := h.connect(t, rev)
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "discover_company", Arguments: map[string]any{"domain": "slow.example.com"}})
+				if err != nil {
+					t.Fatalf("discover_company of a Company that never answers: %v", err)
+				}
+				text := res.Content[0].(*sdk.TextContent).Text
+				if !res.IsError || !strings.Contains(text, "did not finish within") {
+					t.Errorf("result = %q (isError %v)", text, res.IsError)
+				}
+				if res, got := call(t, cs, "discover_company", map[string]any{"domain": domain}); res.IsError {
+					t.Errorf("the next call: %v", got)
+				}
+			})
 		})
 	}
 }
@@ -155,49 +163,52 @@ func TestDrain(t *testing.T) {
 	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
-			h := newSignInHarness(t, nil)
-			entered, release := make(chan struct{}, 1), make(chan struct{})
-			h.company.HandleFunc("slow.example.com", "GET /.well-known/poppy.json", func(w http.ResponseWriter, r *http.Request) {
-				entered <- struct{}{}
-				<-release
-				http.Error(w, "not here", http.StatusNotFound)
-			})
-			cs := h.connect(t, rev)
-			inFlight := make(chan *sdk.CallToolResult, 1)
-			go func() {
-				res, _ := call(t, cs, "discover_company", map[string]any{"domain": "slow.example.com"})
-				inFlight <- res
-			}()
-			<-entered
-			drained := make(chan error, 1)
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				drained <- h.tools.Drain(ctx)
-			}()
-			refused := false
-			for range 200 {
-				if _, got := call(t, cs, "discover_company", map[string]any{"domain": domain}); got["error"] == "shutting_down" {
-					refused = true
-					break
+			t.Parallel()
+			inBubble(t, func(t *testing.T, n *memnet.Network) {
+				h := newSignInHarnessOn(t, n, nil)
+				entered, release := make(chan struct{}, 1), make(chan struct{})
+				h.company.HandleFunc("slow.example.com", "GET /.well-known/poppy.json", func(w http.ResponseWriter, r *http.Request) {
+					entered <- struct{}{}
+					<-release
+					http.Error(w, "not here", http.StatusNotFound)
+				})
+				cs := h.connect(t, rev)
+				inFlight := make(chan *sdk.CallToolResult, 1)
+				go func() {
+					res, _ := call(t, cs, "discover_company", map[string]any{"domain": "slow.example.com"})
+					inFlight <- res
+				}()
+				<-entered
+				drained := make(chan error, 1)
+				go func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					defer cancel()
+					drained <- h.tools.Drain(ctx)
+				}()
+				refused := false
+				for range 200 {
+					if _, got := call(t, cs, "discover_company", map[string]any{"domain": domain}); got["error"] == "shutting_down" {
+						refused = true
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
 				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			if !refused {
-				t.Fatal("calls made while draining were not turned away")
-			}
-			select {
-			case err := <-drained:
-				t.Fatalf("Drain returned (%v) while a call was in flight", err)
-			default:
-			}
-			close(release)
-			if res := <-inFlight; res == nil {
-				t.Fatal("the call in flight got no result")
-			}
-			if err := <-drained; err != nil {
-				t.Errorf("Drain: %v", err)
-			}
+				if !refused {
+					t.Fatal("calls made while draining were not turned away")
+				}
+				select {
+				case err := <-drained:
+					t.Fatalf("Drain returned (%v) while a call was in flight", err)
+				default:
+				}
+				close(release)
+				if res := <-inFlight; res == nil {
+					t.Fatal("the call in flight got no result")
+				}
+				if err := <-drained; err != nil {
+					t.Errorf("Drain: %v", err)
+				}
+			})
 		})
 	}
 }
@@ -210,43 +221,46 @@ func TestDrainEndsWaits(t *testing.T) {
 	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
-			h := newSignInHarness(t, nil)
-			cs := h.connect(t, rev)
-			first := send(t, cs, map[string]any{"text": "Hello"})
-			id := first["conversation_id"].(string)
-			waiting := make(chan *sdk.CallToolResult, 1)
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
-				defer cancel()
-				res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "read_events",
-					Arguments: map[string]any{"conversation_id": id, "wait_seconds": 50}})
-				if err != nil {
-					t.Errorf("read_events: %v", err)
-				}
-				waiting <- res
-			}()
-			waitUntil(t, "the read to wait at the Company", func() bool {
-				for _, r := range h.company.Requests() {
-					if r.Method == http.MethodGet && strings.Contains(r.RawQuery, "wait=") {
-						return true
+			t.Parallel()
+			inBubble(t, func(t *testing.T, n *memnet.Network) {
+				h := newSignInHarnessOn(t, n, nil)
+				cs := h.connect(t, rev)
+				first := send(t, cs, map[string]any{"text": "Hello"})
+				id := first["conversation_id"].(string)
+				waiting := make(chan *sdk.CallToolResult, 1)
+				go func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
+					defer cancel()
+					res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "read_events",
+						Arguments: map[string]any{"conversation_id": id, "wait_seconds": 50}})
+					if err != nil {
+						t.Errorf("read_events: %v", err)
 					}
+					waiting <- res
+				}()
+				waitUntil(t, "the read to wait at the Company", func() bool {
+					for _, r := range h.company.Requests() {
+						if r.Method == http.MethodGet && strings.Contains(r.RawQuery, "wait=") {
+							return true
+						}
+					}
+					return false
+				})
+				// The drain's bound is far below the 50 s wait: the wait must end for Drain to return nil.
+				ctx, cancel := context.WithTimeout(context.Background(), 9*time.Second)
+				defer cancel()
+				if err := h.tools.Drain(ctx); err != nil {
+					t.Fatalf("Drain: %v", err)
 				}
-				return false
+				res := <-waiting
+				if res == nil {
+					t.Fatal("the waiting call got no result")
+				}
+				text := res.Content[0].(*sdk.TextContent).Text
+				if res.IsError && !strings.Contains(text, "stopped waiting") {
+					t.Errorf("result = %q", text)
+				}
 			})
-			// The drain's bound is far below the 50 s wait: the wait must end for Drain to return nil.
-			ctx, cancel := context.WithTimeout(context.Background(), 9*time.Second)
-			defer cancel()
-			if err := h.tools.Drain(ctx); err != nil {
-				t.Fatalf("Drain: %v", err)
-			}
-			res := <-waiting
-			if res == nil {
-				t.Fatal("the waiting call got no result")
-			}
-			text := res.Content[0].(*sdk.TextContent).Text
-			if res.IsError && !strings.Contains(text, "stopped waiting") {
-				t.Errorf("result = %q", text)
-			}
 		})
 	}
 }

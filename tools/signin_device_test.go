@@ -5,7 +5,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/cache"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
+	"github.com/poppy-mcp/poppy-mcp/internal/memnet"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 	"github.com/poppy-mcp/poppy-mcp/store"
 	"github.com/poppy-mcp/poppy-mcp/tools"
@@ -27,7 +27,15 @@ const domain = "example.com"
 // stopping its background polls.
 func newSignInHarness(t *testing.T, opts *poppytest.Options) *harness {
 	t.Helper()
-	h := newHarness(t, opts)
+	return newSignInHarnessOn(t, nil, opts)
+}
+
+// newSignInHarnessOn is newSignInHarness on the in-memory network n of a
+// synctest bubble (inBubble; nil: loopback ports), where the device
+// flow's intervals pass on the bubble's clock.
+func newSignInHarnessOn(t *testing.T, n *memnet.Network, opts *poppytest.Options) *harness {
+	t.Helper()
+	h := newHarnessWith(t, opts, &harnessOptions{Net: n})
 	t.Cleanup(h.tools.Close)
 	return h
 }
@@ -167,20 +175,22 @@ func TestSignInDeviceDeniedExpired(t *testing.T) {
 // reports a poll sooner than the grown interval as a violation).
 func TestSignInDeviceSlowDown(t *testing.T) {
 	t.Parallel()
-	h := newSignInHarness(t, signInOpts(nil))
-	cs := h.connect(t, revisions[1])
-	h.company.SlowDown(1)
-	_, got := startDevice(t, cs, "poppy:read")
-	if err := h.company.ApproveDevice(got["user_code"].(string), "acct_dana"); err != nil {
-		t.Fatal(err)
-	}
-	_, st := status(t, cs, 20)
-	if st["status"] != "complete" {
-		t.Fatalf("sign_in_status = %v", st)
-	}
-	if n := h.company.Served("slow_down"); n != 1 {
-		t.Errorf("slow_down served %d times", n)
-	}
+	inBubble(t, func(t *testing.T, n *memnet.Network) {
+		h := newSignInHarnessOn(t, n, signInOpts(nil))
+		cs := h.connect(t, revisions[1])
+		h.company.SlowDown(1)
+		_, got := startDevice(t, cs, "poppy:read")
+		if err := h.company.ApproveDevice(got["user_code"].(string), "acct_dana"); err != nil {
+			t.Fatal(err)
+		}
+		_, st := status(t, cs, 20)
+		if st["status"] != "complete" {
+			t.Fatalf("sign_in_status = %v", st)
+		}
+		if n := h.company.Served("slow_down"); n != 1 {
+			t.Errorf("slow_down served %d times", n)
+		}
+	})
 }
 
 // TestSignInDeviceProgress: waiting sends progress notifications.
@@ -271,9 +281,10 @@ func (h *harness) anotherWith(t *testing.T, rev string, st *store.Store) (*tools
 		Agent: h.agent, Store: st, Pages: h.pages,
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
-	hs := httptest.NewServer(ts.HTTPHandler())
-	t.Cleanup(hs.Close)
 	t.Cleanup(ts.Close)
+	t.Cleanup(func() { ts.ShutdownHTTP(context.Background()) }) // stops the idle sweepers, after hs.Close
+	hs := newHTTPServer(ts.HTTPHandler(), h.net)
+	t.Cleanup(hs.Close)
 	h2 := *h
 	h2.url = hs.URL + "/mcp"
 	return ts, h2.connect(t, rev)

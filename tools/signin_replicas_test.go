@@ -3,6 +3,8 @@ package tools_test
 import (
 	"testing"
 	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/memnet"
 )
 
 // The tests of this file run two tools Servers over one store, as two
@@ -19,24 +21,27 @@ func TestDeviceSignInReadElsewhere(t *testing.T) {
 	t.Parallel()
 	for _, rev := range revisions {
 		t.Run(rev, func(t *testing.T) {
-			h := newSignInHarness(t, signInOpts(nil))
-			a := h.connect(t, rev)
-			_, b := h.another(t, rev)
-			_, got := startDevice(t, a, "poppy:read")
-			res, st := status(t, b, 0)
-			if res.IsError || st["status"] != "pending" || st["user_code"] != got["user_code"] {
-				t.Fatalf("through the other replica while pending: %v", st)
-			}
-			if _, again := startDevice(t, b, "poppy:read"); again["user_code"] != got["user_code"] {
-				t.Errorf("sign_in_device through the other replica started a second sign-in: %v", again)
-			}
-			if err := h.company.ApproveDevice(got["user_code"].(string), "acct_dana"); err != nil {
-				t.Fatal(err)
-			}
-			_, st = status(t, b, 20)
-			if st["status"] != "complete" || st["signed_in"] != true {
-				t.Fatalf("through the other replica after approval: %v", st)
-			}
+			t.Parallel()
+			inBubble(t, func(t *testing.T, n *memnet.Network) {
+				h := newSignInHarnessOn(t, n, signInOpts(nil))
+				a := h.connect(t, rev)
+				_, b := h.another(t, rev)
+				_, got := startDevice(t, a, "poppy:read")
+				res, st := status(t, b, 0)
+				if res.IsError || st["status"] != "pending" || st["user_code"] != got["user_code"] {
+					t.Fatalf("through the other replica while pending: %v", st)
+				}
+				if _, again := startDevice(t, b, "poppy:read"); again["user_code"] != got["user_code"] {
+					t.Errorf("sign_in_device through the other replica started a second sign-in: %v", again)
+				}
+				if err := h.company.ApproveDevice(got["user_code"].(string), "acct_dana"); err != nil {
+					t.Fatal(err)
+				}
+				_, st = status(t, b, 20)
+				if st["status"] != "complete" || st["signed_in"] != true {
+					t.Fatalf("through the other replica after approval: %v", st)
+				}
+			})
 		})
 	}
 }
@@ -49,22 +54,24 @@ func TestDeviceSignInReadElsewhere(t *testing.T) {
 // On the old code the sign-in was lost with the replica.
 func TestDeviceSignInTakenOver(t *testing.T) {
 	t.Parallel()
-	h := newSignInHarness(t, signInOpts(nil))
-	a := h.connect(t, revisions[0])
-	_, got := startDevice(t, a, "poppy:read")
-	h.tools.Close()
-	before := devicePolls(h)
-	_, b := h.another(t, revisions[0])
-	if err := h.company.ApproveDevice(got["user_code"].(string), "acct_dana"); err != nil {
-		t.Fatal(err)
-	}
-	_, st := status(t, b, 30)
-	if st["status"] != "complete" || st["signed_in"] != true {
-		t.Fatalf("after the takeover: %v", st)
-	}
-	if devicePolls(h) == before {
-		t.Error("the second replica finished the sign-in without polling")
-	}
+	inBubble(t, func(t *testing.T, n *memnet.Network) {
+		h := newSignInHarnessOn(t, n, signInOpts(nil))
+		a := h.connect(t, revisions[0])
+		_, got := startDevice(t, a, "poppy:read")
+		h.tools.Close()
+		before := devicePolls(h)
+		_, b := h.another(t, revisions[0])
+		if err := h.company.ApproveDevice(got["user_code"].(string), "acct_dana"); err != nil {
+			t.Fatal(err)
+		}
+		_, st := status(t, b, 30)
+		if st["status"] != "complete" || st["signed_in"] != true {
+			t.Fatalf("after the takeover: %v", st)
+		}
+		if devicePolls(h) == before {
+			t.Error("the second replica finished the sign-in without polling")
+		}
+	})
 }
 
 // TestDeviceSignInTakeoverKeepsSlowDown: a poller that took a sign-in over
@@ -75,21 +82,23 @@ func TestDeviceSignInTakenOver(t *testing.T) {
 // the store (auth.PollDeviceFlow).
 func TestDeviceSignInTakeoverKeepsSlowDown(t *testing.T) {
 	t.Parallel()
-	h := newSignInHarness(t, signInOpts(nil))
-	h.company.SlowDown(1)
-	a := h.connect(t, revisions[0])
-	_, got := startDevice(t, a, "poppy:read")
-	if _, st := status(t, a, 3); st["status"] != "pending" || devicePolls(h) == 0 {
-		t.Fatalf("before the takeover: %v, %d polls", st, devicePolls(h))
-	}
-	h.tools.Close()
-	_, b := h.another(t, revisions[0])
-	if err := h.company.ApproveDevice(got["user_code"].(string), "acct_dana"); err != nil {
-		t.Fatal(err)
-	}
-	if _, st := status(t, b, 30); st["status"] != "complete" {
-		t.Fatalf("after the takeover: %v", st)
-	}
+	inBubble(t, func(t *testing.T, n *memnet.Network) {
+		h := newSignInHarnessOn(t, n, signInOpts(nil))
+		h.company.SlowDown(1)
+		a := h.connect(t, revisions[0])
+		_, got := startDevice(t, a, "poppy:read")
+		if _, st := status(t, a, 3); st["status"] != "pending" || devicePolls(h) == 0 {
+			t.Fatalf("before the takeover: %v, %d polls", st, devicePolls(h))
+		}
+		h.tools.Close()
+		_, b := h.another(t, revisions[0])
+		if err := h.company.ApproveDevice(got["user_code"].(string), "acct_dana"); err != nil {
+			t.Fatal(err)
+		}
+		if _, st := status(t, b, 30); st["status"] != "complete" {
+			t.Fatalf("after the takeover: %v", st)
+		}
+	})
 }
 
 // TestDeviceSignInFollowedElsewhere: a replica whose Session with the
@@ -99,30 +108,32 @@ func TestDeviceSignInTakeoverKeepsSlowDown(t *testing.T) {
 // follower its Session stayed signed out.
 func TestDeviceSignInFollowedElsewhere(t *testing.T) {
 	t.Parallel()
-	h := newSignInHarness(t, signInOpts(nil))
-	a := h.connect(t, revisions[1])
-	_, b := h.another(t, revisions[1])
-	if _, got := call(t, b, "start_session", map[string]any{"domain": domain}); got["signed_in"] != false {
-		t.Fatalf("start_session through B = %v", got)
-	}
-	_, got := startDevice(t, a, "poppy:read")
-	if err := h.company.ApproveDevice(got["user_code"].(string), "acct_dana"); err != nil {
-		t.Fatal(err)
-	}
-	if _, st := status(t, a, 20); st["status"] != "complete" {
-		t.Fatalf("through A: %v", st)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		_, got := call(t, b, "start_session", map[string]any{"domain": domain})
-		if got["signed_in"] == true {
-			break
+	inBubble(t, func(t *testing.T, n *memnet.Network) {
+		h := newSignInHarnessOn(t, n, signInOpts(nil))
+		a := h.connect(t, revisions[1])
+		_, b := h.another(t, revisions[1])
+		if _, got := call(t, b, "start_session", map[string]any{"domain": domain}); got["signed_in"] != false {
+			t.Fatalf("start_session through B = %v", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("B's Session is still signed out: %v", got)
+		_, got := startDevice(t, a, "poppy:read")
+		if err := h.company.ApproveDevice(got["user_code"].(string), "acct_dana"); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		if _, st := status(t, a, 20); st["status"] != "complete" {
+			t.Fatalf("through A: %v", st)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			_, got := call(t, b, "start_session", map[string]any{"domain": domain})
+			if got["signed_in"] == true {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("B's Session is still signed out: %v", got)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
 }
 
 // TestSessionsNotShared: two replicas running at once each use a Session
