@@ -15,8 +15,8 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/internal/netguard"
 	"github.com/poppy-mcp/poppy-mcp/internal/oidctest"
 	"github.com/poppy-mcp/poppy-mcp/internal/testlog"
+	"github.com/poppy-mcp/poppy-mcp/internal/teststore"
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
-	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
 const notReadyIssuer = "unavailable: the authorization server's keys are not current\n"
@@ -25,7 +25,7 @@ const notReadyIssuer = "unavailable: the authorization server's keys are not cur
 // says what failed, and nothing of why, when the store does not answer;
 // /healthz, the liveness probe, still answers 200.
 func TestReadyWhenTheStoreFails(t *testing.T) {
-	st := openTestStore(t)
+	st := teststore.Open(t)
 	st.Close()
 	var logged testlog.Buffer
 	rec := httptest.NewRecorder()
@@ -55,7 +55,7 @@ func TestReadyWhenTheIssuerStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &App{store: openTestStore(t), hosted: &hosted{resource: res}}
+	a := &App{store: teststore.Open(t), hosted: &hosted{resource: res}}
 	var logged testlog.Buffer
 	h := readyHandler(a.readyChecks(), &gate{}, testLogger(&logged))
 	probe := func() (int, string) {
@@ -85,17 +85,6 @@ func issuerDocuments(idp *oidctest.Provider) *discovery.Client {
 		return idp.Addr(), hostport == idp.Host()+":443"
 	}}
 	return discovery.New(&http.Client{Transport: netguard.New(o).Transport()}, nil)
-}
-
-// openTestStore is a new SQLite store, closed when the test ends.
-func openTestStore(t *testing.T) *store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), t.TempDir(), &store.Options{Key: make([]byte, 32), Keychain: store.NoKeychain{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
 }
 
 // testLogger logs text lines into w.

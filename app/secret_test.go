@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/teststore"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
@@ -14,7 +15,7 @@ import (
 // first makes one, and processes starting at once all get that one.
 func TestDeploymentSecret(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t)
+	st := teststore.Open(t)
 	if _, err := StoredDeploymentSecret(ctx, st); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("before any start: %v, want store.ErrNotFound", err)
 	}
@@ -44,7 +45,7 @@ func TestDeploymentSecret(t *testing.T) {
 // not used: a new one replaces it.
 func TestDeploymentSecretTooShort(t *testing.T) {
 	ctx := context.Background()
-	st := openTestStore(t)
+	st := teststore.Open(t)
 	if err := st.PutSecret(ctx, SecretName, []byte("short")); err != nil {
 		t.Fatal(err)
 	}

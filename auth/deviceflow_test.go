@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/teststore"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
@@ -26,7 +27,7 @@ func keptFlow() *DeviceFlow {
 // announced with a key that names neither the person nor the Company.
 func TestDeviceFlowKept(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := teststore.Open(t)
 	notes, err := st.Listen(ctx, SignInChannel)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestDeviceFlowKept(t *testing.T) {
 // once; a poller whose lease another took loses its context.
 func TestLeaseDeviceFlow(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := teststore.Open(t)
 	f := keptFlow()
 	polling, release, err := LeaseDeviceFlow(ctx, st, f)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/poppy-mcp/poppy-mcp/internal/golden"
+	"github.com/poppy-mcp/poppy-mcp/internal/teststore"
 )
 
 const testClientID = "https://agent.example/agent.json"
@@ -107,7 +108,7 @@ func TestJWKSHasOnlyPublicKeys(t *testing.T) {
 
 func TestRotation(t *testing.T) {
 	clock := newClock()
-	store := newStore(t)
+	store := teststore.Open(t)
 	id := newTestIdentity(t, &IdentityOptions{Store: store})
 	id.now = clock.Now
 	old := id.CurrentKeyID()
@@ -156,7 +157,7 @@ func keyIDs(set jose.JSONWebKeySet) []string {
 }
 
 func TestLoadOrCreate(t *testing.T) {
-	store := newStore(t)
+	store := teststore.Open(t)
 	a := newTestIdentity(t, &IdentityOptions{Store: store})
 	b := newTestIdentity(t, &IdentityOptions{Store: store})
 	if a.CurrentKeyID() != b.CurrentKeyID() {
@@ -228,7 +229,7 @@ func TestAssertions(t *testing.T) {
 
 func TestIdentityMustExist(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := teststore.Open(t)
 	_, err := NewIdentity(ctx, "https://agent.example/agent.json", &IdentityOptions{Store: st, MustExist: true})
 	if !errors.Is(err, ErrNoIdentity) {
 		t.Fatalf("empty store with MustExist: err = %v, want ErrNoIdentity", err)

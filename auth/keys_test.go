@@ -2,7 +2,6 @@ package auth
 
 import (
 	"bytes"
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"encoding/base64"
@@ -16,8 +15,6 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
-
-	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
 // rfc9449Key is the public key of RFC 9449 §4.1 Figure 3 (and Poppy 0.1 §4.3).
@@ -114,17 +111,6 @@ func TestRedaction(t *testing.T) {
 	if s.Reveal() != "s3cr3t-token-value" {
 		t.Error("Reveal lost the value")
 	}
-}
-
-// newStore opens a real store in a temporary directory.
-func newStore(t testing.TB) *store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), t.TempDir(), &store.Options{Key: make([]byte, 32), Keychain: store.NoKeychain{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
 }
 
 // fakeClock is a settable clock.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/internal/memnet"
+	"github.com/poppy-mcp/poppy-mcp/internal/teststore"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
 
@@ -254,7 +255,7 @@ func TestInvalidSessionStartsANewOne(t *testing.T) {
 }
 
 func TestResumeSession(t *testing.T) {
-	store := newStore(t)
+	store := teststore.Open(t)
 	co := newCompany(t, nil, nil, store)
 	s := co.start(t)
 	// A restart: a new Agent on the same store.

@@ -3,13 +3,15 @@ package auth
 import (
 	"context"
 	"testing"
+
+	"github.com/poppy-mcp/poppy-mcp/internal/teststore"
 )
 
 // TestClaimSession: one process at a time continues a Session; once given
 // back, another may.
 func TestClaimSession(t *testing.T) {
 	ctx := context.Background()
-	st := newStore(t)
+	st := teststore.Open(t)
 	release, ok, err := ClaimSession(ctx, st, "https://auth.example.com", "ses_1")
 	if err != nil || !ok {
 		t.Fatalf("first claim: %v, %v", ok, err)

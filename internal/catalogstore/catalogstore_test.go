@@ -5,24 +5,15 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/teststore"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
-
-func openStore(t *testing.T) *store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), t.TempDir(), &store.Options{Key: make([]byte, 32), Keychain: store.NoKeychain{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
 
 // TestGetPut: a catalog comes back with its version under the key it was
 // kept under, and not under another.
 func TestGetPut(t *testing.T) {
 	t.Parallel()
-	ctx, st := context.Background(), openStore(t)
+	ctx, st := context.Background(), teststore.Open(t)
 	const u = "https://api.example.com/openapi.json"
 	if _, _, err := Get(ctx, st, u, "k1"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("nothing kept: %v", err)
@@ -43,7 +34,7 @@ func TestGetPut(t *testing.T) {
 // domain's, stay.
 func TestForgetCompany(t *testing.T) {
 	t.Parallel()
-	ctx, st := context.Background(), openStore(t)
+	ctx, st := context.Background(), teststore.Open(t)
 	for _, u := range []string{"https://api.example.com/openapi.json", "https://example.com/api.yaml",
 		"https://cdn.elsewhere.test/example.json", "https://other.test/openapi.json", "https://notexample.com/openapi.json",
 		"http://api.example.com/plain.json"} {
