@@ -175,21 +175,8 @@ func (s *Session) pollDevice(ctx context.Context, d *DeviceAuthorization, interv
 			}
 			saved = interval
 		}
-		// RFC 8628 §3.5: "Before each new request, the client MUST wait at
-		// least the number of seconds specified by the "interval" parameter
-		// of the device authorization response (see Section 3.2), or 5
-		// seconds if none was provided, and respect any increase in the
-		// polling interval required by the "slow_down" error."
-		if !s.a.now().Add(interval).Before(d.ExpiresAt) {
-			return nil, fmt.Errorf("auth: the device sign-in expired before the User finished: %w", ErrExpiredToken)
-		}
-		if err := s.a.limits.sleep(ctx, interval); err != nil {
+		if err := s.beforePoll(ctx, d, interval, h); err != nil {
 			return nil, err
-		}
-		if h.ready != nil {
-			if err := h.ready(); err != nil {
-				return nil, err
-			}
 		}
 		tok, err := s.pollOnce(ctx, d)
 		switch {
@@ -224,6 +211,26 @@ func (s *Session) pollDevice(ctx context.Context, d *DeviceAuthorization, interv
 			return nil, err
 		}
 	}
+}
+
+// beforePoll waits out interval before the next poll of d, unless d
+// expires first, then runs h.ready.
+func (s *Session) beforePoll(ctx context.Context, d *DeviceAuthorization, interval time.Duration, h pollHooks) error {
+	// RFC 8628 §3.5: "Before each new request, the client MUST wait at
+	// least the number of seconds specified by the "interval" parameter
+	// of the device authorization response (see Section 3.2), or 5
+	// seconds if none was provided, and respect any increase in the
+	// polling interval required by the "slow_down" error."
+	if !s.a.now().Add(interval).Before(d.ExpiresAt) {
+		return fmt.Errorf("auth: the device sign-in expired before the User finished: %w", ErrExpiredToken)
+	}
+	if err := s.a.limits.sleep(ctx, interval); err != nil {
+		return err
+	}
+	if h.ready != nil {
+		return h.ready()
+	}
+	return nil
 }
 
 // pollOnce sends one device_code grant for the Session as it is now.

@@ -272,12 +272,7 @@ func (t *Tracker) resendOne(ctx context.Context, name, skip string) (Resent, boo
 	m := rec.Message.message()
 	r := Resent{MessageID: rec.ID, ConversationID: rec.ConversationID, ParentID: rec.ParentID, Text: m.Text}
 	if !young {
-		r.Outcome = ResentExpired
-		err := t.under(snd).DeleteSecret(context.WithoutCancel(ctx), name)
-		if errors.Is(err, store.ErrLeaseLost) {
-			return Resent{}, false, nil // lost the lease: the replica that has it now deals with it
-		}
-		return r, true, err
+		return t.forgetExpired(ctx, snd, r)
 	}
 	r.ConversationID, err = t.resend(ctx, rec, m)
 	t.settle(ctx, snd, err)
@@ -290,6 +285,18 @@ func (t *Tracker) resendOne(ctx context.Context, name, skip string) (Resent, boo
 		r.Outcome, r.Err = ResentUnconfirmed, err
 	}
 	return r, true, nil
+}
+
+// forgetExpired forgets the pending message of snd, too old to be sent
+// again, and reports it (r) expired; unless the lease of it was lost: the
+// replica that has it now deals with it.
+func (t *Tracker) forgetExpired(ctx context.Context, snd *sending, r Resent) (Resent, bool, error) {
+	r.Outcome = ResentExpired
+	err := t.under(snd).DeleteSecret(context.WithoutCancel(ctx), snd.name)
+	if errors.Is(err, store.ErrLeaseLost) {
+		return Resent{}, false, nil
+	}
+	return r, true, err
 }
 
 // resend sends a pending message again as it was, without a read, and
