@@ -112,7 +112,7 @@ func (s *SignIns) poll(issuer string, sess *Session, f *Flow, kept *DeviceFlow, 
 // stopped logs why polling a kept sign-in stopped here unfinished.
 func (s *SignIns) stopped(l *leasedPoll, issuer string, err error) {
 	if errors.Is(err, store.ErrLeaseLost) || l.dl.Check(context.WithoutCancel(l.ctx)) != nil {
-		s.o.Logger.InfoContext(l.ctx, "device sign-in polling stopped here: lost the lease to another poller, which goes on", "issuer", issuer)
+		s.o.Logger.InfoContext(l.ctx, "device sign-in polling stopped here: lost the lease (another replica polls it, or a newer sign-in replaced it)", "issuer", issuer)
 		return
 	}
 	s.o.Logger.InfoContext(l.ctx, "device sign-in polling stopped here", "issuer", issuer, "err", err)

@@ -11,7 +11,8 @@ package store
 // database's clock in the same statement that takes the lease, so
 // replicas whose clocks disagree still agree on who holds it. Leases are
 // per local user (Store.ForUser): two people's leases of one name are two
-// leases.
+// leases. Each lease carries a fencing token, so that the writes done under
+// it can be refused once it is lost (fence.go).
 
 import (
 	"context"
@@ -29,7 +30,9 @@ import (
 var ErrLeaseHeld = errors.New("store: the lease is held by another holder")
 
 // ErrLeaseLost is matched by RenewLease's error when the holder no longer
-// has the lease: it expired and another holder took it, or it was released.
+// has the lease: it expired and another holder took it, or it was released;
+// and by the error of a fenced write ([Store.Fenced]) or a CheckLease of a
+// lease no longer held.
 var ErrLeaseLost = errors.New("store: the lease is no longer held")
 
 // Lease is a held lease: who holds which name until when.
