@@ -76,7 +76,7 @@ func makeSecret(ctx context.Context, st *store.Store, lease store.Lease) ([]byte
 	}
 	b := make([]byte, secretSize)
 	rand.Read(b)
-	return b, st.PutSecret(ctx, SecretName, b)
+	return b, st.Fenced(lease).PutSecret(ctx, SecretName, b) // a process that lost the lease stores nothing
 }
 
 // randomHolder names this process as a lease holder.

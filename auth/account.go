@@ -39,6 +39,8 @@ type AccountStore interface {
 	AccountTokenUsed(ctx context.Context, issuer, userID, account string) error
 	WaitLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error)
 	ReleaseLease(ctx context.Context, l store.Lease) error
+	// Fenced returns the view whose writes are done only while l is held.
+	Fenced(l store.Lease) *store.Store
 	Generation(ctx context.Context, issuer string) (store.Generation, error)
 	CountSignOut(ctx context.Context, issuer string, revoked bool) (store.Generation, error)
 }
@@ -91,11 +93,14 @@ func LoadAccount(ctx context.Context, st AccountStore, issuer, userID, label str
 // kept there, and keeps later rotations there too. Session.Hold does this
 // for a sign-in, and revokes the token it replaces.
 // Poppy 0.1 §4.8: "Personal Agents MUST store Account Tokens as secrets".
-func (a *Account) Keep(ctx context.Context, st AccountStore) error {
+func (a *Account) Keep(ctx context.Context, st AccountStore) error { return a.keep(ctx, st, st) }
+
+// keep is Keep writing through w: st under a lease (withLease).
+func (a *Account) keep(ctx context.Context, st, w AccountStore) error {
 	a.mu.Lock()
 	a.st = st
 	a.mu.Unlock()
-	return a.save(ctx)
+	return a.save(ctx, w)
 }
 
 // retire stops every Session from signing in with the Account, once no
@@ -108,14 +113,16 @@ func (a *Account) retire() {
 	a.dropped = true
 }
 
-func (a *Account) save(ctx context.Context) error {
+// save stores the Account through w, a view of where it is kept (fenced
+// under a lease); nil: memory only.
+func (a *Account) save(ctx context.Context, w AccountStore) error {
 	a.mu.Lock()
-	st, rec := a.st, a.record()
+	rec := a.record()
 	a.mu.Unlock()
-	if st == nil {
+	if w == nil {
 		return nil
 	}
-	if err := st.PutAccountToken(ctx, rec); err != nil {
+	if err := w.PutAccountToken(ctx, rec); err != nil {
 		return fmt.Errorf("auth: keep Account Token: %w", err)
 	}
 	return nil
@@ -204,16 +211,17 @@ func (a *Account) refresh(ctx context.Context, grant func(ctx context.Context, t
 		return nil, errAccountDropped
 	}
 	var t *Token
-	err := withLease(ctx, a.store(), leaseName(a.issuer, a.userID, a.label), func(ctx context.Context) error {
+	err := withLease(ctx, a.store(), leaseName(a.issuer, a.userID, a.label), func(ctx context.Context, w AccountStore) error {
 		var err error
-		t, err = a.refreshLeased(ctx, grant)
+		t, err = a.refreshLeased(ctx, w, grant)
 		return err
 	})
 	return t, err
 }
 
-// refreshLeased is refresh under the use lock and the lease.
-func (a *Account) refreshLeased(ctx context.Context, grant func(ctx context.Context, tok Secret) (*Token, error)) (*Token, error) {
+// refreshLeased is refresh under the use lock and the lease, writing
+// through w (fenced by the lease).
+func (a *Account) refreshLeased(ctx context.Context, w AccountStore, grant func(ctx context.Context, tok Secret) (*Token, error)) (*Token, error) {
 	// Another process may have rotated the token, or dropped it, since.
 	if err := a.reload(ctx); err != nil {
 		return nil, err
@@ -228,14 +236,14 @@ func (a *Account) refreshLeased(ctx context.Context, grant func(ctx context.Cont
 	if errors.Is(err, ErrInvalidGrant) {
 		// Poppy 0.1 §4.8: "When the Account Token has expired or been revoked,
 		// the Company returns invalid_grant. The Session continues signed out"
-		a.drop(ctx, true)
+		a.drop(ctx, w, true)
 		return nil, err
 	}
 	if err != nil {
 		return nil, err
 	}
 	if t.RefreshToken.IsZero() || t.RefreshToken.Reveal() == tok.Reveal() {
-		a.used(ctx)
+		a.used(ctx, w)
 	} else {
 		// Poppy 0.1 §4.8: "A Company MAY return a new Account Token in
 		// refresh_token. The Personal Agent then MUST use the new one from then on."
@@ -246,7 +254,7 @@ func (a *Account) refreshLeased(ctx context.Context, grant func(ctx context.Cont
 		}
 		a.mu.Unlock()
 		// Stored even if the caller gave up meanwhile: the old token is spent.
-		if err := a.save(context.WithoutCancel(ctx)); err != nil {
+		if err := a.save(context.WithoutCancel(ctx), w); err != nil {
 			return t, err
 		}
 	}
@@ -256,9 +264,9 @@ func (a *Account) refreshLeased(ctx context.Context, grant func(ctx context.Cont
 
 // used records in the store that the Account Token was used now, for the
 // User to see (poppy-mcp status). It is bookkeeping: a failure is ignored.
-func (a *Account) used(ctx context.Context) {
-	if st := a.store(); st != nil {
-		_ = st.AccountTokenUsed(context.WithoutCancel(ctx), a.issuer, a.userID, a.label)
+func (a *Account) used(ctx context.Context, w AccountStore) {
+	if w != nil {
+		_ = w.AccountTokenUsed(context.WithoutCancel(ctx), a.issuer, a.userID, a.label)
 	}
 }
 
@@ -296,19 +304,21 @@ func (a *Account) reload(ctx context.Context) error {
 
 // drop forgets the Account Token, and removes it from the store unless the
 // store already holds another one under the label (a newer sign-in, maybe
-// by another process). refused says the Company refused it.
-func (a *Account) drop(ctx context.Context, refused bool) {
+// by another process). refused says the Company refused it. It writes
+// through w: where the Account is kept, fenced under its lease; nil:
+// memory only.
+func (a *Account) drop(ctx context.Context, w AccountStore, refused bool) {
 	a.mu.Lock()
 	a.dropped = true
 	a.refused = a.refused || refused
-	st, tok := a.st, a.tok
+	tok := a.tok
 	a.mu.Unlock()
-	if st == nil {
+	if w == nil {
 		return
 	}
-	kept, err := st.AccountToken(ctx, a.issuer, a.userID, a.label)
+	kept, err := w.AccountToken(ctx, a.issuer, a.userID, a.label)
 	if err == nil && kept.Token.RevealString() == tok.Reveal() {
-		_ = st.DeleteAccountToken(ctx, a.issuer, a.userID, a.label)
+		_ = w.DeleteAccountToken(ctx, a.issuer, a.userID, a.label)
 	}
 }
 

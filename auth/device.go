@@ -153,27 +153,29 @@ func checkScopes(scopes []string) error {
 // A Session the Company ended, or one signed in to another account, is
 // replaced by a new Session, which the approval then signs in.
 func (s *Session) PollDevice(ctx context.Context, d *DeviceAuthorization) (*SignIn, error) {
-	return s.pollDevice(ctx, d, d.Interval, nil)
+	return s.pollDevice(ctx, d, d.Interval, pollHooks{})
 }
 
-// pollDevice is PollDevice from interval, calling slowed (when not nil)
-// with each new interval, so a poller that takes over can start from it.
-func (s *Session) pollDevice(ctx context.Context, d *DeviceAuthorization, interval time.Duration, slowed func(time.Duration)) (*SignIn, error) {
+// pollHooks are what a poller under a lease does beside polling: slowed
+// keeps each new interval at once, so a poller that takes over can start
+// from it, and ready runs before each request; an error of either stops
+// polling (the lease is lost). A nil hook does nothing.
+type pollHooks struct {
+	slowed func(time.Duration) error
+	ready  func() error
+}
+
+// pollDevice is PollDevice from interval, with h.
+func (s *Session) pollDevice(ctx context.Context, d *DeviceAuthorization, interval time.Duration, h pollHooks) (*SignIn, error) {
 	var wait *RetryAfterError
 	for saved := interval; ; {
-		if slowed != nil && interval != saved {
-			slowed(interval)
+		if h.slowed != nil && interval != saved {
+			if err := h.slowed(interval); err != nil {
+				return nil, err
+			}
 			saved = interval
 		}
-		// RFC 8628 §3.5: "Before each new request, the client MUST wait at
-		// least the number of seconds specified by the "interval" parameter
-		// of the device authorization response (see Section 3.2), or 5
-		// seconds if none was provided, and respect any increase in the
-		// polling interval required by the "slow_down" error."
-		if !s.a.now().Add(interval).Before(d.ExpiresAt) {
-			return nil, fmt.Errorf("auth: the device sign-in expired before the User finished: %w", ErrExpiredToken)
-		}
-		if err := s.a.limits.sleep(ctx, interval); err != nil {
+		if err := s.beforePoll(ctx, d, interval, h); err != nil {
 			return nil, err
 		}
 		tok, err := s.pollOnce(ctx, d)
@@ -209,6 +211,26 @@ func (s *Session) pollDevice(ctx context.Context, d *DeviceAuthorization, interv
 			return nil, err
 		}
 	}
+}
+
+// beforePoll waits out interval before the next poll of d, unless d
+// expires first, then runs h.ready.
+func (s *Session) beforePoll(ctx context.Context, d *DeviceAuthorization, interval time.Duration, h pollHooks) error {
+	// RFC 8628 §3.5: "Before each new request, the client MUST wait at
+	// least the number of seconds specified by the "interval" parameter
+	// of the device authorization response (see Section 3.2), or 5
+	// seconds if none was provided, and respect any increase in the
+	// polling interval required by the "slow_down" error."
+	if !s.a.now().Add(interval).Before(d.ExpiresAt) {
+		return fmt.Errorf("auth: the device sign-in expired before the User finished: %w", ErrExpiredToken)
+	}
+	if err := s.a.limits.sleep(ctx, interval); err != nil {
+		return err
+	}
+	if h.ready != nil {
+		return h.ready()
+	}
+	return nil
 }
 
 // pollOnce sends one device_code grant for the Session as it is now.

@@ -45,6 +45,8 @@ const (
 // (*store.Store, from Store.ForUser).
 type FlowStore interface {
 	LeaseStore
+	TakeLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error)
+	CheckLease(ctx context.Context, l store.Lease) error
 	User() string
 	PutSecret(ctx context.Context, name string, value []byte) error
 	Secret(ctx context.Context, name string) ([]byte, error)
@@ -190,35 +192,80 @@ func DeviceFlows(ctx context.Context, st FlowStore) ([]*DeviceFlow, error) {
 	return out, nil
 }
 
-// LeaseDeviceFlow takes the lease of polling f, at once or not at all (an
-// error matching store.ErrLeaseHeld while another poller has it). The
-// lease is renewed until release is called; the context returned ends when
-// ctx does or when the lease is lost, so a poller that lost it stops
-// before another starts. release gives the lease back, so another replica
-// can take over at once.
-func LeaseDeviceFlow(ctx context.Context, st FlowStore, f *DeviceFlow) (polling context.Context, release func(), err error) {
-	b := make([]byte, 16)
-	rand.Read(b)
-	holder := base64.RawURLEncoding.EncodeToString(b)
-	l, err := st.AcquireLease(ctx, "device-signin "+f.Issuer+" "+f.ID, holder, DeviceLeaseTTL)
-	if err != nil {
-		return nil, nil, fmt.Errorf("auth: lease the device sign-in: %w", err)
-	}
-	polling, stop := st.KeepLease(ctx, l, DeviceLeaseTTL)
-	return polling, func() {
-		stop()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = st.ReleaseLease(rctx, l) // a lease not given back expires
-	}, nil
+// DeviceLease is the right to poll the Company's kept Device Sign-In and
+// to write it (LeaseDeviceFlow): one lease per person and Company, held by
+// the poller of the sign-in kept now. Its fencing token makes the writes
+// of a poller that lost it (paused past its expiry, or superseded by a
+// newer sign-in) fail, whatever it believes.
+type DeviceLease struct {
+	// Polling ends when the context given LeaseDeviceFlow does, or as soon
+	// as the lease is found lost, so a poller that lost it stops.
+	Polling context.Context
+	// Store is the person's view of the store fenced by the lease: the
+	// kept sign-in is written through it (SaveDeviceFlow), and such a
+	// write fails with an error matching store.ErrLeaseLost, changing
+	// nothing, once the lease is lost.
+	Store FlowStore
+	st    FlowStore
+	lease store.Lease
+	stop  func()
 }
 
-// PollDeviceFlow is PollDevice for a kept sign-in: it starts from f's
-// interval (which a poller before it may have increased) and keeps each
-// increase in st, so a poller that takes over waits as long.
-func (s *Session) PollDeviceFlow(ctx context.Context, st FlowStore, f *DeviceFlow) (*SignIn, error) {
-	return s.pollDevice(ctx, f.Device, f.Interval, func(interval time.Duration) {
-		f.Interval = interval
-		_ = SaveDeviceFlow(ctx, st, f) // best effort: a poller that takes over gets slow_down again at worst
+// Check reports, with an error matching store.ErrLeaseLost, that the lease
+// is lost, so a poller does not send the Company a request on behalf of a
+// sign-in another poller has now.
+func (l *DeviceLease) Check(ctx context.Context) error { return l.st.CheckLease(ctx, l.lease) }
+
+// Release stops renewing the lease and gives it back, so another replica
+// can take over at once.
+func (l *DeviceLease) Release() {
+	l.stop()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(l.Polling), 5*time.Second)
+	defer cancel()
+	_ = l.st.ReleaseLease(rctx, l.lease) // a lease not given back expires
+}
+
+// deviceLeaseName names the lease of the kept Device Sign-In at the
+// Company issuer.
+func deviceLeaseName(issuer string) string { return "device-signin " + issuer }
+
+// LeaseDeviceFlow takes the lease of polling and keeping the Company
+// issuer's Device Sign-In. A new sign-in (newer) takes it from whoever
+// holds it, a poller of the one it replaces included, which is fenced off
+// from then on; otherwise (taking a kept sign-in over) it is taken at once
+// or not at all: an error matching store.ErrLeaseHeld while another poller
+// has it. The lease is renewed until Release.
+func LeaseDeviceFlow(ctx context.Context, st FlowStore, issuer string, newer bool) (*DeviceLease, error) {
+	b := make([]byte, 16)
+	rand.Read(b)
+	holder, take := base64.RawURLEncoding.EncodeToString(b), st.AcquireLease
+	if newer {
+		take = st.TakeLease
+	}
+	l, err := take(ctx, deviceLeaseName(issuer), holder, DeviceLeaseTTL)
+	if err != nil {
+		return nil, fmt.Errorf("auth: lease the device sign-in: %w", err)
+	}
+	polling, stop := st.KeepLease(ctx, l, DeviceLeaseTTL)
+	return &DeviceLease{Polling: polling, Store: st.Fenced(l), st: st, lease: l, stop: stop}, nil
+}
+
+// PollDeviceFlow is PollDevice for a kept sign-in, under its lease l: it
+// starts from f's interval (which a poller before it may have increased),
+// keeps each increase through l.Store, so a poller that takes over waits
+// as long, and before each request checks the lease is still held: a
+// poller that lost it stops with an error matching store.ErrLeaseLost,
+// writing nothing.
+func (s *Session) PollDeviceFlow(ctx context.Context, l *DeviceLease, f *DeviceFlow) (*SignIn, error) {
+	return s.pollDevice(ctx, f.Device, f.Interval, pollHooks{
+		slowed: func(interval time.Duration) error {
+			f.Interval = interval
+			err := SaveDeviceFlow(ctx, l.Store, f)
+			if errors.Is(err, store.ErrLeaseLost) {
+				return err
+			}
+			return nil // best effort otherwise: a poller that takes over gets slow_down again at worst
+		},
+		ready: func() error { return l.Check(ctx) },
 	})
 }

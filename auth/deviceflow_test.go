@@ -70,22 +70,62 @@ func TestLeaseDeviceFlow(t *testing.T) {
 	ctx := context.Background()
 	st := teststore.Open(t)
 	f := keptFlow()
-	polling, release, err := LeaseDeviceFlow(ctx, st, f)
+	l, err := LeaseDeviceFlow(ctx, st, f.Issuer, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := LeaseDeviceFlow(ctx, st, f); !errors.Is(err, store.ErrLeaseHeld) {
+	if _, err := LeaseDeviceFlow(ctx, st, f.Issuer, false); !errors.Is(err, store.ErrLeaseHeld) {
 		t.Fatalf("second poller: %v", err)
 	}
-	release()
-	if polling.Err() == nil {
+	l.Release()
+	if l.Polling.Err() == nil {
 		t.Error("the released poller's context goes on")
 	}
-	_, release, err = LeaseDeviceFlow(ctx, st, f)
+	l, err = LeaseDeviceFlow(ctx, st, f.Issuer, false)
 	if err != nil {
 		t.Fatalf("after release: %v", err)
 	}
-	release()
+	l.Release()
+}
+
+// TestDeviceFlowSuperseded: a newer sign-in takes the lease from the
+// poller of the one it replaces; that poller's outcome, written after,
+// changes nothing (ErrLeaseLost), and its check before the next poll says
+// the lease is lost. On the
+// old code, where each sign-in had a lease of its own, the old outcome
+// overwrote the newer sign-in whenever it came between the check and the
+// write.
+func TestDeviceFlowSuperseded(t *testing.T) {
+	ctx := context.Background()
+	st := teststore.Open(t)
+	old, newer := keptFlow(), keptFlow()
+	newer.ID = "device_2"
+	ol, err := LeaseDeviceFlow(ctx, st, old.Issuer, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ol.Release()
+	if err := SaveDeviceFlow(ctx, ol.Store, old); err != nil {
+		t.Fatal(err)
+	}
+	nl, err := LeaseDeviceFlow(ctx, st, newer.Issuer, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nl.Release()
+	if err := SaveDeviceFlow(ctx, nl.Store, newer); err != nil {
+		t.Fatal(err)
+	}
+	old.Status = FlowFailed
+	if err := SaveDeviceFlow(ctx, ol.Store, old); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("the old poller's outcome: %v, want ErrLeaseLost", err)
+	}
+	if err := ol.Check(ctx); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("the old poller's check: %v, want ErrLeaseLost", err)
+	}
+	if kept, err := LoadDeviceFlow(ctx, st, newer.Issuer); err != nil || kept.ID != newer.ID || kept.Status != FlowPending {
+		t.Errorf("kept = %+v, %v; want the newer sign-in, pending", kept, err)
+	}
 }
 
 // FuzzParseDeviceFlow: a kept sign-in, whatever its bytes, is read or

@@ -154,8 +154,8 @@ func (a *Agent) SignOutUser(ctx context.Context, c Company, userID string, force
 		return res, rerr
 	}
 	if rerr != nil {
-		err = withLease(ctx, a.accounts, leaseName(c.Issuer, userID, DefaultAccountLabel), func(ctx context.Context) error {
-			return a.accounts.DeleteAccountToken(ctx, c.Issuer, userID, DefaultAccountLabel)
+		err = withLease(ctx, a.accounts, leaseName(c.Issuer, userID, DefaultAccountLabel), func(ctx context.Context, w AccountStore) error {
+			return w.DeleteAccountToken(ctx, c.Issuer, userID, DefaultAccountLabel)
 		})
 		if err != nil {
 			return res, fmt.Errorf("auth: delete the Account Token: %w", err)

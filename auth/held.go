@@ -97,7 +97,7 @@ func (h *holding) get(ctx context.Context) (*Account, error) {
 		return nil, err
 	}
 	if h.refused[sha256.Sum256([]byte(loaded.token().Reveal()))] {
-		loaded.drop(ctx, true) // the Company refused it: never again
+		loaded.drop(ctx, loaded.store(), true) // the Company refused it: never again
 		return nil, nil
 	}
 	h.acct = loaded
@@ -139,8 +139,8 @@ func (h *holding) replace(ctx context.Context, next *Account) (*Account, error) 
 	if old != nil && old != next {
 		old.retire() // before the lease, in the order refresh takes them
 	}
-	err := withLease(ctx, h.st, leaseName(h.issuer, h.userID, next.label), func(ctx context.Context) error {
-		return next.Keep(ctx, h.st)
+	err := withLease(ctx, h.st, leaseName(h.issuer, h.userID, next.label), func(ctx context.Context, w AccountStore) error {
+		return next.keep(ctx, h.st, w)
 	})
 	if !live {
 		old = nil
@@ -252,7 +252,7 @@ func (s *Session) signInAgain(ctx context.Context) (*Account, error) {
 // "It then continues signed out").
 func (s *Session) refuse(ctx context.Context, acct *Account) {
 	acct.use.Lock()
-	acct.drop(ctx, true)
+	acct.drop(ctx, acct.store(), true)
 	acct.use.Unlock()
 	s.mu.Lock()
 	if s.account == acct {

@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"time"
 
@@ -37,10 +38,13 @@ func leaseName(issuer, userID, label string) string {
 
 // withLease runs f, bounded by leaseWork, holding the lease name in st, and
 // waits for the lease while another holder has it, as long as ctx allows.
-// With no store, f runs at once: the token lives in this process only.
-func withLease(ctx context.Context, st AccountStore, name string, f func(ctx context.Context) error) error {
+// f writes through w, st fenced by the lease (store.Store.Fenced): a
+// process paused past the lease's expiry, which another took over, writes
+// nothing, and its error then says it lost the lease. With no store, f
+// runs at once with w nil: the token lives in this process only.
+func withLease(ctx context.Context, st AccountStore, name string, f func(ctx context.Context, w AccountStore) error) error {
 	if st == nil {
-		return f(ctx)
+		return f(ctx, nil)
 	}
 	l, err := acquire(ctx, st, name)
 	if err != nil {
@@ -54,7 +58,11 @@ func withLease(ctx context.Context, st AccountStore, name string, f func(ctx con
 	}()
 	wctx, cancel := context.WithTimeout(ctx, leaseWork)
 	defer cancel()
-	return f(wctx)
+	err = f(wctx, st.Fenced(l))
+	if errors.Is(err, store.ErrLeaseLost) {
+		return fmt.Errorf("auth: lost the lease of the Account Token to another process, which goes on: %w", err)
+	}
+	return err
 }
 
 // acquire takes the lease name with a holder ID of its own, waiting while

@@ -3,11 +3,14 @@ package auth
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/poppy-mcp/poppy-mcp/internal/teststore"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
@@ -113,5 +116,43 @@ func TestTwoProcessesShareASession(t *testing.T) {
 	}
 	if n := co.srv.Served("invalid_token"); n == 0 {
 		t.Error("no token was refused: the test proves nothing")
+	}
+}
+
+// TestRotationAfterTheLeaseWasLost: a process paused during a refresh
+// (here: another process takes the Account Token's lease meanwhile, as it
+// does once the lease expired) cannot store the rotated token it then
+// gets: the write is fenced by the lease, and the error says the lease was
+// lost. The other process's token stays kept. On the old code the paused
+// process overwrote it.
+func TestRotationAfterTheLeaseWasLost(t *testing.T) {
+	ctx := context.Background()
+	st := teststore.Open(t)
+	const iss = "https://auth.example.com"
+	if err := st.PutAccountToken(ctx, store.AccountToken{Issuer: iss, UserID: testUser, Account: DefaultAccountLabel,
+		Token: store.NewSecretString("rt-1")}); err != nil {
+		t.Fatal(err)
+	}
+	acct, err := LoadAccount(ctx, st, iss, testUser, DefaultAccountLabel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = acct.refresh(ctx, func(ctx context.Context, _ Secret) (*Token, error) {
+		// Paused here; the other process takes over and rotates.
+		l, err := st.TakeLease(ctx, leaseName(iss, testUser, DefaultAccountLabel), "the other process", time.Minute)
+		if err == nil {
+			err = st.Fenced(l).PutAccountToken(ctx, store.AccountToken{Issuer: iss, UserID: testUser,
+				Account: DefaultAccountLabel, Token: store.NewSecretString("rt-other")})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &Token{RefreshToken: NewSecret("rt-stale")}, nil
+	})
+	if !errors.Is(err, store.ErrLeaseLost) || !strings.Contains(err.Error(), "lost the lease") {
+		t.Fatalf("refresh after the lease was lost: %v, want it lost", err)
+	}
+	if kept, err := st.AccountToken(ctx, iss, testUser, DefaultAccountLabel); err != nil || kept.Token.RevealString() != "rt-other" {
+		t.Errorf("kept token after the stale rotation: %v; want the other process's", err)
 	}
 }

@@ -32,12 +32,26 @@ type LeaseStore interface {
 	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, error)
 	KeepLease(ctx context.Context, l store.Lease, ttl time.Duration) (context.Context, func())
 	ReleaseLease(ctx context.Context, l store.Lease) error
+	// Fenced returns the view whose writes are done only while l is held.
+	Fenced(l store.Lease) *store.Store
+}
+
+// SessionClaim is a process's claim on a Session (ClaimSession).
+type SessionClaim struct {
+	// Store is the view of the store fenced by the claim: the Session's
+	// record is written through it, so a process that lost the claim
+	// (paused past its expiry while another continued the Session) cannot
+	// overwrite the record; its write fails with an error matching
+	// store.ErrLeaseLost.
+	Store *store.Store
+	// Release stops renewing the claim and gives it back.
+	Release func()
 }
 
 // ClaimSession claims the Session id at the Company issuer for this
 // process, at once or not at all: ok is false while another process holds
-// it. The claim is renewed until release, which gives it back.
-func ClaimSession(ctx context.Context, st LeaseStore, issuer, id string) (release func(), ok bool, err error) {
+// it. The claim is renewed until released.
+func ClaimSession(ctx context.Context, st LeaseStore, issuer, id string) (claim *SessionClaim, ok bool, err error) {
 	b := make([]byte, 16)
 	rand.Read(b)
 	l, err := st.AcquireLease(ctx, "session "+issuer+" "+id, base64.RawURLEncoding.EncodeToString(b), SessionLeaseTTL)
@@ -48,10 +62,10 @@ func ClaimSession(ctx context.Context, st LeaseStore, issuer, id string) (releas
 		return nil, false, fmt.Errorf("auth: claim the Session: %w", err)
 	}
 	_, stop := st.KeepLease(context.WithoutCancel(ctx), l, SessionLeaseTTL)
-	return func() {
+	return &SessionClaim{Store: st.Fenced(l), Release: func() {
 		stop()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = st.ReleaseLease(rctx, l) // a claim not given back expires
-	}, true, nil
+	}}, true, nil
 }

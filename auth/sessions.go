@@ -8,6 +8,8 @@ package auth
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -41,11 +43,21 @@ type companySessions map[string]*companySession
 // companySession is the Session with one Company.
 type companySession struct {
 	// mu guards everything below; it is held while the Session starts.
-	mu      sync.Mutex
-	sess    *Session
-	domain  string // the domain the Session was started through, as saved
-	userID  string
-	release func() // gives back this process's claim on sess (ClaimSession)
+	mu     sync.Mutex
+	sess   *Session
+	domain string // the domain the Session was started through, as saved
+	userID string
+	// claim is this process's claim on sess (ClaimSession); nil when it
+	// could not be claimed.
+	claim *SessionClaim
+}
+
+// release gives the claim back, if any.
+func (e *companySession) release() {
+	if e.claim != nil {
+		e.claim.Release()
+		e.claim = nil
+	}
 }
 
 // NewSessions returns the Sessions of the person whose views of the Agent
@@ -127,72 +139,87 @@ func (ss *Sessions) ensure(ctx context.Context, e *companySession, c Company, fr
 		return err
 	}
 	e.userID = userID
-	saved, release := "", func() {}
+	var saved string
+	var claim *SessionClaim
 	if !fresh {
-		saved, release = ss.saved(ctx, c.Issuer, userID)
+		saved, claim = ss.saved(ctx, c.Issuer, userID)
 	}
 	sess, err := ss.agent.Open(ctx, c, userID, saved)
 	if err != nil {
-		release()
+		claim.release()
 		return err
 	}
 	if id := sess.Info().ID; id != saved {
 		if saved != "" {
 			ss.log.InfoContext(ctx, "the saved Session could not be continued; a new one started", "issuer", c.Issuer)
 		}
-		release()
-		release = ss.claim(ctx, c.Issuer, id)
+		claim.release()
+		claim = ss.claim(ctx, c.Issuer, id)
 	}
-	if e.release != nil {
-		e.release() // the Session it replaces
-	}
-	e.sess, e.domain, e.release = sess, c.Domain, release
+	e.release() // the Session it replaces
+	e.sess, e.domain, e.claim = sess, c.Domain, claim
 	return ss.save(ctx, c.Issuer, e)
+}
+
+// release gives the claim back, if any.
+func (c *SessionClaim) release() {
+	if c != nil {
+		c.Release()
+	}
 }
 
 // saved returns the ID of the newest Session an earlier run saved for
 // userID that no other process or replica is using now, claimed for this
 // one, or "" (ClaimSession: two processes must not continue one Session).
-func (ss *Sessions) saved(ctx context.Context, issuer, userID string) (string, func()) {
+func (ss *Sessions) saved(ctx context.Context, issuer, userID string) (string, *SessionClaim) {
 	saved, err := ss.store.Sessions(ctx, issuer)
 	if err != nil {
-		return "", func() {}
+		return "", nil
 	}
 	for i, rec := range saved {
 		if i == maxResumeTries || rec.UserID != userID {
 			break
 		}
-		release, ok, err := ClaimSession(ctx, ss.store, issuer, rec.ID)
+		claim, ok, err := ClaimSession(ctx, ss.store, issuer, rec.ID)
 		if err != nil {
 			break
 		}
 		if ok {
-			return rec.ID, release
+			return rec.ID, claim
 		}
 	}
-	return "", func() {}
+	return "", nil
 }
 
 // claim claims the new Session id for this process; a new Session's claim
 // is free, so a failure (the database briefly away) only leaves it
 // unclaimed.
-func (ss *Sessions) claim(ctx context.Context, issuer, id string) func() {
-	release, ok, err := ClaimSession(ctx, ss.store, issuer, id)
+func (ss *Sessions) claim(ctx context.Context, issuer, id string) *SessionClaim {
+	claim, ok, err := ClaimSession(ctx, ss.store, issuer, id)
 	if err != nil || !ok {
 		ss.log.WarnContext(ctx, "could not claim the new Session", "issuer", issuer, "err", err)
-		return func() {}
+		return nil
 	}
-	return release
+	return claim
 }
 
-// save records e's Session (never its token) so a restart resumes it;
-// e.mu is held.
+// save records e's Session (never its token) so a restart resumes it,
+// fenced by the claim on it when there is one: a process that lost the
+// claim to another, which continues the Session, writes nothing. e.mu is
+// held.
 func (ss *Sessions) save(ctx context.Context, issuer string, e *companySession) error {
-	info := e.sess.Info()
-	return ss.store.PutSession(ctx, store.Session{
+	info, w := e.sess.Info(), ss.store
+	if e.claim != nil {
+		w = e.claim.Store
+	}
+	err := w.PutSession(ctx, store.Session{
 		Issuer: issuer, UserID: e.userID, ID: info.ID, Domain: e.domain,
 		SignedIn: info.SignedIn, Scopes: slices.Clone(info.Scopes), ExpiresAt: info.ExpiresAt,
 	})
+	if errors.Is(err, store.ErrLeaseLost) {
+		return fmt.Errorf("auth: lost the lease of the Session to another process, which continues it: %w", err)
+	}
+	return err
 }
 
 // Save records the Session's new state after a sign-in, sign-out or
@@ -218,10 +245,7 @@ func (ss *Sessions) Close() {
 	ss.mu.Unlock()
 	for _, e := range entries {
 		e.mu.Lock()
-		if e.release != nil {
-			e.release()
-			e.release = nil
-		}
+		e.release()
 		e.mu.Unlock()
 	}
 }

@@ -233,7 +233,7 @@ func (s *Session) SignOut(ctx context.Context) error {
 		}
 	}
 	if held != nil && held != acct && acct != nil && sameToken(held, acct) {
-		held.drop(ctx, false) // the same token as the Session's, revoked with it
+		held.drop(ctx, held.store(), false) // the same token as the Session's, revoked with it
 	}
 	if acct != nil {
 		s.leave(acct)
@@ -279,13 +279,14 @@ func (a *Agent) Revoke(ctx context.Context, c Company, acct *Account) error {
 	// grant rotates it in between, here or in another process.
 	acct.use.Lock()
 	defer acct.use.Unlock()
-	return withLease(ctx, acct.store(), leaseName(acct.issuer, acct.userID, acct.label), func(ctx context.Context) error {
-		return a.revokeLeased(ctx, c, acct)
+	return withLease(ctx, acct.store(), leaseName(acct.issuer, acct.userID, acct.label), func(ctx context.Context, w AccountStore) error {
+		return a.revokeLeased(ctx, w, c, acct)
 	})
 }
 
-// revokeLeased is Revoke under the use lock and the lease.
-func (a *Agent) revokeLeased(ctx context.Context, c Company, acct *Account) error {
+// revokeLeased is Revoke under the use lock and the lease, writing through
+// w (fenced by the lease).
+func (a *Agent) revokeLeased(ctx context.Context, w AccountStore, c Company, acct *Account) error {
 	if !acct.Dropped() {
 		// Another process may have rotated it: revoke the token in use now,
 		// not one already replaced (which would leave the live one kept).
@@ -309,7 +310,7 @@ func (a *Agent) revokeLeased(ctx context.Context, c Company, acct *Account) erro
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("auth: revoke the Account Token: revocation endpoint answered HTTP %d", resp.StatusCode)
 	}
-	acct.drop(context.WithoutCancel(ctx), false)
+	acct.drop(context.WithoutCancel(ctx), w, false)
 	return nil
 }
 

@@ -58,10 +58,6 @@ type SignIns struct {
 	// mu guards byIssuer. It is never held during I/O.
 	mu       sync.Mutex
 	byIssuer flowsByIssuer
-	// keeping orders keeping a new device sign-in against keeping how an
-	// older one ended, so an old outcome never overwrites a newer sign-in
-	// started here. It is held across the store's write.
-	keeping sync.Mutex
 }
 
 // flowsByIssuer are a person's latest sign-ins, by issuer.

@@ -17,7 +17,9 @@ import (
 
 // StartDevice starts a Device Sign-In at the Company issuer, through
 // domain, with sess for scopes, makes it the Company's latest, keeps it in
-// the store and polls it in the background until it ends. Its error is
+// the store and polls it in the background until it ends. Its lease is
+// taken from the poller of the sign-in it replaces, on whichever replica,
+// so that one writes nothing from then on. Its error is
 // Session.StartDevice's, or the store's when the lease cannot be taken.
 func (s *SignIns) StartDevice(ctx context.Context, issuer, domain string, sess *Session, scopes []string) (*Flow, error) {
 	d, err := sess.StartDevice(ctx, scopes)
@@ -27,15 +29,13 @@ func (s *SignIns) StartDevice(ctx context.Context, issuer, domain string, sess *
 	f := NewFlow(KindDevice, domain, scopes, nil)
 	f.Device, f.Expires = d, d.ExpiresAt
 	kept := &DeviceFlow{ID: f.ID, Issuer: issuer, Domain: domain, Device: d, Interval: d.Interval, Status: FlowPending, Owner: s.o.Owner}
-	l, err := s.lease(s.o.Detach(ctx), kept) // its log lines name the person and the request
+	l, err := s.lease(s.o.Detach(ctx), issuer, true) // its log lines name the person and the request
 	if err != nil {
 		return nil, err
 	}
 	f.SetStop(l.cancel)
-	s.keeping.Lock()
 	s.Replace(issuer, f) // before it is announced, so this replica knows it as its own
-	s.keep(ctx, kept)
-	s.keeping.Unlock()
+	s.keep(ctx, l, kept)
 	s.poll(issuer, sess, f, kept, l)
 	s.o.Logger.InfoContext(ctx, "device sign-in started", "issuer", issuer, "scopes", strings.Join(scopes, " "))
 	return f, nil
@@ -43,34 +43,43 @@ func (s *SignIns) StartDevice(ctx context.Context, issuer, domain string, sess *
 
 // leasedPoll is the right to poll one sign-in: its context ends when the
 // server closes, a newer sign-in replaces it (cancel) or, for a kept one,
-// the lease is lost; release gives the lease back.
+// the lease is lost; dl is the lease (nil without a store).
 type leasedPoll struct {
-	ctx     context.Context
-	cancel  context.CancelFunc
-	release func()
+	ctx    context.Context
+	cancel context.CancelFunc
+	dl     *DeviceLease
 }
 
-// lease takes the lease of polling kept (LeaseDeviceFlow) at once or not
-// at all: exactly one replica polls a kept sign-in. Without a store (kept
-// is then not shared) it always succeeds. base (never cancelled) carries
-// what the polling logs with.
-func (s *SignIns) lease(base context.Context, kept *DeviceFlow) (*leasedPoll, error) {
+// release gives the lease back.
+func (l *leasedPoll) release() {
+	if l.dl != nil {
+		l.dl.Release()
+	}
+}
+
+// lease takes the lease of polling the Company issuer's kept sign-in
+// (LeaseDeviceFlow): from whoever has it for a newer sign-in, else at once
+// or not at all. Without a store (the sign-in is then not shared) it
+// always succeeds. base (never cancelled) carries what the polling logs
+// with.
+func (s *SignIns) lease(base context.Context, issuer string, newer bool) (*leasedPoll, error) {
 	ctx, cancel := context.WithCancel(base)
 	if s.store == nil {
-		return &leasedPoll{ctx: ctx, cancel: cancel, release: func() {}}, nil
+		return &leasedPoll{ctx: ctx, cancel: cancel}, nil
 	}
-	leased, release, err := LeaseDeviceFlow(ctx, s.store, kept)
+	dl, err := LeaseDeviceFlow(ctx, s.store, issuer, newer)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	return &leasedPoll{ctx: leased, cancel: cancel, release: release}, nil
+	return &leasedPoll{ctx: dl.Polling, cancel: cancel, dl: dl}, nil
 }
 
 // poll makes f (whose stop is l.cancel) the Company's sign-in and polls it
 // under l in the background. When a kept sign-in's polling stops here
 // unfinished (the lease lost, or the server shutting down), it stays
-// pending in the store and another replica takes it over (TakeOver).
+// pending in the store and another replica takes it over (TakeOver), or
+// goes on with it already.
 func (s *SignIns) poll(issuer string, sess *Session, f *Flow, kept *DeviceFlow, l *leasedPoll) {
 	s.Replace(issuer, f) // nothing when f is the Company's sign-in already
 	started := s.o.Go(func(bg context.Context) {
@@ -80,18 +89,18 @@ func (s *SignIns) poll(issuer string, sess *Session, f *Flow, kept *DeviceFlow, 
 		defer stop()
 		var in *SignIn
 		var err error
-		if s.store == nil {
+		if l.dl == nil {
 			in, err = sess.PollDevice(l.ctx, f.Device)
-		} else if in, err = sess.PollDeviceFlow(l.ctx, s.store, kept); err != nil && l.ctx.Err() != nil {
+		} else if in, err = sess.PollDeviceFlow(l.ctx, l.dl, kept); err != nil && (l.ctx.Err() != nil || errors.Is(err, store.ErrLeaseLost)) {
 			// Stopped unfinished: replaced by a newer sign-in (ended
 			// already), or left pending in the store for another replica.
-			s.o.Logger.InfoContext(l.ctx, "device sign-in polling stopped here", "issuer", issuer, "err", err)
+			s.stopped(l, issuer, err)
 			return
 		}
 		// The outcome is kept even while shutting down, so it is not lost.
 		done := context.WithoutCancel(l.ctx)
 		s.Finish(done, issuer, sess, f, in, err)
-		s.keepOutcome(done, f, kept)
+		s.keepOutcome(done, l, f, kept)
 	})
 	if !started {
 		l.cancel()
@@ -100,35 +109,40 @@ func (s *SignIns) poll(issuer string, sess *Session, f *Flow, kept *DeviceFlow, 
 	}
 }
 
-// keep saves a sign-in as it is now; without a store, the sign-in still
-// works through this replica alone.
-func (s *SignIns) keep(ctx context.Context, kept *DeviceFlow) {
-	if s.store == nil {
+// stopped logs why polling a kept sign-in stopped here unfinished.
+func (s *SignIns) stopped(l *leasedPoll, issuer string, err error) {
+	if errors.Is(err, store.ErrLeaseLost) || l.dl.Check(context.WithoutCancel(l.ctx)) != nil {
+		s.o.Logger.InfoContext(l.ctx, "device sign-in polling stopped here: lost the lease (another replica polls it, or a newer sign-in replaced it)", "issuer", issuer)
 		return
 	}
-	if err := SaveDeviceFlow(ctx, s.store, kept); err != nil {
+	s.o.Logger.InfoContext(l.ctx, "device sign-in polling stopped here", "issuer", issuer, "err", err)
+}
+
+// keep saves a sign-in as it is now, under its lease l; without a store,
+// the sign-in still works through this replica alone.
+func (s *SignIns) keep(ctx context.Context, l *leasedPoll, kept *DeviceFlow) {
+	if l.dl == nil {
+		return
+	}
+	err := SaveDeviceFlow(ctx, l.dl.Store, kept)
+	switch {
+	case errors.Is(err, store.ErrLeaseLost):
+		// A newer sign-in took the lease, here or on another replica: it
+		// is the one kept, and this one's outcome is not news.
+		s.o.Logger.InfoContext(ctx, "lost the lease of the device sign-in: it is not kept", "issuer", kept.Issuer)
+	case err != nil:
 		s.o.Logger.WarnContext(ctx, "could not keep the device sign-in in the store: only this replica can finish it", "issuer", kept.Issuer, "err", err)
 	}
 }
 
-// keepOutcome saves how f ended, unless a newer sign-in replaced it, here
-// (checked under s.keeping, which StartDevice holds while it keeps a new
-// one) or through another replica.
-func (s *SignIns) keepOutcome(ctx context.Context, f *Flow, kept *DeviceFlow) {
-	if s.store == nil {
-		return
-	}
-	s.keeping.Lock()
-	defer s.keeping.Unlock()
-	if cur := s.Current(kept.Issuer); cur != nil && cur.ID != kept.ID {
-		return
-	}
-	if now, err := LoadDeviceFlow(ctx, s.store, kept.Issuer); err == nil && now.ID != kept.ID {
-		return
-	}
+// keepOutcome saves how f ended, under its lease l: when a newer sign-in
+// replaced it, here or through another replica, or another poller took
+// it over, that one holds the lease and the write changes nothing (a
+// compare-and-set, by the lease's fencing token).
+func (s *SignIns) keepOutcome(ctx context.Context, l *leasedPoll, f *Flow, kept *DeviceFlow) {
 	st := f.State()
 	kept.Status, kept.Granted, kept.Missing, kept.Detail = st.Status, st.Granted, st.Missing, st.Detail
-	s.keep(ctx, kept)
+	s.keep(ctx, l, kept)
 }
 
 // fromKept is the local picture of a sign-in another replica started or
@@ -197,11 +211,18 @@ func (s *SignIns) adopt(ctx context.Context, issuer string, kept *DeviceFlow) {
 // a sign-in polled elsewhere (or here) costs one statement. ctx acts for
 // the person.
 func (s *SignIns) TakeOver(ctx context.Context, kept *DeviceFlow) {
-	l, err := s.lease(s.o.Detach(ctx), kept)
+	l, err := s.lease(s.o.Detach(ctx), kept.Issuer, false)
 	if err != nil {
 		if !errors.Is(err, store.ErrLeaseHeld) {
 			s.o.Logger.DebugContext(ctx, "could not take the device sign-in over", "issuer", kept.Issuer, "err", err)
 		}
+		return
+	}
+	// Under the lease the kept sign-in changes only through its holder:
+	// it is read again, as a poller before may have finished it meanwhile.
+	if now, err := LoadDeviceFlow(ctx, s.store, kept.Issuer); err != nil || now.ID != kept.ID || now.Status != FlowPending {
+		l.cancel()
+		l.release()
 		return
 	}
 	if s.o.Open == nil {

@@ -58,6 +58,18 @@ func (t *Tracker) leaseSend(ctx context.Context, name string) (*sending, error) 
 	return &sending{name: name, lease: &l, stop: stop}, nil
 }
 
+// under is the view of the store a write of the pending message goes
+// through: fenced by the lease of sending it when this call holds it
+// (store.Store.Fenced), so a replica that lost the lease (paused past its
+// expiry while another took the message over) writes nothing, and its
+// write fails with an error matching store.ErrLeaseLost.
+func (t *Tracker) under(snd *sending) *store.Store {
+	if snd.lease == nil {
+		return t.st
+	}
+	return t.st.Fenced(*snd.lease)
+}
+
 // release gives the lease of a send back, so another replica need not
 // wait for its expiry to send the message again.
 func (t *Tracker) release(ctx context.Context, snd *sending) {
@@ -165,7 +177,7 @@ func (t *Tracker) claimID(ctx context.Context, conversationID, parentID string, 
 	rec.ID, rec.ConversationID, rec.ParentID, rec.Message = m.ID, conversationID, parentID, toWire(*m)
 	raw, err := json.Marshal(rec)
 	if err == nil {
-		err = t.st.PutSecret(ctx, name, raw)
+		err = t.under(snd).PutSecret(ctx, name, raw)
 	}
 	if err != nil {
 		t.release(ctx, snd)
@@ -196,7 +208,7 @@ func (t *Tracker) settle(ctx context.Context, snd *sending, err error) {
 	if final(err) {
 		// Best effort: a pending message left behind is sent again while
 		// young, with its ID, which the Company recognizes.
-		_ = t.st.DeleteSecret(context.WithoutCancel(ctx), snd.name)
+		_ = t.under(snd).DeleteSecret(context.WithoutCancel(ctx), snd.name) // ErrLeaseLost: the new holder settles it
 	}
 	t.release(ctx, snd)
 }
@@ -247,7 +259,7 @@ func (t *Tracker) resendOne(ctx context.Context, name, skip string) (Resent, boo
 	}
 	rec, err := t.pending(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
-		_ = t.st.DeleteSecret(context.WithoutCancel(ctx), name) // another call sent it, or it is unreadable
+		_ = t.under(snd).DeleteSecret(context.WithoutCancel(ctx), name) // another call sent it, or it is unreadable
 		return Resent{}, false, nil
 	}
 	if err != nil {
@@ -260,8 +272,7 @@ func (t *Tracker) resendOne(ctx context.Context, name, skip string) (Resent, boo
 	m := rec.Message.message()
 	r := Resent{MessageID: rec.ID, ConversationID: rec.ConversationID, ParentID: rec.ParentID, Text: m.Text}
 	if !young {
-		r.Outcome = ResentExpired
-		return r, true, t.st.DeleteSecret(context.WithoutCancel(ctx), name)
+		return t.forgetExpired(ctx, snd, r)
 	}
 	r.ConversationID, err = t.resend(ctx, rec, m)
 	t.settle(ctx, snd, err)
@@ -274,6 +285,18 @@ func (t *Tracker) resendOne(ctx context.Context, name, skip string) (Resent, boo
 		r.Outcome, r.Err = ResentUnconfirmed, err
 	}
 	return r, true, nil
+}
+
+// forgetExpired forgets the pending message of snd, too old to be sent
+// again, and reports it (r) expired; unless the lease of it was lost: the
+// replica that has it now deals with it.
+func (t *Tracker) forgetExpired(ctx context.Context, snd *sending, r Resent) (Resent, bool, error) {
+	r.Outcome = ResentExpired
+	err := t.under(snd).DeleteSecret(context.WithoutCancel(ctx), snd.name)
+	if errors.Is(err, store.ErrLeaseLost) {
+		return Resent{}, false, nil
+	}
+	return r, true, err
 }
 
 // resend sends a pending message again as it was, without a read, and

@@ -45,3 +45,33 @@ func TestPendingLeasedElsewhere(t *testing.T) {
 		t.Errorf("the Company recorded %q, want the message once", got)
 	}
 }
+
+// TestPendingLeaseLost: a replica that lost the lease of sending a pending
+// message (paused past its expiry while another replica took the message
+// over) writes nothing of it: settling it after its send leaves the record
+// to the replica that holds the lease now. On the old code it deleted the
+// message under the new holder's feet.
+func TestPendingLeaseLost(t *testing.T) {
+	co := newCompany(t, nil, nil)
+	ctx := context.Background()
+	leftPending(t, co, "Yes, the medium one")
+	afterHold()
+	tr := co.tracker(t)
+	names, err := co.st.SecretNames(ctx, tr.pendingPrefix())
+	if err != nil || len(names) != 1 {
+		t.Fatalf("pending: %q, %v", names, err)
+	}
+	snd, err := tr.leaseSend(ctx, names[0])
+	if err != nil || snd.lease == nil {
+		t.Fatalf("leaseSend: %+v, %v", snd, err)
+	}
+	other, err := co.st.TakeLease(ctx, "conversation-pending "+names[0], "the other replica", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer co.st.ReleaseLease(ctx, other)
+	tr.settle(ctx, snd, nil)
+	if _, err := tr.pending(ctx, names[0]); err != nil {
+		t.Errorf("the stale replica's settle removed the message the other replica sends: %v", err)
+	}
+}

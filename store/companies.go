@@ -226,8 +226,8 @@ func scanString(row interface{ Scan(...any) error }) (string, error) {
 // issuer for account was last used. Recording a use of a missing one
 // changes nothing.
 func (s *Store) AccountTokenUsed(ctx context.Context, issuer, userID, account string) error {
-	if _, err := s.conn().exec(ctx, `UPDATE account_tokens SET used_at = ?
-		WHERE local_user = ? AND issuer = ? AND user_id = ? AND account = ?`,
+	if err := s.write(ctx, `UPDATE account_tokens SET used_at = ?
+		WHERE local_user = ? AND issuer = ? AND user_id = ? AND account = ? AND FENCE`,
 		unixNano(s.now()), s.user, issuer, userID, account); err != nil {
 		return fmt.Errorf("store: record a use of the account token for %s: %w", account, err)
 	}

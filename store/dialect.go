@@ -30,6 +30,9 @@ type dialect struct {
 	// compare with it, so that processes and replicas whose clocks
 	// disagree still agree on who holds one.
 	nowNanos string
+	// nextToken is an SQL expression of a new lease fencing token
+	// (fence.go), greater than every one given before in the state.
+	nextToken string
 	// migrations is the schema, one numbered step per entry: migrations[i]
 	// takes the schema from version i to i+1. Each database has its own
 	// history. Never edit a step once released; append.

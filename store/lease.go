@@ -11,7 +11,8 @@ package store
 // database's clock in the same statement that takes the lease, so
 // replicas whose clocks disagree still agree on who holds it. Leases are
 // per local user (Store.ForUser): two people's leases of one name are two
-// leases.
+// leases. Each lease carries a fencing token, so that the writes done under
+// it can be refused once it is lost (fence.go).
 
 import (
 	"context"
@@ -29,7 +30,9 @@ import (
 var ErrLeaseHeld = errors.New("store: the lease is held by another holder")
 
 // ErrLeaseLost is matched by RenewLease's error when the holder no longer
-// has the lease: it expired and another holder took it, or it was released.
+// has the lease: it expired and another holder took it, or it was released;
+// and by the error of a fenced write ([Store.Fenced]) or a CheckLease of a
+// lease no longer held.
 var ErrLeaseLost = errors.New("store: the lease is no longer held")
 
 // Lease is a held lease: who holds which name until when.
@@ -44,6 +47,14 @@ type Lease struct {
 	// ExpiresAt is when the lease ends unless renewed, by the database's
 	// clock.
 	ExpiresAt time.Time
+	// Token is the lease's fencing token (fence.go): taken anew each time
+	// a holder takes the lease from nobody or from another holder, greater
+	// than every token given before in the state, and kept by renewals.
+	// Writes through [Store.Fenced] are done only while it is current.
+	Token int64
+
+	// user is the local user of the view that took the lease.
+	user string
 }
 
 // leaseHeldError says who holds a lease until when.
@@ -76,16 +87,11 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 		return Lease{}, err
 	}
 	// One statement: the row is taken over only when it is free, expired or
-	// already this holder's, atomically in every process and replica.
-	var expires int64
-	err := s.conn().queryRow(ctx, s.d.now(`INSERT INTO leases (local_user, name, holder, expires_at)
-		VALUES (?, ?, ?, NOW_NS + ?)
-		ON CONFLICT (local_user, name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-		WHERE leases.holder = excluded.holder OR leases.expires_at <= NOW_NS
-		RETURNING expires_at`), s.user, name, holder, ttl.Nanoseconds()).Scan(&expires)
+	// already this holder's, atomically in every process and replica; a new
+	// holder gets a new fencing token in the same statement.
+	l, err := s.takeLease(ctx, name, holder, ttl, `WHERE leases.holder = excluded.holder OR leases.expires_at <= NOW_NS`)
 	if err == nil {
-		s.held.change(s.metrics, leaseKey(s.user, name)+"\x00"+holder, true)
-		return Lease{Name: name, Holder: holder, ExpiresAt: fromUnixNano(expires)}, nil
+		return l, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return Lease{}, fmt.Errorf("store: acquire lease %q: %w", name, err)
@@ -171,7 +177,8 @@ func (s *Store) RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lea
 	if err != nil {
 		return Lease{}, fmt.Errorf("store: renew lease %q: %w", l.Name, err)
 	}
-	return Lease{Name: l.Name, Holder: l.Holder, ExpiresAt: fromUnixNano(expires)}, nil
+	l.ExpiresAt = fromUnixNano(expires)
+	return l, nil
 }
 
 // ReleaseLease gives a lease up, so another holder can take it at once;

@@ -26,6 +26,7 @@ var pgDialect = &dialect{
 	name:       "postgres",
 	numbered:   true,
 	nowNanos:   "CAST(EXTRACT(EPOCH FROM now()) * 1000000000 AS BIGINT)",
+	nextToken:  pgNextToken,
 	migrations: pgMigrations,
 	// Taken before the schema_version table is even created: two replicas
 	// running CREATE TABLE IF NOT EXISTS at once can otherwise both try.
@@ -207,4 +208,5 @@ var pgMigrations = [][]string{
 			PRIMARY KEY (local_user, name))`,
 	},
 	migrationGenerations(`TEXT COLLATE "C"`), // 2
+	pgMigrationFencing,                       // 3
 }

@@ -77,9 +77,9 @@ func (s *Store) PutSession(ctx context.Context, sess Session) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.conn().exec(ctx, `INSERT INTO sessions
+	err = s.write(ctx, `INSERT INTO sessions
 		(local_user, issuer, id, user_id, domain, account, signed_in, scopes, expires_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE FENCE
 		ON CONFLICT (local_user, issuer, id) DO UPDATE SET user_id = excluded.user_id, domain = excluded.domain,
 		account = excluded.account, signed_in = excluded.signed_in, scopes = excluded.scopes,
 		expires_at = excluded.expires_at, updated_at = excluded.updated_at`,
@@ -172,8 +172,9 @@ func (s *Store) PutAccountToken(ctx context.Context, t AccountToken) error {
 	}
 	// Poppy 0.1 §4.8: "Personal Agents MUST store Account Tokens as secrets".
 	sealed := s.seal(t.Token.b, s.accountTokenAAD(t.Issuer, t.UserID, t.Account))
-	_, err = s.conn().exec(ctx, `INSERT INTO account_tokens
-		(local_user, issuer, user_id, account, scopes, expires_at, token, updated_at, used_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	err = s.write(ctx, `INSERT INTO account_tokens
+		(local_user, issuer, user_id, account, scopes, expires_at, token, updated_at, used_at)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE FENCE
 		ON CONFLICT (local_user, issuer, user_id, account) DO UPDATE SET scopes = excluded.scopes,
 		expires_at = excluded.expires_at, token = excluded.token, updated_at = excluded.updated_at,
 		used_at = excluded.used_at`,
@@ -234,8 +235,8 @@ func (s *Store) scanAccountToken(row interface{ Scan(...any) error }) (AccountTo
 // DeleteAccountToken removes an Account Token. Deleting a missing one is
 // not an error.
 func (s *Store) DeleteAccountToken(ctx context.Context, issuer, userID, account string) error {
-	if _, err := s.conn().exec(ctx, `DELETE FROM account_tokens
-		WHERE local_user = ? AND issuer = ? AND user_id = ? AND account = ?`, s.user, issuer, userID, account); err != nil {
+	if err := s.write(ctx, `DELETE FROM account_tokens
+		WHERE local_user = ? AND issuer = ? AND user_id = ? AND account = ? AND FENCE`, s.user, issuer, userID, account); err != nil {
 		return fmt.Errorf("store: delete account token for %s: %w", account, err)
 	}
 	return nil

@@ -116,7 +116,7 @@ func (s *Store) PutSecret(ctx context.Context, name string, value []byte) error 
 	if name == "" {
 		return errors.New("store: empty secret name")
 	}
-	_, err := s.conn().exec(ctx, `INSERT INTO secrets (local_user, name, value, updated_at) VALUES (?, ?, ?, ?)
+	err := s.write(ctx, `INSERT INTO secrets (local_user, name, value, updated_at) SELECT ?, ?, ?, ? WHERE FENCE
 		ON CONFLICT (local_user, name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
 		s.user, name, s.seal(value, s.secretAAD(name)), unixNano(s.now()))
 	if err != nil {
@@ -172,7 +172,7 @@ func (s *Store) SecretHolders(ctx context.Context, prefix string) ([]string, err
 // DeleteSecret removes the local user's secret stored under name. Deleting
 // a missing secret is not an error.
 func (s *Store) DeleteSecret(ctx context.Context, name string) error {
-	if _, err := s.conn().exec(ctx, `DELETE FROM secrets WHERE local_user = ? AND name = ?`, s.user, name); err != nil {
+	if err := s.write(ctx, `DELETE FROM secrets WHERE local_user = ? AND name = ? AND FENCE`, s.user, name); err != nil {
 		return fmt.Errorf("store: delete secret %q: %w", name, err)
 	}
 	return nil

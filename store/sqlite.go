@@ -55,6 +55,7 @@ func dsn(dbPath string) string {
 var sqliteDialect = &dialect{
 	name:       "sqlite",
 	nowNanos:   "CAST(unixepoch('subsec') * 1000000000 AS INTEGER)",
+	nextToken:  sqliteNextToken,
 	migrations: sqliteMigrations,
 	// Releases in other processes are seen only by looking again.
 	leaseRecheck: 100 * time.Millisecond,
@@ -154,6 +155,7 @@ var sqliteMigrations = [][]string{
 	migrationLeases,              // 3
 	migrationLocalUsers,          // 4
 	migrationGenerations("TEXT"), // 5
+	sqliteMigrationFencing,       // 6
 }
 
 // migrationLeases adds the leases of lease.go: one row per lease, taken and

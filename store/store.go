@@ -49,6 +49,22 @@
 //   - notifications ([Store.Notify]), whose payloads say whom they are for;
 //   - the state key check and the schema version.
 //
+// # Leases and fencing
+//
+// A lease ([Store.AcquireLease], [Store.WaitLease], [Store.KeepLease]) lets
+// one holder at a time do a piece of work, judged by the database's clock,
+// and expires so that another takes over from a holder that crashed. A
+// holder that was only paused (a long garbage collection, SIGSTOP, a
+// stalled virtual machine) may wake after that, still believing it holds
+// the lease. So every lease carries a fencing token ([Lease.Token]), new
+// and greater than every earlier one each time the lease changes hands,
+// never reused, and the writes done under a lease go through
+// [Store.Fenced]: each checks, in its own statement, that the lease is
+// still held under its token, and fails with an error matching
+// [ErrLeaseLost] otherwise, changing nothing. The holder that lost its
+// lease stops there. [Store.TakeLease] takes a lease from its holder at
+// once, for work that supersedes the holder's, and fences it the same way.
+//
 // # Secrets
 //
 // Secrets (private keys, Account Tokens, anything stored with
@@ -134,6 +150,9 @@ type Store struct {
 	// user is the local user key this view is scoped to; "" is the default
 	// user.
 	user string
+	// fence is the lease this view's writes are done under (Fenced); nil:
+	// not fenced.
+	fence *Lease
 }
 
 // state is what every view of one opened state shares.

@@ -21,15 +21,7 @@ import (
 // a deployment serving no one in particular.
 func TestHostedSignInTakenOverAfterKill(t *testing.T) {
 	t.Parallel()
-	dbURL := postgresURL(t)
-	h := startHostedWith(t, &deploymentOptions{Replicas: 2, Store: dbURL})
-	dana := h.connectPerson(t, 0, "dana", "acct_dana", "2026-07-28")
-	got, _ := dana.call(t, "sign_in_device", map[string]any{"domain": "example.com", "scopes": []string{"poppy:read"}})
-	code, _ := got["user_code"].(string)
-	if got["status"] != "pending" || code == "" {
-		t.Fatalf("sign_in_device through A = %v\n%s", got, h.logged())
-	}
-	waitFor(t, 20*time.Second, "poll by A", func() bool { return devicePolls(h.srv) > 0 })
+	h, dbURL, code := signInPolledByA(t)
 	a := h.replicas[0]
 	a.down.Store(true)
 	if err := a.proc.Process.Kill(); err != nil {
@@ -63,6 +55,24 @@ func TestHostedSignInTakenOverAfterKill(t *testing.T) {
 			t.Errorf("a Session signed in to %s, not dana's account", s.Account)
 		}
 	}
+}
+
+// signInPolledByA starts a hosted deployment of two replicas on one
+// PostgreSQL database, and a device sign-in of dana's through replica A,
+// and waits for A's first poll. It returns the deployment, the database's
+// URL and the sign-in's user code.
+func signInPolledByA(t *testing.T) (h *hostedDeployment, dbURL, code string) {
+	t.Helper()
+	dbURL = postgresURL(t)
+	h = startHostedWith(t, &deploymentOptions{Replicas: 2, Store: dbURL})
+	dana := h.connectPerson(t, 0, "dana", "acct_dana", "2026-07-28")
+	got, _ := dana.call(t, "sign_in_device", map[string]any{"domain": "example.com", "scopes": []string{"poppy:read"}})
+	code, _ = got["user_code"].(string)
+	if got["status"] != "pending" || code == "" {
+		t.Fatalf("sign_in_device through A = %v\n%s", got, h.logged())
+	}
+	waitFor(t, 20*time.Second, "poll by A", func() bool { return devicePolls(h.srv) > 0 })
+	return h, dbURL, code
 }
 
 // checkPolledAfter: the Company got device polls after the kill (the
