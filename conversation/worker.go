@@ -128,7 +128,22 @@ func (w *Worker) Run(ctx context.Context) {
 			if !ok {
 				notes = nil // the Store is closing, or ctx ended
 			}
+			drain(notes) // one sweep answers every notification so far
 		case <-t.C:
+		}
+	}
+}
+
+// drain takes the notifications already waiting on notes.
+func drain(notes <-chan string) {
+	for {
+		select {
+		case _, ok := <-notes:
+			if !ok {
+				return
+			}
+		default:
+			return
 		}
 	}
 }
