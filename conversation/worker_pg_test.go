@@ -42,7 +42,7 @@ func TestWorkersOnPostgres(t *testing.T) {
 	on.st = stores[0]
 	const failures = 3
 	u := leftDown(t, &on, failures, "Gift wrap, please")
-	quick := func() backoff.BackOff { return backoff.NewConstantBackOff(100 * time.Millisecond) }
+	quick := &WorkerOptions{NewBackOff: func() backoff.BackOff { return backoff.NewConstantBackOff(100 * time.Millisecond) }}
 	a, b := co.runWorkerWith(t, stores[0], nil, quick), co.runWorkerWith(t, stores[1], nil, quick)
 	path := "/poppy/conversations/" + u.ConversationID + "/messages"
 	deadline := time.Now().Add(30 * time.Second)

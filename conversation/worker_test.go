@@ -31,8 +31,9 @@ func (co *company) runWorker(t *testing.T, st *store.Store, opts *TrackerOptions
 	return co.runWorkerWith(t, st, opts, nil)
 }
 
-// runWorkerWith is runWorker with the Worker's back-off (nil: its default).
-func (co *company) runWorkerWith(t *testing.T, st *store.Store, opts *TrackerOptions, b func() backoff.BackOff) *workerRun {
+// runWorkerWith is runWorker with the Worker's options but Open (nil:
+// the defaults).
+func (co *company) runWorkerWith(t *testing.T, st *store.Store, opts *TrackerOptions, wopts *WorkerOptions) *workerRun {
 	t.Helper()
 	run := &workerRun{}
 	open := func(ctx context.Context, key, person string, owner Owner) (*Tracker, func(), error) {
@@ -50,7 +51,12 @@ func (co *company) runWorkerWith(t *testing.T, st *store.Store, opts *TrackerOpt
 		tr, err := NewTracker(c, st, owner, opts)
 		return tr, func() {}, err
 	}
-	w, err := NewWorker(st, &WorkerOptions{Open: open, NewBackOff: b})
+	var o WorkerOptions
+	if wopts != nil {
+		o = *wopts
+	}
+	o.Open = open
+	w, err := NewWorker(st, &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,4 +286,30 @@ func TestWorkerStops(t *testing.T) {
 			t.Errorf("the lease after the Worker stopped: %v", err)
 		}
 	})
+}
+
+// TestWorkerTakesOverFromDeadReplica: a person's messages whose Worker
+// lease is held by a replica that died (it never renews it) are left
+// alone until the lease expires, then sent by another replica's Worker at
+// a sweep. Leases expire by the database's clock, which a synctest bubble
+// does not move, so this test runs on the real clock, with a short lease.
+func TestWorkerTakesOverFromDeadReplica(t *testing.T) {
+	t.Parallel()
+	co := newCompany(t, nil, nil)
+	u := leftDown(t, co, 1, "Ship it to the office")
+	dead, err := co.st.AcquireLease(context.Background(), workerLease, "the replica that died", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	co.runWorkerWith(t, co.st, nil, &WorkerOptions{Sweep: 100 * time.Millisecond})
+	for end := time.Now().Add(20 * time.Second); len(co.texts(u.ConversationID)) < 2 && time.Now().Before(end); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	msgs := co.srv.Messages(u.ConversationID)
+	if len(msgs) != 2 {
+		t.Fatalf("not sent after the dead replica's lease expired: the Company has %+v", msgs)
+	}
+	if msgs[1].Time.Before(dead.ExpiresAt) {
+		t.Errorf("sent at %s, under the dead replica's lease (until %s)", msgs[1].Time, dead.ExpiresAt)
+	}
 }
