@@ -296,8 +296,14 @@ func (w *Worker) deliver(ctx context.Context, view *store.Store, g *pendingGroup
 	}
 	defer done()
 	for _, name := range g.names {
-		if _, _, err := tr.resendOne(ctx, name, "", true); err != nil && ctx.Err() == nil {
+		r, ok, err := tr.resendOne(ctx, name, "", true)
+		switch {
+		case err != nil && ctx.Err() == nil:
 			w.opts.Logger.Debug("could not send a pending message", "issuer", g.owner.Issuer, "err", err)
+		case ok && r.Outcome == ResentUnconfirmed:
+			w.opts.Logger.Debug("a pending message sent again is still not confirmed", "issuer", g.owner.Issuer, "err", r.Err)
+		case ok:
+			w.opts.Logger.Info("a pending message is settled in the background", "issuer", g.owner.Issuer, "outcome", r.Outcome, "err", r.Err)
 		}
 		if _, err := tr.pending(ctx, name); !errors.Is(err, store.ErrNotFound) {
 			left++
