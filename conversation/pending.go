@@ -229,15 +229,21 @@ func loadPending(ctx context.Context, st *store.Store, name string) (*pendingRec
 // for the message may have been recorded, and the Workers hear of it
 // (PendingChannel). Either way the lease of sending it is given back.
 func (t *Tracker) settle(ctx context.Context, snd *sending, err error) {
+	t.finish(ctx, snd, err)
+	if !final(err) {
+		t.announcePending(context.WithoutCancel(ctx))
+	}
+}
+
+// finish is settle without the announcement, for a Worker, which sends
+// what it leaves pending again itself.
+func (t *Tracker) finish(ctx context.Context, snd *sending, err error) {
 	if final(err) {
 		// Best effort: a pending message left behind is sent again while
 		// young, with its ID, which the Company recognizes.
 		_ = t.writePending(context.WithoutCancel(ctx), snd.lease, snd.name, nil)
 	}
 	t.release(ctx, snd)
-	if !final(err) {
-		t.announcePending(context.WithoutCancel(ctx))
-	}
 }
 
 // final reports whether the answer to a message is one that sending it
@@ -330,7 +336,11 @@ func (t *Tracker) sendAgain(ctx context.Context, snd *sending, rec *pendingRecor
 	if kerr := t.keepOutcome(ctx, snd, r, keep && final(err)); kerr != nil {
 		return r, kerr // the message stays pending: the next round sends it again, with its ID
 	}
-	t.settle(ctx, snd, err)
+	if keep {
+		t.finish(ctx, snd, err)
+	} else {
+		t.settle(ctx, snd, err)
+	}
 	return r, nil
 }
 

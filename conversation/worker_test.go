@@ -313,3 +313,23 @@ func TestWorkerTakesOverFromDeadReplica(t *testing.T) {
 		t.Errorf("sent at %s, under the dead replica's lease (until %s)", msgs[1].Time, dead.ExpiresAt)
 	}
 }
+
+// TestWorkerWakesOnPending: a Worker already running hears at once of a
+// message left pending (PendingChannel) and sends it before its next
+// sweep, 30 s later.
+func TestWorkerWakesOnPending(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		co := newBubbleCompany(t, nil, nil)
+		u := started(t, co.tracker(t), "Hello")
+		co.runWorker(t, co.st, nil)
+		synctest.Wait() // its first sweep found nothing
+		co.srv.UnavailableNextPosts(1)
+		if _, err := co.dyingTracker(t, nil).Send(context.Background(), u.ConversationID, textMsg("Size M"), nil); err == nil {
+			t.Fatal("the send to an unavailable Company succeeded")
+		}
+		if !within(20*time.Second, func() bool { return len(co.texts(u.ConversationID)) == 2 }) {
+			t.Fatalf("not sent before the next sweep: the Company has %q", co.texts(u.ConversationID))
+		}
+	})
+}
