@@ -98,7 +98,9 @@ func (c *Company) Tracker(cl *conversation.Client, owner conversation.Owner) (*c
 	if tr := c.trackers[owner]; tr != nil {
 		return tr.WithClient(cl), nil
 	}
-	tr, err := conversation.NewTracker(cl, c.person.store, owner, nil)
+	// Person: a Worker that sends the messages it leaves pending acts for
+	// this person (ForOwner).
+	tr, err := conversation.NewTracker(cl, c.person.store, owner, &conversation.TrackerOptions{Person: OwnerOf(c.person.user)})
 	if err == nil {
 		c.trackers[owner] = tr
 	}

@@ -130,11 +130,18 @@ func OwnerOf(person mcpauth.User) string {
 // OwnerContext returns ctx acting for the person a kept sign-in of the
 // local user key is for, and whether that person is known and is key's.
 func OwnerContext(ctx context.Context, key string, kept *auth.DeviceFlow) (context.Context, bool) {
+	return ForOwner(ctx, key, kept.Owner)
+}
+
+// ForOwner returns ctx acting for the person owner (OwnerOf's value, kept
+// with work done for them: a device sign-in, a pending message) names, and
+// whether that person is known and is the local user key's.
+func ForOwner(ctx context.Context, key, owner string) (context.Context, bool) {
 	if key == "" {
-		return ctx, kept.Owner == ""
+		return ctx, owner == ""
 	}
 	var pair [2]string
-	if json.Unmarshal([]byte(kept.Owner), &pair) != nil {
+	if json.Unmarshal([]byte(owner), &pair) != nil {
 		return ctx, false
 	}
 	person := mcpauth.User{Issuer: pair[0], Subject: pair[1]}

@@ -5,11 +5,14 @@
 // before its first attempt, and removed once the Company has answered it.
 // The next call of a Tracker of the same Company and User sends it again
 // with its ID while it is young, and otherwise reports it not sent and
-// forgets it: a "yes, pay" must not arrive days late. Each send, the first
-// and every resend, holds a lease on the message in the store, so that
-// replicas sharing it send one message one at a time: a replica's call
-// skips a message another replica is sending, and takes it over once that
-// one's lease expires (it crashed) or is given back unanswered.
+// forgets it: a "yes, pay" must not arrive days late. A Worker (worker.go)
+// does the same in the background, whether or not the person calls again,
+// and keeps what became of each message for their next call to report.
+// Each send, the first and every resend, holds a lease on the message in
+// the store, so that replicas sharing it send one message one at a time:
+// a replica's call skips a message another replica is sending, and takes
+// it over once that one's lease expires (it crashed) or is given back
+// unanswered.
 
 package conversation
 
@@ -58,18 +61,6 @@ func (t *Tracker) leaseSend(ctx context.Context, name string) (*sending, error) 
 	return &sending{name: name, lease: &l, stop: stop}, nil
 }
 
-// under is the view of the store a write of the pending message goes
-// through: fenced by the lease of sending it when this call holds it
-// (store.Store.Fenced), so a replica that lost the lease (paused past its
-// expiry while another took the message over) writes nothing, and its
-// write fails with an error matching store.ErrLeaseLost.
-func (t *Tracker) under(snd *sending) *store.Store {
-	if snd.lease == nil {
-		return t.st
-	}
-	return t.st.Fenced(*snd.lease)
-}
-
 // release gives the lease of a send back, so another replica need not
 // wait for its expiry to send the message again.
 func (t *Tracker) release(ctx context.Context, snd *sending) {
@@ -89,6 +80,19 @@ type pendingRecord struct {
 	// Created is when the message was first sent; zero in records of
 	// older versions, which are never sent again.
 	Created time.Time `json:"created,omitzero"`
+	// Issuer, UserID and Domain are the Tracker's Owner, and Person its
+	// TrackerOptions.Person, so that a Worker knows whose Session sends
+	// it; empty in records of older versions, which only the person's
+	// calls send.
+	Issuer string `json:"issuer,omitempty"`
+	UserID string `json:"user_id,omitempty"`
+	Domain string `json:"domain,omitempty"`
+	Person string `json:"person,omitempty"`
+}
+
+// owner is the Owner of the Tracker that stored the record.
+func (rec *pendingRecord) owner() Owner {
+	return Owner{Issuer: rec.Issuer, UserID: rec.UserID, Domain: rec.Domain}
 }
 
 // Outcomes of a pending message (Resent.Outcome).
@@ -175,9 +179,10 @@ func (t *Tracker) claimID(ctx context.Context, conversationID, parentID string, 
 		}
 	}
 	rec.ID, rec.ConversationID, rec.ParentID, rec.Message = m.ID, conversationID, parentID, toWire(*m)
+	rec.Issuer, rec.UserID, rec.Domain, rec.Person = t.owner.Issuer, t.owner.UserID, t.owner.Domain, t.opts.Person
 	raw, err := json.Marshal(rec)
 	if err == nil {
-		err = t.under(snd).PutSecret(ctx, name, raw)
+		err = t.writePending(ctx, snd.lease, name, raw)
 	}
 	if err != nil {
 		t.release(ctx, snd)
@@ -186,9 +191,31 @@ func (t *Tracker) claimID(ctx context.Context, conversationID, parentID string, 
 	return snd, nil
 }
 
+// writePending writes value under name, or deletes name when value is
+// nil: a pending message, or the outcome of one (outcome.go). held is the
+// lease of sending the message that the caller holds; nil when it holds
+// none (another holder sends the same ID, or a person's call takes the
+// outcomes kept for it). Every write of pending state goes through here,
+// so that what a write under a lease must check is checked in one place.
+func (t *Tracker) writePending(ctx context.Context, held *store.Lease, name string, value []byte) error {
+	st := t.st
+	if held != nil {
+		st = t.st.Fenced(*held) // refused with store.ErrLeaseLost once another holder has the lease
+	}
+	if value == nil {
+		return st.DeleteSecret(ctx, name)
+	}
+	return st.PutSecret(ctx, name, value)
+}
+
 // pending reads the pending message stored under name.
 func (t *Tracker) pending(ctx context.Context, name string) (*pendingRecord, error) {
-	raw, err := t.st.Secret(ctx, name)
+	return loadPending(ctx, t.st, name)
+}
+
+// loadPending reads the pending message stored under name in st.
+func loadPending(ctx context.Context, st *store.Store, name string) (*pendingRecord, error) {
+	raw, err := st.Secret(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -202,13 +229,22 @@ func (t *Tracker) pending(ctx context.Context, name string) (*pendingRecord, err
 // settle removes a pending message once the Company has answered it: with
 // success, or with an error that sending it again cannot change. After a
 // network failure, a 5xx, a cancelled wait or a malformed answer it stays,
-// for the message may have been recorded. Either way the lease of sending
-// it is given back.
+// for the message may have been recorded, and the Workers hear of it
+// (PendingChannel). Either way the lease of sending it is given back.
 func (t *Tracker) settle(ctx context.Context, snd *sending, err error) {
+	t.finish(ctx, snd, err)
+	if !final(err) {
+		t.announcePending(context.WithoutCancel(ctx))
+	}
+}
+
+// finish is settle without the announcement, for a Worker, which sends
+// what it leaves pending again itself.
+func (t *Tracker) finish(ctx context.Context, snd *sending, err error) {
 	if final(err) {
 		// Best effort: a pending message left behind is sent again while
 		// young, with its ID, which the Company recognizes.
-		_ = t.under(snd).DeleteSecret(context.WithoutCancel(ctx), snd.name) // ErrLeaseLost: the new holder settles it
+		_ = t.writePending(context.WithoutCancel(ctx), snd.lease, snd.name, nil)
 	}
 	t.release(ctx, snd)
 }
@@ -228,13 +264,16 @@ func final(err error) bool {
 // message with that ID and the same content, it returns the original
 // response and doesn't add the message again."
 func (t *Tracker) resendPending(ctx context.Context, skip string) ([]Resent, error) {
-	names, err := t.st.SecretNames(ctx, t.pendingPrefix())
+	out, err := t.takeOutcomes(ctx) // what a Worker did since the last call
 	if err != nil {
 		return nil, err
 	}
-	var out []Resent
+	names, err := t.st.SecretNames(ctx, t.pendingPrefix())
+	if err != nil {
+		return out, err
+	}
 	for _, name := range names {
-		r, ok, err := t.resendOne(ctx, name, skip)
+		r, ok, err := t.resendOne(ctx, name, skip, false)
 		if err != nil {
 			return out, err
 		}
@@ -246,8 +285,11 @@ func (t *Tracker) resendPending(ctx context.Context, skip string) ([]Resent, err
 }
 
 // resendOne deals with the pending message name, and reports whether
-// there was one to deal with.
-func (t *Tracker) resendOne(ctx context.Context, name, skip string) (Resent, bool, error) {
+// there was one to deal with. With keep (a Worker's, which no person's
+// call waits for), an outcome that ends the message (delivered, expired,
+// refused) is kept for the person's next call to report, before the
+// message is removed.
+func (t *Tracker) resendOne(ctx context.Context, name, skip string, keep bool) (Resent, bool, error) {
 	defer t.locks.lock("pending\x00" + name)()
 	snd, err := t.leaseSend(ctx, name)
 	if err != nil {
@@ -259,7 +301,7 @@ func (t *Tracker) resendOne(ctx context.Context, name, skip string) (Resent, boo
 	}
 	rec, err := t.pending(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
-		_ = t.under(snd).DeleteSecret(context.WithoutCancel(ctx), name) // another call sent it, or it is unreadable
+		_ = t.writePending(context.WithoutCancel(ctx), snd.lease, name, nil) // another call sent it, or it is unreadable
 		return Resent{}, false, nil
 	}
 	if err != nil {
@@ -269,13 +311,19 @@ func (t *Tracker) resendOne(ctx context.Context, name, skip string) (Resent, boo
 	if name == skip && young {
 		return Resent{}, false, nil
 	}
-	m := rec.Message.message()
-	r := Resent{MessageID: rec.ID, ConversationID: rec.ConversationID, ParentID: rec.ParentID, Text: m.Text}
+	r := Resent{MessageID: rec.ID, ConversationID: rec.ConversationID, ParentID: rec.ParentID, Text: rec.Message.message().Text}
 	if !young {
-		return t.forgetExpired(ctx, snd, r)
+		return t.forgetExpired(ctx, snd, r, keep)
 	}
-	r.ConversationID, err = t.resend(ctx, rec, m)
-	t.settle(ctx, snd, err)
+	r, err = t.sendAgain(ctx, snd, rec, r, keep)
+	return r, true, err
+}
+
+// sendAgain sends a young pending message again, under the lease snd,
+// and settles it; with keep, an outcome that ends it is kept first.
+func (t *Tracker) sendAgain(ctx context.Context, snd *sending, rec *pendingRecord, r Resent, keep bool) (Resent, error) {
+	var err error
+	r.ConversationID, err = t.resend(ctx, rec, rec.Message.message())
 	switch {
 	case err == nil:
 		r.Outcome = ResentDelivered
@@ -284,15 +332,26 @@ func (t *Tracker) resendOne(ctx context.Context, name, skip string) (Resent, boo
 	default:
 		r.Outcome, r.Err = ResentUnconfirmed, err
 	}
-	return r, true, nil
+	if kerr := t.keepOutcome(ctx, snd, r, keep && final(err)); kerr != nil {
+		return r, kerr // the message stays pending: the next round sends it again, with its ID
+	}
+	if keep {
+		t.finish(ctx, snd, err)
+	} else {
+		t.settle(ctx, snd, err)
+	}
+	return r, nil
 }
 
 // forgetExpired forgets the pending message of snd, too old to be sent
-// again, and reports it (r) expired; unless the lease of it was lost: the
-// replica that has it now deals with it.
-func (t *Tracker) forgetExpired(ctx context.Context, snd *sending, r Resent) (Resent, bool, error) {
+// again, and reports it (r) expired, keeping that outcome first with keep;
+// unless the lease of it was lost: the replica that has it now deals with it.
+func (t *Tracker) forgetExpired(ctx context.Context, snd *sending, r Resent, keep bool) (Resent, bool, error) {
 	r.Outcome = ResentExpired
-	err := t.under(snd).DeleteSecret(context.WithoutCancel(ctx), snd.name)
+	err := t.keepOutcome(ctx, snd, r, keep)
+	if err == nil {
+		err = t.writePending(context.WithoutCancel(ctx), snd.lease, snd.name, nil)
+	}
 	if errors.Is(err, store.ErrLeaseLost) {
 		return Resent{}, false, nil
 	}
@@ -320,18 +379,18 @@ func (t *Tracker) resend(ctx context.Context, rec *pendingRecord, m Message) (st
 }
 
 // UndeliveredError reports a message that could not be confirmed
-// delivered: the Company may or may not have recorded it. The next call of
-// a Tracker of the same Company and User, even after a restart, sends it
-// again with its ID while it is young, so the Company records it at most
-// once; sending the same content to the same conversation meanwhile reuses
-// its ID too.
+// delivered: the Company may or may not have recorded it. A Worker, or
+// the next call of a Tracker of the same Company and User, even after a
+// restart, sends it again with its ID while it is young, so the Company
+// records it at most once; sending the same content to the same
+// conversation meanwhile reuses its ID too.
 type UndeliveredError struct {
 	MessageID string
 	Err       error
 }
 
 func (e *UndeliveredError) Error() string {
-	return fmt.Sprintf("conversation: message %s not confirmed delivered (it is sent again with its ID on the next call): %v", e.MessageID, e.Err)
+	return fmt.Sprintf("conversation: message %s not confirmed delivered (it is sent again with its ID): %v", e.MessageID, e.Err)
 }
 
 func (e *UndeliveredError) Unwrap() error { return e.Err }

@@ -52,6 +52,12 @@ type TrackerOptions struct {
 	// past it, the message is reported not sent and forgotten, so that an
 	// answer such as "yes, pay" never arrives late. Zero: 10 minutes.
 	PendingMaxAge time.Duration
+
+	// Person says whose Tracker it is, for a Worker that sends the
+	// messages it leaves pending: kept with each (sealed like the
+	// message) and given back to WorkerOptions.Open. Empty: the one person
+	// of a single-user deployment.
+	Person string
 }
 
 // withDefaults fills the zero fields of o.

@@ -100,6 +100,7 @@ type convState struct {
 	sent        map[string]*sentMessage // client_id, User ID and message ID -> first acceptance
 	failPosts   int                     // FailNextPost
 	dropPosts   int                     // DropConnectionAfterAccept
+	downPosts   int                     // UnavailableNextPosts
 	holdPost    *postHold               // HoldNextPost; nil: none
 	dropStream  int                     // DropStreamAfter; -1: none
 	floodDeltas int                     // FloodDeltas
@@ -149,6 +150,9 @@ func (s *convState) handleStart(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if s.unavailable(w, r) {
+		return
+	}
 	q, e := parseReadQuery(r)
 	if e == nil {
 		var in *messageRequest
@@ -167,6 +171,9 @@ func (s *convState) handleStart(w http.ResponseWriter, r *http.Request) {
 func (s *convState) handleMessage(w http.ResponseWriter, r *http.Request) {
 	c, ok := s.Authenticate(w, r, "")
 	if !ok {
+		return
+	}
+	if s.unavailable(w, r) {
 		return
 	}
 	id := r.PathValue("id")

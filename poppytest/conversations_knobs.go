@@ -3,12 +3,14 @@ package poppytest
 // This file holds the test's side of conversations: what the Company holds
 // (Conversations, Messages, Events), the Company's own actions (a Person
 // who joins, closing, asking for the User) and the fault knobs
-// (FailNextPost, DropConnectionAfterAccept, HoldNextPost, ExpireCursors,
+// (FailNextPost, DropConnectionAfterAccept, UnavailableNextPosts,
+// HoldNextPost, ExpireCursors,
 // DropStreamAfter, FloodDeltas).
 
 import (
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"sync"
 )
@@ -244,6 +246,26 @@ func (s *convState) DropConnectionAfterAccept(n int) {
 	s.convState.mu.Lock()
 	defer s.convState.mu.Unlock()
 	s.convState.dropPosts = n
+}
+
+// UnavailableNextPosts makes the next n message POSTs (starting or
+// continuing a conversation), retries included, answer 503 before the
+// message is looked at: the Company is down, and the message is not
+// accepted. Each of them is recorded (Count), so a test can tell how many
+// times the agent tried.
+func (s *convState) UnavailableNextPosts(n int) {
+	s.convState.mu.Lock()
+	defer s.convState.mu.Unlock()
+	s.convState.downPosts = n
+}
+
+// unavailable answers 503 when UnavailableNextPosts applies to the request.
+func (s *convState) unavailable(w http.ResponseWriter, r *http.Request) bool {
+	if !s.takeFault(&s.convState.downPosts) {
+		return false
+	}
+	s.writeConvError(w, r, &convError{code: "server_error", desc: "poppytest: UnavailableNextPosts", status: http.StatusServiceUnavailable})
+	return true
 }
 
 // postHold is a message POST's answer held back (HoldNextPost).

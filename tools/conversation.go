@@ -219,26 +219,37 @@ func (c *conversations) target(ctx context.Context, domain string) (*convTarget,
 	if err != nil {
 		return nil, c.sessions.failure(ctx, domain, err)
 	}
-	cs, co, sess := r.cs, r.co, r.sess
-	var protocols []discovery.Protocol
-	if co.Document.Agent != nil {
-		protocols = co.Document.Agent.Protocols
-	}
-	endpoint, err := conversation.ChooseEndpoint(protocols)
-	if err != nil {
+	co := r.co
+	tr, err := trackerAt(r)
+	if errors.Is(err, conversation.ErrNoProtocol) {
 		return nil, failure(map[string]string{"error": "no_company_agent", "domain": co.Domain,
 			"next": "Use the Company's APIs or website instead."},
 			"%s offers no Company Agent to talk with (no poppy entry in agent.protocols). Use its APIs or website instead.", co.Domain)
 	}
-	cl, err := conversation.New(sess.Client(), endpoint, nil)
-	var tr *conversation.Tracker
-	if err == nil {
-		tr, err = cs.Tracker(cl, conversation.Owner{Issuer: cs.Issuer(), UserID: sess.UserID(), Domain: co.Domain})
-	}
 	if err != nil {
 		return nil, failure(map[string]string{"error": "conversation_failed", "domain": co.Domain}, "%v.", err)
 	}
-	return &convTarget{c: c, cs: cs, sess: sess, tracker: tr, domain: co.Domain}, nil
+	return &convTarget{c: c, cs: r.cs, sess: r.sess, tracker: tr, domain: co.Domain}, nil
+}
+
+// trackerAt returns the person's conversation Tracker at the Company r
+// reaches, sending through r's Session to the endpoint of r's domain; an
+// error matching conversation.ErrNoProtocol when the Company has no
+// Company Agent.
+func trackerAt(r *reach) (*conversation.Tracker, error) {
+	var protocols []discovery.Protocol
+	if r.co.Document.Agent != nil {
+		protocols = r.co.Document.Agent.Protocols
+	}
+	endpoint, err := conversation.ChooseEndpoint(protocols)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := conversation.New(r.sess.Client(), endpoint, nil)
+	if err != nil {
+		return nil, err
+	}
+	return r.cs.Tracker(cl, conversation.Owner{Issuer: r.cs.Issuer(), UserID: r.sess.UserID(), Domain: r.co.Domain})
 }
 
 // held lists the conversations the store holds for the person of ctx, of

@@ -331,9 +331,10 @@ func (t *convTarget) advice(id string, err error, out map[string]string) (code, 
 		out["extension"], msg = extensionText(t.domain, ext, "this conversation request", fmt.Sprintf(insteadOfConversation, t.domain))
 		return code, msg
 	case errors.As(err, &ue):
-		return "not_confirmed", "The Company did not confirm the message (the network or the Company failed). poppy-mcp sends it again with the same " +
-			"message ID on the next conversation call with this Company, for up to 10 minutes, so the Company records it at most once: " +
-			"call read_events later, or send_message with the same content now. Do not reword it, or it would be a second message."
+		return "not_confirmed", "The Company did not confirm the message (the network or the Company failed). poppy-mcp keeps sending it again " +
+			"with the same message ID by itself, for up to 10 minutes, so the Company records it at most once; the next conversation call " +
+			"with this Company says what became of it: call read_events later, or send_message with the same content now. " +
+			"Do not reword it, or it would be a second message."
 	case errors.As(err, &wait):
 		return "rate_limited", fmt.Sprintf("The Company limits requests: wait %s, then call the tool again.", wait.Wait.Round(time.Second))
 	case errors.As(err, &pe):
@@ -439,7 +440,7 @@ func resentNotes(resent []conversation.Resent) []resentOut {
 		case conversation.ResentRefused:
 			o.Note = which + fmt.Sprintf(" was refused by the Company when sent again (%s): it is not sent again. Tell the user.", errorCode(r.Err))
 		default:
-			o.Note = which + " was sent again and is still not confirmed; poppy-mcp tries again on the next call, for up to 10 minutes."
+			o.Note = which + " was sent again and is still not confirmed; poppy-mcp keeps trying by itself, for up to 10 minutes."
 		}
 		out = append(out, o)
 	}

@@ -276,10 +276,12 @@ func TestNoCompanyAgent(t *testing.T) {
 }
 
 // TestConversationPendingAfterRestart: a message a poppy-mcp process could
-// not deliver before it stopped is sent again, with its original ID, by the
-// next conversation call of a new poppy-mcp on the same store, and the
-// result says so; the Company has it exactly once. On the old code it was
-// sent only if the same text was sent again.
+// not deliver before it stopped is sent again, with its original ID, by
+// the poppy-mcp still running on the same store (its background sender,
+// conversation_pending.go), once the Company's hold passes, and the next
+// conversation call of a new poppy-mcp on that store says so; the Company
+// has it exactly once. On the old code it was sent only if the same text
+// was sent again.
 func TestConversationPendingAfterRestart(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
@@ -293,7 +295,10 @@ func TestConversationPendingAfterRestart(t *testing.T) {
 	if _, err := stopping.Send(ctx, id, conversation.Message{Sender: conversation.SenderAgent, Text: "Yes, the medium one"}, nil); err == nil {
 		t.Fatal("the limited send succeeded")
 	}
-	time.Sleep(1100 * time.Millisecond) // the Company's hold passes; the process is gone
+	waitUntil(t, "the pending message sent", func() bool { // after the Company's hold: the process is gone
+		names, err := h.store.SecretNames(context.Background(), "conversation/pending/")
+		return err == nil && len(names) == 0
+	})
 	_, cs := h.another(t, revisions[1])
 	res, got := call(t, cs, "read_events", map[string]any{"conversation_id": id, "wait_seconds": 0})
 	resent, _ := got["resent"].([]any)

@@ -104,6 +104,12 @@ type Options struct {
 	// person of stdio and single-user HTTP is never forgotten. Zero:
 	// DefaultEvictIdle; negative: never.
 	EvictIdle time.Duration
+	// PendingSweep is how often the background sender of pending messages
+	// (conversation_pending.go) looks for them besides the notifications
+	// of messages left pending. Zero: 30 s; negative: no background
+	// sender, so a pending message is sent again only by its person's
+	// next conversation call.
+	PendingSweep time.Duration
 }
 
 // Server is poppy-mcp's MCP server: the tools of every capability and the
@@ -176,6 +182,9 @@ func New(disc *discovery.Client, opts *Options) *Server {
 	if o.Store != nil && o.Agent != nil {
 		s.bg.Go(s.signIn.takeOver) // device sign-ins another replica or run left unpolled, of every person
 		s.bg.Go(s.signIn.follow)   // device sign-ins other replicas finish
+		if o.PendingSweep >= 0 {
+			s.bg.Go(s.convs.sendPending(o.PendingSweep)) // messages left pending, of every person
+		}
 	}
 	return s
 }
