@@ -206,5 +206,6 @@ var pgMigrations = [][]string{
 			expires_at BIGINT NOT NULL,
 			PRIMARY KEY (local_user, name))`,
 	},
-	migrationGenerations(`TEXT COLLATE "C"`), // 2
+	migrationGenerations(`TEXT COLLATE "C"`),    // 2
+	migrationPages(`TEXT COLLATE "C"`, "BYTEA"), // 3
 }

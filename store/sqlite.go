@@ -151,9 +151,10 @@ var sqliteMigrations = [][]string{
 			extensions TEXT NOT NULL,
 			updated_at BIGINT NOT NULL)`,
 	},
-	migrationLeases,              // 3
-	migrationLocalUsers,          // 4
-	migrationGenerations("TEXT"), // 5
+	migrationLeases,                // 3
+	migrationLocalUsers,            // 4
+	migrationGenerations("TEXT"),   // 5
+	migrationPages("TEXT", "BLOB"), // 6
 }
 
 // migrationLeases adds the leases of lease.go: one row per lease, taken and
