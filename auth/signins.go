@@ -160,6 +160,7 @@ func (s *SignIns) Close() {
 // were (§4.4: "A pending or failed sign-in leaves existing tokens
 // unchanged").
 func (s *SignIns) Finish(ctx context.Context, issuer string, sess *Session, f *Flow, in *SignIn, err error) {
+	defer s.keepPageOutcome(ctx, issuer, f) // the replica that started a page sign-in hears how it ended
 	if err != nil {
 		status, detail := FlowFailure(err)
 		if f.End(status, nil, nil, detail) {
