@@ -130,11 +130,18 @@ func OwnerOf(person mcpauth.User) string {
 // OwnerContext returns ctx acting for the person a kept sign-in of the
 // local user key is for, and whether that person is known and is key's.
 func OwnerContext(ctx context.Context, key string, kept *auth.DeviceFlow) (context.Context, bool) {
+	return OwnerOfKey(ctx, key, kept.Owner)
+}
+
+// OwnerOfKey returns ctx acting for the person owner (OwnerOf's value,
+// kept with what was done for them: a sign-in, a page) names, and
+// whether that person is known and is the local user key's.
+func OwnerOfKey(ctx context.Context, key, owner string) (context.Context, bool) {
 	if key == "" {
-		return ctx, kept.Owner == ""
+		return ctx, owner == ""
 	}
 	var pair [2]string
-	if json.Unmarshal([]byte(kept.Owner), &pair) != nil {
+	if json.Unmarshal([]byte(owner), &pair) != nil {
 		return ctx, false
 	}
 	person := mcpauth.User{Issuer: pair[0], Subject: pair[1]}
