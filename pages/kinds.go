@@ -88,10 +88,11 @@ func (s *Server) Handle(kind string, h KindHandler) {
 }
 
 // OpenKind opens a page of kind with state on the loopback listener, for
-// the agent's own browser (like Open), valid for ttl (zero: the Server's
-// TTL). It returns the page's URL and a function that closes it early.
-func (s *Server) OpenKind(ctx context.Context, kind string, state []byte, ttl time.Duration) (string, func(), error) {
-	return s.openKind(ctx, "", kind, state, ttl, false)
+// the agent's own browser (like Open) acting for owner (no Gate asks who
+// opens it), valid for ttl (zero: the Server's TTL). It returns the
+// page's URL and a function that closes it early.
+func (s *Server) OpenKind(ctx context.Context, owner, kind string, state []byte, ttl time.Duration) (string, func(), error) {
+	return s.openKind(ctx, owner, kind, state, ttl, false)
 }
 
 // OpenKindForUser opens a page of kind with state for the browser of

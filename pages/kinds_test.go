@@ -251,9 +251,9 @@ func TestKindPageOnLoopbackOfAnyReplica(t *testing.T) {
 	forEachState(t, func(t *testing.T, open func(t *testing.T) *store.Store) {
 		rs := replicas(t, open)
 		for _, s := range rs {
-			s.Handle("join", func(w http.ResponseWriter, r *http.Request, p *Page) { io.WriteString(w, "joined "+string(p.State)) })
+			s.Handle("join", func(w http.ResponseWriter, r *http.Request, p *Page) { io.WriteString(w, "joined "+string(p.State)+" for "+p.Owner) })
 		}
-		u, _, err := rs[0].OpenKind(context.Background(), "join", []byte("s"), 0)
+		u, _, err := rs[0].OpenKind(context.Background(), "alice", "join", []byte("s"), 0)
 		if err != nil || !strings.HasPrefix(u, rs[0].LoopbackURL()+"/p/") {
 			t.Fatalf("OpenKind = %q, %v", u, err)
 		}
@@ -264,7 +264,7 @@ func TestKindPageOnLoopbackOfAnyReplica(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 200 || string(body) != "joined s" {
+		if resp.StatusCode != 200 || string(body) != "joined s for alice" {
 			t.Errorf("on the other replica's loopback: %d %s", resp.StatusCode, body)
 		}
 		public := "https://agent.example/pages" + strings.TrimPrefix(u, rs[0].LoopbackURL())

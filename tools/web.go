@@ -175,7 +175,7 @@ func (web *website) openJoin(ctx context.Context, co *discovery.Company, domain,
 	j := &join{expires: web.now().Add(joinTTL), info: sess.Info()}
 	person, _ := mcpauth.UserFrom(ctx)
 	state := joinState{pageOwner: pageOwner{Owner: agent.OwnerOf(person), Domain: domain}, Target: target, Expires: j.expires}
-	if j.url, j.close, err = web.pages.OpenKind(ctx, kindJoin, keptState(state), joinTTL); err != nil {
+	if j.url, j.close, err = web.pages.OpenKind(ctx, person.Key(), kindJoin, keptState(state), joinTTL); err != nil {
 		return nil, failure(map[string]string{"error": "no_pages"}, "poppy-mcp could not open the join page (%v). Try again.", err)
 	}
 	web.log.InfoContext(ctx, "join page opened", "domain", co.Domain, "session", j.info.ID)
