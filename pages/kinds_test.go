@@ -251,7 +251,9 @@ func TestKindPageOnLoopbackOfAnyReplica(t *testing.T) {
 	forEachState(t, func(t *testing.T, open func(t *testing.T) *store.Store) {
 		rs := replicas(t, open)
 		for _, s := range rs {
-			s.Handle("join", func(w http.ResponseWriter, r *http.Request, p *Page) { io.WriteString(w, "joined "+string(p.State)+" for "+p.Owner) })
+			s.Handle("join", func(w http.ResponseWriter, r *http.Request, p *Page) {
+				io.WriteString(w, "joined "+string(p.State)+" for "+p.Owner)
+			})
 		}
 		u, _, err := rs[0].OpenKind(context.Background(), "alice", "join", []byte("s"), 0)
 		if err != nil || !strings.HasPrefix(u, rs[0].LoopbackURL()+"/p/") {

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestHostedPagesThroughReplicas: a hosted deployment of two replicas on
@@ -144,44 +141,20 @@ func joinOnB(t *testing.T, h *hostedDeployment, dana *hostedPerson) {
 // origin, and returns the status and body.
 func postPage(t *testing.T, h *hostedDeployment, b *http.Client, u string, form url.Values) (int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", h.public)
-	resp, err := b.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	got := visitPage(t, b, http.MethodPost, u, form, h.public)
+	return got.code, got.body
 }
 
 // follow GETs u in browser b, following redirects, and returns where it
 // ended and the body there.
 func follow(t *testing.T, b *http.Client, u string) (*url.URL, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	resp, err := b.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.Request.URL, string(body)
+	got := visitPage(t, b, http.MethodGet, u, nil, "")
+	return got.at, got.body
 }
 
 // getLoopback GETs u, a loopback page, as the agent's own browser would.
 func getLoopback(t *testing.T, u string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return openPage(t, http.DefaultClient, u)
 }

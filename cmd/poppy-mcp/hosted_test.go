@@ -338,16 +338,40 @@ func connectAt(t *testing.T, u, token, rev string) *sdk.ClientSession {
 // sign-in), and returns the last status and body.
 func openPage(t *testing.T, b *http.Client, u string) (int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	got := visitPage(t, b, http.MethodGet, u, nil, "")
+	return got.code, got.body
+}
+
+// visited is where a browser's request ended: the status, the URL and the
+// body of the last response.
+type visited struct {
+	code int
+	at   *url.URL
+	body string
+}
+
+// visitPage sends a request for u in browser b, following redirects: a
+// GET, or with form a POST from origin.
+func visitPage(t *testing.T, b *http.Client, method, u string, form url.Values, origin string) visited {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, u, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", origin)
+	}
 	resp, err := b.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	b2, _ := io.ReadAll(resp.Body)
+	return visited{code: resp.StatusCode, at: resp.Request.URL, body: string(b2)}
 }
 
 // postBody posts an MCP message to u with headers and returns the status.
