@@ -108,9 +108,11 @@ func (s *SignIns) StartPage(ctx context.Context, issuer string, f *Flow) {
 }
 
 // Picture returns the sign-in id at the Company issuer for a page used on
-// this replica: this replica's own when it started it, else the picture of
-// the kept one, made the latest here. It is nil when id is no longer the
-// Company's latest sign-in (a newer one replaced it), or unknown.
+// this replica: this replica's own when it started it, else a picture of
+// the kept one, which Finish ends and keeps as the outcome (it is not
+// made this replica's latest: Latest reads the kept one). It is nil when
+// id is no longer the Company's latest sign-in (a newer one replaced it),
+// or unknown.
 func (s *SignIns) Picture(ctx context.Context, issuer, id string) *Flow {
 	f := s.Current(issuer)
 	var kept *PageFlow
@@ -126,9 +128,7 @@ func (s *SignIns) Picture(ctx context.Context, issuer, id string) *Flow {
 	if kept == nil {
 		return nil
 	}
-	f = fromKeptPage(kept)
-	s.Replace(issuer, f)
-	return f
+	return fromKeptPage(kept)
 }
 
 // keepPageOutcome saves how a page sign-in ended, unless a newer sign-in
