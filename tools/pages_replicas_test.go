@@ -1,19 +1,13 @@
 package tools_test
 
 import (
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/poppy-mcp/poppy-mcp/cache"
-	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/pages"
-	"github.com/poppy-mcp/poppy-mcp/tools"
 )
 
 // The tests of this file run two tools Servers, each with pages of its
@@ -31,20 +25,14 @@ func (h *harness) replicaWithPages(t *testing.T, rev string) (*pages.Server, *sd
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pg.Close() })
-	ts := tools.New(discovery.New(&http.Client{Transport: cache.New(h.company.Transport(), nil)}, nil), &tools.Options{
-		Agent: h.agent, Store: h.store, Pages: pg,
-		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	hs := httptest.NewServer(ts.HTTPHandler())
-	t.Cleanup(hs.Close)
-	t.Cleanup(ts.Close)
-	h2 := *h
-	h2.url = hs.URL + "/mcp"
-	return pg, h2.connect(t, rev)
+	_, cs := h.anotherServing(t, rev, h.store, pg)
+	return pg, cs
 }
 
 // on is the page u, opened on a's listener, at b's.
-func on(u string, a, b *pages.Server) string { return b.LoopbackURL() + strings.TrimPrefix(u, a.LoopbackURL()) }
+func on(u string, a, b *pages.Server) string {
+	return b.LoopbackURL() + strings.TrimPrefix(u, a.LoopbackURL())
+}
 
 // TestMediatedPageOnAnotherReplica: a mediated sign-in started through
 // replica A is finished on B's page, credentials and one-time code, with
