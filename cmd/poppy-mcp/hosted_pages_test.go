@@ -26,6 +26,8 @@ import (
 //     opens on B's loopback listener (the same path) with the join form,
 //     and once only: 410 after that on A's.
 //
+// No replica logs a page's token or the Direct Sign-In's state.
+//
 // On main before this test every one of these pages answered 410 on B: it
 // was held in A's memory.
 func TestHostedPagesThroughReplicas(t *testing.T) {
@@ -33,14 +35,26 @@ func TestHostedPagesThroughReplicas(t *testing.T) {
 	dbURL := postgresURL(t)
 	h := startHostedWith(t, &deploymentOptions{Replicas: 2, Store: dbURL, Direct: true, PagesAddrs: true})
 	dana := h.connectPerson(t, 0, "dana", "acct_dana", "2026-07-28")
-	mediatedOnB(t, h, dana)
-	joinOnB(t, h, dana)
+	secrets := []string{mediatedOnB(t, h, dana), joinOnB(t, h, dana)}
 	sam := h.connectPerson(t, 0, "sam", "acct_sam", "2025-11-25")
-	directOnB(t, h, sam)
+	secrets = append(secrets, directOnB(t, h, sam)...)
+	logged := h.logged()
+	for _, secret := range secrets {
+		if secret == "" || strings.Contains(logged, secret) {
+			t.Errorf("a page's token or a sign-in's state %.8q... is logged (or empty)", secret)
+		}
+	}
 }
 
-// mediatedOnB is TestHostedPagesThroughReplicas's mediated sign-in.
-func mediatedOnB(t *testing.T, h *hostedDeployment, dana *hostedPerson) {
+// token is the token of the page link u.
+func token(u string) string {
+	_, tok, _ := strings.Cut(u, "/p/")
+	return tok
+}
+
+// mediatedOnB is TestHostedPagesThroughReplicas's mediated sign-in; it
+// returns the page's token.
+func mediatedOnB(t *testing.T, h *hostedDeployment, dana *hostedPerson) string {
 	t.Helper()
 	got, _ := dana.call(t, "sign_in_mediated", map[string]any{"domain": "example.com", "scopes": []string{"poppy:read"}})
 	link, _ := got["sign_in_url"].(string)
@@ -78,10 +92,12 @@ func mediatedOnB(t *testing.T, h *hostedDeployment, dana *hostedPerson) {
 	if !strings.Contains(h.replicas[1].logged.String(), did) || strings.Contains(h.replicas[0].logged.String(), did) {
 		t.Errorf("the sign-in was not done by B alone:\n%s", h.logged())
 	}
+	return token(link)
 }
 
-// directOnB is TestHostedPagesThroughReplicas's Direct Sign-In.
-func directOnB(t *testing.T, h *hostedDeployment, sam *hostedPerson) {
+// directOnB is TestHostedPagesThroughReplicas's Direct Sign-In; it returns
+// the start page's token and the sign-in's state.
+func directOnB(t *testing.T, h *hostedDeployment, sam *hostedPerson) []string {
 	t.Helper()
 	got, _ := sam.call(t, "sign_in_direct", map[string]any{"domain": "example.com", "scopes": []string{"poppy:read"}})
 	link, _ := got["sign_in_url"].(string)
@@ -115,10 +131,12 @@ func directOnB(t *testing.T, h *hostedDeployment, sam *hostedPerson) {
 	if st["status"] != "complete" || st["signed_in"] != true {
 		t.Fatalf("sam's sign_in_status through A = %v\n%s", st, h.logged())
 	}
+	return []string{token(link), at.Query().Get("state")}
 }
 
-// joinOnB is TestHostedPagesThroughReplicas's join page.
-func joinOnB(t *testing.T, h *hostedDeployment, dana *hostedPerson) {
+// joinOnB is TestHostedPagesThroughReplicas's join page; it returns the
+// page's token.
+func joinOnB(t *testing.T, h *hostedDeployment, dana *hostedPerson) string {
 	t.Helper()
 	got, _ := dana.call(t, "open_website", map[string]any{"domain": "example.com", "url": "/orders"})
 	join, _ := got["join_url"].(string)
@@ -135,6 +153,7 @@ func joinOnB(t *testing.T, h *hostedDeployment, dana *hostedPerson) {
 			t.Errorf("the join page again at %s: %d, want 410", u[:strings.Index(u, "/p/")], code)
 		}
 	}
+	return token(join)
 }
 
 // postPage posts form to the page u in browser b, from the page's own
