@@ -236,7 +236,8 @@ func (a *App) publicURL() string {
 // deployment's bearer token once or, in hosted mode, by the browser of the
 // person each page is for, signed in with the issuer.
 func (a *App) newPages() (*pages.Server, error) {
-	opts := &pages.Options{Addr: a.opts.PagesAddr}
+	// Kept in the store: every replica sharing it serves every page.
+	opts := &pages.Options{Addr: a.opts.PagesAddr, Store: a.store, Logger: a.logger}
 	if pu := a.publicURL(); pu != "" {
 		opts.PublicURL = strings.TrimSuffix(pu, "/") + "/pages"
 		switch {

@@ -10,7 +10,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -40,8 +39,6 @@ type Flow struct {
 	Device  *DeviceAuthorization // Device Sign-In: what the User needs
 	Direct  *DirectSignIn        // Direct Sign-In: the URL and what the callback needs
 	Page    string               // Direct and Mediated Sign-In: the local page's URL
-	// Callback takes a Direct Sign-In's callback request.
-	Callback http.HandlerFunc
 
 	stop func()        // stops the flow: polling or the page
 	done chan struct{} // closed when the status leaves pending

@@ -58,6 +58,12 @@ type SignIns struct {
 	// mu guards byIssuer. It is never held during I/O.
 	mu       sync.Mutex
 	byIssuer flowsByIssuer
+	// keeping orders this process's writes of a kept page sign-in (Direct,
+	// Mediated: signins_page.go), which hold no lease: a page's start and
+	// its outcome are each a read then a write, and an older sign-in's
+	// outcome must not overwrite a newer one's start. It is held during
+	// the store's I/O, never the Company's.
+	keeping sync.Mutex
 }
 
 // flowsByIssuer are a person's latest sign-ins, by issuer.
@@ -156,6 +162,7 @@ func (s *SignIns) Close() {
 // were (§4.4: "A pending or failed sign-in leaves existing tokens
 // unchanged").
 func (s *SignIns) Finish(ctx context.Context, issuer string, sess *Session, f *Flow, in *SignIn, err error) {
+	defer s.keepPageOutcome(ctx, issuer, f) // the replica that started a page sign-in hears how it ended
 	if err != nil {
 		status, detail := FlowFailure(err)
 		if f.End(status, nil, nil, detail) {

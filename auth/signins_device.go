@@ -159,14 +159,22 @@ func fromKept(kept *DeviceFlow) *Flow {
 // Latest returns the latest sign-in at the Company issuer, brought in step
 // with the kept one: started through another replica, or finished there.
 // A sign-in that completed elsewhere signs this replica's Session in with
-// the Account Token the store now holds. Direct and Mediated sign-ins live
-// on the replica whose page they use.
+// the Account Token the store now holds. Direct and Mediated sign-ins are
+// followed the same way (signins_page.go).
 func (s *SignIns) Latest(ctx context.Context, issuer string) *Flow {
 	f := s.Current(issuer)
-	if s.store == nil || f != nil && !f.Kind.polls() {
+	switch {
+	case s.store == nil:
 		return f
+	case f != nil && !f.Kind.polls():
+		return s.latestPage(ctx, issuer, f)
 	}
 	kept, err := LoadDeviceFlow(ctx, s.store, issuer)
+	if f == nil && (err != nil || kept.Status != FlowPending) {
+		if p := s.pendingPage(ctx, issuer); p != nil {
+			return p // a page sign-in pending through another replica
+		}
+	}
 	if err != nil {
 		return f
 	}
@@ -177,7 +185,7 @@ func (s *SignIns) Latest(ctx context.Context, issuer string) *Flow {
 		return f // nothing new
 	}
 	if kept.Status == FlowComplete {
-		s.adopt(ctx, issuer, kept) // before anyone here reads it complete
+		s.adopt(ctx, issuer, kept.Domain, kept.Device.Scopes) // before anyone here reads it complete
 	}
 	if f == nil || f.ID != kept.ID {
 		f = fromKept(kept)
@@ -189,14 +197,15 @@ func (s *SignIns) Latest(ctx context.Context, issuer string) *Flow {
 }
 
 // adopt signs this replica's Session in with the Account Token a sign-in
-// finished on another replica left in the store (Session.SignInHeld).
-func (s *SignIns) adopt(ctx context.Context, issuer string, kept *DeviceFlow) {
+// for scopes through domain, finished on another replica, left in the
+// store (Session.SignInHeld).
+func (s *SignIns) adopt(ctx context.Context, issuer, domain string, scopes []string) {
 	if s.o.Open == nil {
 		return
 	}
-	sess, err := s.o.Open(ctx, kept.Domain)
+	sess, err := s.o.Open(ctx, domain)
 	if err == nil {
-		err = sess.SignInHeld(ctx, kept.Device.Scopes)
+		err = sess.SignInHeld(ctx, scopes)
 	}
 	if err != nil {
 		s.o.Logger.WarnContext(ctx, "could not sign in with the Account Token another replica obtained", "issuer", issuer, "err", err)

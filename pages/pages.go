@@ -10,6 +10,11 @@
 // are served there too, unless the Server has a PublicURL: then they are
 // served under it, and a Gate decides whose browser may open them: each such
 // page knows the person it was opened for, its owner.
+//
+// A page's handler is a closure (Open, OpenForUser), held by the process
+// that opened it, or a kind with a state (OpenKind, OpenKindForUser:
+// kinds.go), kept in the store when the Server has one, which every
+// replica sharing the store serves.
 package pages
 
 import (
@@ -18,12 +23,15 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
 // Options configure a Server. The zero value is usable.
@@ -46,6 +54,13 @@ type Options struct {
 	Gate Gate
 	// TTL is how long an unused page stays open. Zero: 5 minutes.
 	TTL time.Duration
+	// Store is where the pages of a kind (OpenKind, Keep) are kept, so
+	// that every replica sharing it serves them. Nil: this process's
+	// memory.
+	Store *store.Store
+	// Logger receives what the pages could not read from the store. Nil
+	// discards it.
+	Logger *slog.Logger
 }
 
 // Handler serves one page. It calls done when the page has served its purpose;
@@ -64,10 +79,16 @@ type Server struct {
 	ln                           net.Listener
 	srv                          *http.Server
 	now                          func() time.Time
+	table                        table // the pages of a kind
+	log                          *slog.Logger
 
 	mu    sync.Mutex
 	pages map[string]*page // by token; guarded by mu
+	kinds kindHandlers     // guarded by mu
 }
+
+// kindHandlers are the handlers of the kinds of page, by kind.
+type kindHandlers map[string]KindHandler
 
 type page struct {
 	h       Handler
@@ -81,9 +102,16 @@ func New(opts *Options) (*Server, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	s := &Server{ttl: opts.TTL, gate: opts.Gate, pages: map[string]*page{}, now: time.Now}
+	s := &Server{ttl: opts.TTL, gate: opts.Gate, pages: map[string]*page{}, kinds: kindHandlers{}, now: time.Now, log: opts.Logger}
 	if s.ttl <= 0 {
 		s.ttl = 5 * time.Minute
+	}
+	if s.log == nil {
+		s.log = discard
+	}
+	s.table = &memTable{now: func() time.Time { return s.now() }, pages: pagesByHash{}}
+	if opts.Store != nil {
+		s.table = storeTable{opts.Store}
 	}
 	if opts.PublicURL != "" {
 		u, err := url.Parse(opts.PublicURL)
@@ -127,7 +155,8 @@ func IsLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Close stops the listener and forgets every page.
+// Close stops the listener and forgets every page held in memory; the
+// pages kept in the store stay open for the other replicas.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.pages = map[string]*page{}
@@ -168,9 +197,7 @@ func (s *Server) open(h Handler, ttl time.Duration, public bool, owner string) (
 	if ttl <= 0 {
 		ttl = s.ttl
 	}
-	b := make([]byte, 32)
-	rand.Read(b)
-	token := base64.RawURLEncoding.EncodeToString(b)
+	token := newToken()
 	s.mu.Lock()
 	s.pages[token] = &page{h: h, expires: s.now().Add(ttl), public: public, owner: owner}
 	s.gcLocked()
@@ -180,6 +207,13 @@ func (s *Server) open(h Handler, ttl time.Duration, public bool, owner string) (
 		base = s.public
 	}
 	return base + "/p/" + token, func() { s.close(token) }
+}
+
+// newToken is a page's token: 256 random bits, base64url.
+func newToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 func (s *Server) close(token string) {
@@ -274,16 +308,30 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, public bool) {
 	}
 	p := s.lookup(token, public)
 	if p == nil {
-		Message(w, http.StatusGone, "Link expired", errGone.Error()+". Ask your assistant for a new one.")
-		return
-	}
-	if public && (s.gate == nil || !s.gate.Admit(w, r, p.owner)) {
-		if s.gate == nil {
-			Message(w, http.StatusForbidden, "Not available", "This poppy-mcp does not say who may open its pages.")
+		if !s.serveKind(w, r, token, public) {
+			Gone(w)
 		}
 		return
 	}
+	if public && !s.admit(w, r, p.owner) {
+		return
+	}
 	p.h(w, r, func() { s.close(token) })
+}
+
+// Gone answers that a page has expired or was used already: 410.
+func Gone(w http.ResponseWriter) {
+	Message(w, http.StatusGone, "Link expired", errGone.Error()+". Ask your assistant for a new one.")
+}
+
+// admit lets the Gate decide whether r's browser may open a public page
+// opened for owner; when it may not, r has been answered.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, owner string) bool {
+	if s.gate == nil {
+		Message(w, http.StatusForbidden, "Not available", "This poppy-mcp does not say who may open its pages.")
+		return false
+	}
+	return s.gate.Admit(w, r, owner)
 }
 
 // lookup returns the open page of token served on the surface asked for.

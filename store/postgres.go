@@ -207,6 +207,7 @@ var pgMigrations = [][]string{
 			expires_at BIGINT NOT NULL,
 			PRIMARY KEY (local_user, name))`,
 	},
-	migrationGenerations(`TEXT COLLATE "C"`), // 2
-	pgMigrationFencing,                       // 3
+	migrationGenerations(`TEXT COLLATE "C"`),    // 2
+	pgMigrationFencing,                          // 3
+	migrationPages(`TEXT COLLATE "C"`, "BYTEA"), // 4
 }

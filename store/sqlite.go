@@ -152,10 +152,11 @@ var sqliteMigrations = [][]string{
 			extensions TEXT NOT NULL,
 			updated_at BIGINT NOT NULL)`,
 	},
-	migrationLeases,              // 3
-	migrationLocalUsers,          // 4
-	migrationGenerations("TEXT"), // 5
-	sqliteMigrationFencing,       // 6
+	migrationLeases,                // 3
+	migrationLocalUsers,            // 4
+	migrationGenerations("TEXT"),   // 5
+	sqliteMigrationFencing,         // 6
+	migrationPages("TEXT", "BLOB"), // 7
 }
 
 // migrationLeases adds the leases of lease.go: one row per lease, taken and

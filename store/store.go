@@ -47,6 +47,8 @@
 //   - blobs ([Store.PutBlob]): translated OpenAPI catalogs, which do not
 //     depend on the account;
 //   - notifications ([Store.Notify]), whose payloads say whom they are for;
+//   - one-time pages ([Store.PutPage]), found by the hash of their token
+//     through any view, each sealed to the person it was opened for;
 //   - the state key check and the schema version.
 //
 // # Leases and fencing

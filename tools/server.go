@@ -275,6 +275,7 @@ func (s *Server) build(disc *discovery.Client, o *Options) {
 	s.relays = &relays{signIn: s.signIn, names: s.names, mcp: s.mcpFor, log: s.log}
 	s.web = &website{companies: s.companies, sessions: s.sessions, pages: o.Pages, browser: o.Browser, publicURL: o.PublicURL,
 		log: s.log, now: o.Now}
+	s.servePages(o.Pages)
 }
 
 // tools lists every tool poppy-mcp serves itself, of the groups served and

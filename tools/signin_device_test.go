@@ -16,6 +16,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/cache"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/memnet"
+	"github.com/poppy-mcp/poppy-mcp/pages"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 	"github.com/poppy-mcp/poppy-mcp/store"
 	"github.com/poppy-mcp/poppy-mcp/tools"
@@ -277,8 +278,14 @@ func (h *harness) anotherProcess(t *testing.T, rev string) (*tools.Server, *sdk.
 // anotherWith is another over st.
 func (h *harness) anotherWith(t *testing.T, rev string, st *store.Store) (*tools.Server, *sdk.ClientSession) {
 	t.Helper()
+	return h.anotherServing(t, rev, st, h.pages)
+}
+
+// anotherServing is another over st serving its pages with pg.
+func (h *harness) anotherServing(t *testing.T, rev string, st *store.Store, pg *pages.Server) (*tools.Server, *sdk.ClientSession) {
+	t.Helper()
 	ts := tools.New(discovery.New(&http.Client{Transport: cache.New(h.company.Transport(), nil)}, nil), &tools.Options{
-		Agent: h.agent, Store: st, Pages: h.pages,
+		Agent: h.agent, Store: st, Pages: pg,
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	t.Cleanup(ts.Close)

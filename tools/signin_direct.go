@@ -18,12 +18,14 @@ package tools
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -77,12 +79,11 @@ func (si *signIn) direct(ctx context.Context, req mcp.CallToolRequest, args sign
 		return si.sessions.failure(ctx, domain, err)
 	}
 	f := auth.NewFlow(auth.KindDirect, domain, scopes, nil)
-	ds := &directSignIn{si: si, cs: cs, sess: sess, f: f, d: d, binding: randomToken()}
-	f.Direct, f.Expires, f.Callback = d, d.Started.Add(directTTL), ds.callback
-	page, closePage := si.pages.OpenForUser(mcpauth.KeyFrom(ctx), ds.start, directTTL)
-	f.Page = page
-	f.SetStop(closePage)
-	si.replace(cs, f)
+	f.Direct, f.Expires = d, d.Started.Add(directTTL)
+	if err := si.openDirect(ctx, cs, f, d); err != nil {
+		return failure(map[string]string{"error": "no_pages"}, "poppy-mcp could not open the sign-in page (%v). Try again.", err)
+	}
+	cs.Person().SignIns().StartPage(ctx, cs.Issuer(), f) // kept: its page and callback may reach another replica
 	si.log.InfoContext(ctx, "direct sign-in started", "issuer", cs.Issuer(), "scopes", strings.Join(scopes, " "))
 	if elicitsURL(ctx) {
 		return si.elicitURL(ctx, cs, f, f.Page, "Sign in to "+whereTo(start.co, "")+" on its own page, to let your assistant use your account.")
@@ -97,95 +98,154 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// directSignIn is one Direct Sign-In's browser side. It is safe for
-// concurrent use: callbacks are taken one at a time.
-type directSignIn struct {
-	si      *signIn
-	cs      *agent.Company
-	sess    *auth.Session
-	f       *auth.Flow
-	d       *auth.DirectSignIn
-	binding string // the cookie's value: a secret, never in a result or log
-
-	// mu is held while a callback is handled; it guards failed.
-	mu     sync.Mutex
-	failed int // callbacks that could not be used
+// directState is what a Direct Sign-In keeps for its start page and for
+// its callback, which may reach any replica. The start page's Binding is
+// the cookie's value and the callback's Direct holds the PKCE code
+// verifier: secrets, kept sealed (package pages), never in a result or log.
+type directState struct {
+	pageOwner
+	Flow    string    `json:"flow"`   // the sign-in's ID
+	Cookie  string    `json:"cookie"` // the name of the cookie that binds the browser
+	Expires time.Time `json:"expires"`
+	// The start page's: the Company's authorization URL and the cookie's value.
+	URL     string `json:"url,omitempty"`
+	Binding string `json:"binding,omitempty"`
+	// The callback's: the cookie value's hash, the sign-in
+	// (auth.DirectSignIn.MarshalKept) and the callbacks that could not be used.
+	BindingHash string          `json:"binding_hash,omitempty"`
+	Direct      json.RawMessage `json:"direct,omitempty"`
+	Failed      int             `json:"failed,omitempty"`
 }
 
-// cookieName is the name of this sign-in's cookie.
-func (ds *directSignIn) cookieName() string { return directCookiePrefix + ds.f.ID }
+// openDirect opens the start page of f, a Direct Sign-In of d, and keeps
+// its callback under d's state, each for the person of cs; f's page is
+// the start page's URL, and stopping f closes both.
+func (si *signIn) openDirect(ctx context.Context, cs *agent.Company, f *auth.Flow, d *auth.DirectSignIn) error {
+	kept, err := d.MarshalKept()
+	if err != nil {
+		return err
+	}
+	binding, key := randomToken(), mcpauth.KeyFrom(ctx)
+	base := directState{pageOwner: pageOwner{Owner: agent.OwnerOf(cs.Person().User()), Domain: f.Domain}, Flow: f.ID,
+		Cookie: directCookiePrefix + f.ID, Expires: f.Expires}
+	cb, start := base, base
+	cb.BindingHash, cb.Direct = bindingHash(binding), kept
+	start.URL, start.Binding = d.URL, binding
+	closeCallback, err := si.pages.Keep(ctx, key, kindDirectCallback, d.State, keptState(cb), directTTL, true)
+	if err != nil {
+		return err
+	}
+	page, closeStart, err := si.pages.OpenKindForUser(ctx, key, kindDirectStart, keptState(start), directTTL)
+	if err != nil {
+		closeCallback()
+		return err
+	}
+	f.Page = page
+	f.SetStop(func() { closeStart(); closeCallback() })
+	return nil
+}
 
-// start is the one-time page the user opens: it binds the browser to this
-// sign-in with a cookie, then sends it to the Company's authorization URL.
-func (ds *directSignIn) start(w http.ResponseWriter, r *http.Request, done func()) {
+// bindingHash is what the callback keeps of the binding cookie's value.
+func bindingHash(binding string) string {
+	h := sha256.Sum256([]byte("poppy-mcp direct sign-in binding\x00" + binding))
+	return hex.EncodeToString(h[:])
+}
+
+// directStart is the one-time page the user opens, on any replica: it
+// binds the browser to the sign-in with a cookie, then sends it to the
+// Company's authorization URL.
+func (si *signIn) directStart(w http.ResponseWriter, r *http.Request, p *pages.Page) {
 	if r.Method != http.MethodGet {
 		pages.Message(w, http.StatusMethodNotAllowed, "Not here", "Open this link; do not post to it.")
 		return
 	}
-	done() // one use: a second open of the link is refused
-	if !ds.f.Pending() {
-		pages.Message(w, http.StatusGone, "Sign-in finished", "This sign-in has finished. Return to your assistant.")
+	var st directState
+	ctx, end, ok := si.sessions.forPage(w, r, p, stateOwner(p, &st, &st.pageOwner))
+	if !ok {
+		return
+	}
+	defer end()
+	if !p.Take(ctx) { // one use: a second open of the link is refused, on every replica
+		pages.Gone(w)
+		return
+	}
+	if f := si.pageFlow(ctx, st.Domain, st.Flow); f == nil || !f.Pending() {
+		finishedPage(w)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: ds.cookieName(), Value: ds.binding, Path: "/", Secure: true, HttpOnly: true,
-		MaxAge: int(ds.f.Expires.Sub(ds.si.now()) / time.Second),
+		Name: st.Cookie, Value: st.Binding, Path: "/", Secure: true, HttpOnly: true,
+		MaxAge: int(st.Expires.Sub(si.now()) / time.Second),
 		// Lax: the Company sends the browser back to the callback with a
 		// top-level GET from its own site, which Strict would send bare.
 		SameSite: http.SameSiteLaxMode,
 	})
 	// Poppy 0.1 §4.5: the agent "opens the authorization_endpoint in the User's browser"
-	http.Redirect(w, r, ds.d.URL, http.StatusSeeOther)
+	http.Redirect(w, r, st.URL, http.StatusSeeOther)
 }
 
 // bound reports whether r comes from the browser that opened the start page.
-func (ds *directSignIn) bound(r *http.Request) bool {
-	c, err := r.Cookie(ds.cookieName())
-	return err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(ds.binding)) == 1
+func (st *directState) bound(r *http.Request) bool {
+	c, err := r.Cookie(st.Cookie)
+	return err == nil && subtle.ConstantTimeCompare([]byte(bindingHash(c.Value)), []byte(st.BindingHash)) == 1
 }
 
-// callback takes the Company's redirect back (Poppy 0.1 §4.5 step 3) in the
-// browser that started the sign-in: it checks state and iss, and exchanges
-// the code. Only a successful exchange, the user's refusal (with the right
-// state and iss) or a new Session end the sign-in; any other callback leaves
-// it pending for the real one, up to maxDirectCallbacks.
-func (ds *directSignIn) callback(w http.ResponseWriter, r *http.Request) {
-	if !ds.bound(r) {
-		pages.Message(w, http.StatusForbidden, "Not this browser",
-			"This sign-in was started in another browser. Open the sign-in link your assistant gave you in this browser, or ask for a new one.")
+// callback takes the Company's redirect back (Poppy 0.1 §4.5 step 3), on
+// any replica, in the browser that started the sign-in, which has taken
+// the callback's record (p): it checks state and iss, and exchanges the
+// code with this replica's Session. Only a successful exchange, the
+// user's refusal (with the right state and iss) or a new Session end the
+// sign-in; any other callback gives the record back for the real one, up
+// to maxDirectCallbacks.
+func (si *signIn) callback(ctx context.Context, w http.ResponseWriter, r *http.Request, p *pages.Page, st *directState) {
+	f := si.pageFlow(ctx, st.Domain, st.Flow)
+	if f == nil || !f.Pending() {
+		finishedPage(w)
 		return
 	}
-	ds.mu.Lock()
-	defer ds.mu.Unlock()
-	if !ds.f.Pending() {
-		pages.Message(w, http.StatusGone, "Sign-in finished", "This sign-in has finished. Return to your assistant.")
+	reached, err := si.sessions.session(ctx, st.Domain, false)
+	var d *auth.DirectSignIn
+	if err == nil {
+		d, err = auth.ParseKeptDirect(st.Direct)
+	}
+	if err != nil {
+		_ = p.Keep(ctx, keptState(st))
+		pages.Message(w, http.StatusServiceUnavailable, "Try again", "poppy-mcp could not reach the Company just now. Reload this page.")
 		return
 	}
-	ctx := ds.cs.Person().WithPerson(context.WithoutCancel(r.Context())) // a browser that leaves does not stop the exchange
-	in, err := ds.sess.FinishDirect(ctx, ds.d, r.URL.Query())
-	if err != nil && !errors.Is(err, auth.ErrAccessDenied) && !errors.Is(err, auth.ErrAccountMismatch) {
-		ds.failed++
-		ds.si.log.InfoContext(ctx, "direct sign-in: a callback could not be used", "issuer", ds.cs.Issuer(), "err", err)
-		if ds.failed < maxDirectCallbacks {
-			ds.f.Note("A return from the Company's page could not be used (" + callbackTrouble(err) + "); still waiting for the user.")
-			pages.Message(w, http.StatusBadRequest, "Sign-in not finished",
-				"This return from the Company could not be used. If you are signing in, finish on the Company's page; otherwise return to your assistant.")
-			return
-		}
+	in, err := reached.sess.FinishDirect(ctx, d, r.URL.Query())
+	if err != nil && !errors.Is(err, auth.ErrAccessDenied) && !errors.Is(err, auth.ErrAccountMismatch) && si.unused(ctx, w, p, st, f, err) {
+		return
 	}
-	ds.si.finish(ctx, ds.cs, ds.sess, ds.f, in, err)
-	ds.f.StopPage()
-	st := ds.f.State()
-	status, detail := st.Status, st.Detail
-	clearCookie(w, ds.cookieName())
-	switch status {
+	si.finish(ctx, reached.cs, reached.sess, f, in, err)
+	f.StopPage()
+	clearCookie(w, st.Cookie)
+	switch state := f.State(); state.Status {
 	case statusComplete:
 		pages.Message(w, http.StatusOK, "Signed in", "You are signed in. You can close this page and return to your assistant.")
 	case statusDenied:
 		pages.Message(w, http.StatusOK, "Sign-in declined", "You declined the sign-in. Return to your assistant.")
 	default:
-		pages.Message(w, http.StatusBadRequest, "Sign-in failed", detail+" Return to your assistant.")
+		pages.Message(w, http.StatusBadRequest, "Sign-in failed", state.Detail+" Return to your assistant.")
 	}
+}
+
+// unused counts a callback that could not be used and, below
+// maxDirectCallbacks, gives the record back for the real one and answers
+// the browser; it reports whether it did (false: the sign-in fails).
+func (si *signIn) unused(ctx context.Context, w http.ResponseWriter, p *pages.Page, st *directState, f *auth.Flow, err error) bool {
+	st.Failed++
+	si.log.InfoContext(ctx, "direct sign-in: a callback could not be used", "err", err)
+	if st.Failed >= maxDirectCallbacks {
+		return false
+	}
+	f.Note("A return from the Company's page could not be used (" + callbackTrouble(err) + "); still waiting for the user.")
+	if kerr := p.Keep(ctx, keptState(st)); kerr != nil {
+		si.log.WarnContext(ctx, "direct sign-in: could not keep the callback", "err", kerr)
+	}
+	pages.Message(w, http.StatusBadRequest, "Sign-in not finished",
+		"This return from the Company could not be used. If you are signing in, finish on the Company's page; otherwise return to your assistant.")
+	return true
 }
 
 // callbackTrouble says, without Company text, why a callback was not used.
@@ -208,34 +268,40 @@ func clearCookie(w http.ResponseWriter, name string) {
 // browser, the model from sign_in_status.
 func (s *Server) CallbackHandler() http.Handler { return s.signIn.callbackHandler() }
 
-// callbackHandler is CallbackHandler.
+// callbackHandler is CallbackHandler: it finds the sign-in's record by its
+// state, on any replica (package pages keeps it), and takes it in the
+// browser bound to it, one callback at a time.
 func (si *signIn) callbackHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		f := si.directFlow(r.URL.Query().Get("state"))
-		if f == nil {
+		var p *pages.Page
+		ok := false
+		if state := r.URL.Query().Get("state"); state != "" && si.pages != nil {
+			p, ok = si.pages.Find(r.Context(), kindDirectCallback, state)
+		}
+		if !ok {
 			pages.Message(w, http.StatusBadRequest, "Sign-in not found", "This sign-in is unknown or has finished. Ask your assistant to start again.")
 			return
 		}
-		f.Callback(w, r)
-	})
-}
-
-// directFlow returns the pending Direct Sign-In with state, or nil.
-func (si *signIn) directFlow(state string) *auth.Flow {
-	if state == "" {
-		return nil
-	}
-	for _, p := range si.sessions.people.all() {
-		for _, cs := range p.Companies() {
-			f := si.current(cs)
-			if f != nil && f.Direct != nil && f.Pending() && subtle.ConstantTimeCompare([]byte(f.Direct.State), []byte(state)) == 1 {
-				return f
-			}
+		var st directState
+		owner := stateOwner(p, &st, &st.pageOwner)
+		if !st.bound(r) {
+			pages.Message(w, http.StatusForbidden, "Not this browser",
+				"This sign-in was started in another browser. Open the sign-in link your assistant gave you in this browser, or ask for a new one.")
+			return
 		}
-	}
-	return nil
+		ctx, end, ok := si.sessions.forPage(w, r, p, owner) // a browser that leaves does not stop the exchange
+		if !ok {
+			return
+		}
+		defer end()
+		if !p.Take(ctx) { // another callback, here or on another replica, has it
+			finishedPage(w)
+			return
+		}
+		si.callback(ctx, w, r, p, &st)
+	})
 }

@@ -100,9 +100,10 @@ func (si *signIn) noSignIn(ctx context.Context, cs *agent.Company, domain string
 
 // waitFlow waits until f leaves pending, wait passes or the call is
 // canceled, sending a progress notification each second when the client
-// asked for them with a progressToken. A sign-in another replica polls is
-// read again from the store when that replica announces a change, and each
-// second in case an announcement was lost. It returns the sign-in as it is
+// asked for them with a progressToken. A sign-in that may end on another
+// replica (polled there, or its page used there) is read again from the
+// store when that replica announces a change, and each second in case an
+// announcement was lost. It returns the sign-in as it is
 // then (a newer one, if one replaced f elsewhere).
 func (si *signIn) waitFlow(ctx context.Context, req mcp.CallToolRequest, cs *agent.Company, f *auth.Flow, wait time.Duration) *auth.Flow {
 	var token mcp.ProgressToken
@@ -133,9 +134,7 @@ func (si *signIn) waitFlow(ctx context.Context, req mcp.CallToolRequest, cs *age
 				})
 			}
 		}
-		if spec, _ := f.Kind.Spec(); spec.Polls { // kept in the store: it may end on another replica
-			f = si.latest(ctx, cs)
-		}
+		f = si.latest(ctx, cs) // kept in the store: it may end on another replica
 	}
 }
 

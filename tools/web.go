@@ -26,6 +26,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/agent"
 	"github.com/poppy-mcp/poppy-mcp/auth"
 	"github.com/poppy-mcp/poppy-mcp/browser"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
@@ -173,9 +174,20 @@ func (web *website) openJoin(ctx context.Context, co *discovery.Company, domain,
 	sess := r.sess
 	j := &join{expires: web.now().Add(joinTTL), info: sess.Info()}
 	person, _ := mcpauth.UserFrom(ctx)
-	j.url, j.close = web.pages.Open(web.joinPage(person, domain, target, j.expires), joinTTL)
+	state := joinState{pageOwner: pageOwner{Owner: agent.OwnerOf(person), Domain: domain}, Target: target, Expires: j.expires}
+	if j.url, j.close, err = web.pages.OpenKind(ctx, person.Key(), kindJoin, keptState(state), joinTTL); err != nil {
+		return nil, failure(map[string]string{"error": "no_pages"}, "poppy-mcp could not open the join page (%v). Try again.", err)
+	}
 	web.log.InfoContext(ctx, "join page opened", "domain", co.Domain, "session", j.info.ID)
 	return j, nil
+}
+
+// joinState is what a join page keeps: whose Session it joins, through
+// which domain, and where the browser lands.
+type joinState struct {
+	pageOwner
+	Target  string    `json:"target"`
+	Expires time.Time `json:"expires"`
 }
 
 // pageURL resolves the url argument to a page on the Company's
@@ -197,40 +209,53 @@ func orgHost(co *discovery.Company) string {
 	return host
 }
 
-// joinPage is the one-time page that joins the browser that opens it to
-// the Session of person (who asked for it) at the Company.
-func (web *website) joinPage(person mcpauth.User, domain, target string, expires time.Time) pages.Handler {
-	return func(w http.ResponseWriter, r *http.Request, done func()) {
-		if r.Method != http.MethodGet {
-			w.Header().Set("Allow", http.MethodGet)
-			pages.Message(w, http.StatusMethodNotAllowed, "Not here", "Open this link; do not post to it.")
-			return
-		}
-		done() // single use: a second open gets 410, whatever happens below
-		if web.now().After(expires) {
-			pages.Message(w, http.StatusGone, "Link expired", "This link has expired. Ask for a new one with open_website.")
-			return
-		}
-		ctx := mcpauth.WithUser(r.Context(), person) // the page's request is the browser's: the Session is the person's
-		defer web.sessions.people.hold(person)()     // not forgotten meanwhile
-		reached, err := web.sessions.session(ctx, domain, false)
-		if err != nil {
-			web.log.InfoContext(ctx, "join page: no Session", "domain", domain, "err", err)
-			pages.Message(w, http.StatusBadGateway, "Could not join", "poppy-mcp has no Session with this Company now. Ask for a new link.")
-			return
-		}
-		// Poppy 0.1 §3.2, §5: the Session is the Company's; the endpoint and
-		// the pages are those of the domain the page was opened for.
-		co, sess := reached.co, reached.sess
-		at, err := sessionAt(sess, co)
-		if err == nil {
-			// Poppy 0.1 §5 step 1: the assertion is signed now, when the browser is about to post it, so it is fresh.
-			err = at.WriteJoinPage(w, target)
-		}
-		if err != nil {
-			web.log.InfoContext(ctx, "join page: cannot sign", "domain", domain, "err", err)
-			pages.Message(w, http.StatusInternalServerError, "Could not join", "poppy-mcp could not sign the browser assertion.")
-		}
+// joinPage is the one-time page that joins the browser that opens it, on
+// any replica's loopback listener, to the Session of the person who asked
+// for it at the Company, with that replica's Session of theirs.
+func (web *website) joinPage(w http.ResponseWriter, r *http.Request, p *pages.Page) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		pages.Message(w, http.StatusMethodNotAllowed, "Not here", "Open this link; do not post to it.")
+		return
+	}
+	var st joinState
+	ctx, end, ok := web.sessions.forPage(w, r, p, stateOwner(p, &st, &st.pageOwner)) // the page's request is the browser's: the Session is the person's
+	if !ok {
+		return
+	}
+	defer end() // not forgotten meanwhile
+	// Single use: a second open gets 410, on every replica, whatever happens below.
+	if !p.Take(ctx) {
+		pages.Gone(w)
+		return
+	}
+	if web.now().After(st.Expires) {
+		pages.Message(w, http.StatusGone, "Link expired", "This link has expired. Ask for a new one with open_website.")
+		return
+	}
+	web.writeJoin(ctx, w, st.Domain, st.Target)
+}
+
+// writeJoin writes the join page of the Session of the person ctx acts
+// for at the Company of domain, which lands on target.
+func (web *website) writeJoin(ctx context.Context, w http.ResponseWriter, domain, target string) {
+	reached, err := web.sessions.session(ctx, domain, false)
+	if err != nil {
+		web.log.InfoContext(ctx, "join page: no Session", "domain", domain, "err", err)
+		pages.Message(w, http.StatusBadGateway, "Could not join", "poppy-mcp has no Session with this Company now. Ask for a new link.")
+		return
+	}
+	// Poppy 0.1 §3.2, §5: the Session is the Company's; the endpoint and
+	// the pages are those of the domain the page was opened for.
+	co, sess := reached.co, reached.sess
+	at, err := sessionAt(sess, co)
+	if err == nil {
+		// Poppy 0.1 §5 step 1: the assertion is signed now, when the browser is about to post it, so it is fresh.
+		err = at.WriteJoinPage(w, target)
+	}
+	if err != nil {
+		web.log.InfoContext(ctx, "join page: cannot sign", "domain", domain, "err", err)
+		pages.Message(w, http.StatusInternalServerError, "Could not join", "poppy-mcp could not sign the browser assertion.")
 	}
 }
 

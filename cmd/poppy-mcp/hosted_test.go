@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httputil"
@@ -44,13 +45,19 @@ type hostedDeployment struct {
 	store    string // --store; "" for SQLite in the first replica's state directory
 	replicas []hostedReplica
 	next     atomic.Int64 // round robin of the public URL's requests
+	pinned   atomic.Int64 // 1 + the replica every public request goes to; 0: round robin
 }
+
+// pin sends every request of the public URL to replica i from now on, as
+// a load balancer without stickiness may; -1 goes back to round robin.
+func (h *hostedDeployment) pin(i int) { h.pinned.Store(int64(i + 1)) }
 
 // hostedReplica is one `serve` process of a hosted deployment.
 type hostedReplica struct {
 	mcpURL string          // where it listens, on loopback
 	state  string          // its --state-dir
 	logged *testlog.Buffer // its stderr
+	pages  string          // its --pages-addr, when deploymentOptions.PagesAddrs
 	proc   *exec.Cmd       // the process, for a test that kills it
 	down   *atomic.Bool    // killed: the public URL no longer leads to it
 }
@@ -67,6 +74,11 @@ type deploymentOptions struct {
 	// Store is the --store URL every replica uses; "" is SQLite in the
 	// state directory, which the replicas then share.
 	Store string
+	// Direct publishes the Direct Sign-In callback in redirect_uris.
+	Direct bool
+	// PagesAddrs gives each replica a --pages-addr of its own, known to
+	// the test (hostedReplica.pages).
+	PagesAddrs bool
 }
 
 func startHosted(t *testing.T, extra ...string) *hostedDeployment {
@@ -88,8 +100,11 @@ func startHostedWith(t *testing.T, opts *deploymentOptions, extra ...string) *ho
 	idp.AddClient(oidctest.Client{ID: "poppy-pages", Secret: "pages-secret-0123456789", RedirectURIs: []string{h.public + "/auth/callback"}})
 	env, resolve := h.environment(t, opts.Others)
 	state := t.TempDir()
-	if _, errOut, code := runBinary(t, env, append([]string{"init", "--out", t.TempDir(), "--client-id", h.public + "/agent.json"},
-		h.storeArgs(state)...)...); code != 0 {
+	initArgs := []string{"init", "--out", t.TempDir(), "--client-id", h.public + "/agent.json"}
+	if opts.Direct {
+		initArgs = append(initArgs, "--redirect-uri", h.public+"/oauth/callback")
+	}
+	if _, errOut, code := runBinary(t, env, append(initArgs, h.storeArgs(state)...)...); code != 0 {
 		t.Fatalf("init: %s", errOut)
 	}
 	for i := range max(opts.Replicas, 1) {
@@ -99,13 +114,21 @@ func startHostedWith(t *testing.T, opts *deploymentOptions, extra ...string) *ho
 		args := append([]string{"serve", "--log-level", "debug", "--http", "127.0.0.1:0", "--public-url", h.public,
 			"--auth-issuer", idp.Issuer(), "--auth-client-id", "poppy-pages", "--resolve", idp.Host() + ":443:" + idp.Addr()},
 			append(h.storeArgs(state), resolve...)...)
+		pagesAddr := ""
+		if opts.PagesAddrs {
+			pagesAddr = freeLoopback(t)
+			args = append(args, "--pages-addr", pagesAddr)
+		}
 		proc, u, logged := startProcess(t, env, append(args, extra...)...)
-		h.replicas = append(h.replicas, hostedReplica{mcpURL: u, state: state, logged: logged, proc: proc, down: &atomic.Bool{}})
+		h.replicas = append(h.replicas, hostedReplica{mcpURL: u, state: state, logged: logged, proc: proc, down: &atomic.Bool{}, pages: pagesAddr})
 	}
 	srv.Handle(srv.AgentHost(), "/", &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
 		replica := h.replicas[int(h.next.Add(1)-1)%len(h.replicas)]
 		for i := 0; replica.down.Load() && i < len(h.replicas); i++ { // as a load balancer's health check would
 			replica = h.replicas[int(h.next.Add(1)-1)%len(h.replicas)]
+		}
+		if p := h.pinned.Load(); p > 0 {
+			replica = h.replicas[p-1]
 		}
 		target, _ := url.Parse(strings.TrimSuffix(replica.mcpURL, "/mcp"))
 		r.SetURL(target)
@@ -118,6 +141,17 @@ func startHostedWith(t *testing.T, opts *deploymentOptions, extra ...string) *ho
 		}
 	}
 	return h
+}
+
+// freeLoopback is a loopback address with a port free just now.
+func freeLoopback(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // environment is the replicas' environment (every Company's and the
@@ -304,16 +338,40 @@ func connectAt(t *testing.T, u, token, rev string) *sdk.ClientSession {
 // sign-in), and returns the last status and body.
 func openPage(t *testing.T, b *http.Client, u string) (int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	got := visitPage(t, b, http.MethodGet, u, nil, "")
+	return got.code, got.body
+}
+
+// visited is where a browser's request ended: the status, the URL and the
+// body of the last response.
+type visited struct {
+	code int
+	at   *url.URL
+	body string
+}
+
+// visitPage sends a request for u in browser b, following redirects: a
+// GET, or with form a POST from origin.
+func visitPage(t *testing.T, b *http.Client, method, u string, form url.Values, origin string) visited {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, u, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", origin)
+	}
 	resp, err := b.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	b2, _ := io.ReadAll(resp.Body)
+	return visited{code: resp.StatusCode, at: resp.Request.URL, body: string(b2)}
 }
 
 // postBody posts an MCP message to u with headers and returns the status.
