@@ -207,4 +207,5 @@ var pgMigrations = [][]string{
 			PRIMARY KEY (local_user, name))`,
 	},
 	migrationGenerations(`TEXT COLLATE "C"`), // 2
+	migrationMCPSessions(`TEXT COLLATE "C"`), // 3
 }

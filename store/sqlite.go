@@ -154,6 +154,7 @@ var sqliteMigrations = [][]string{
 	migrationLeases,              // 3
 	migrationLocalUsers,          // 4
 	migrationGenerations("TEXT"), // 5
+	migrationMCPSessions("TEXT"), // 6
 }
 
 // migrationLeases adds the leases of lease.go: one row per lease, taken and
