@@ -116,7 +116,17 @@ func TestSessionAcrossReplicas(t *testing.T) {
 	if code, _, body := send(t, b, http.MethodDelete, sid, ""); code != 200 {
 		t.Fatalf("DELETE on B: %d %s", code, body)
 	}
-	code, _, body = send(t, a, http.MethodPost, sid, whoami)
+	checkEnded(t, a, sid)
+	if code, _, body := send(t, a, http.MethodPost, "", whoami); code != 400 || !strings.Contains(body, "initialize first") {
+		t.Errorf("a request without a session: %d %s, want 400", code, body)
+	}
+}
+
+// checkEnded: a request in the session sid on r gets 404 and a JSON-RPC
+// error that says the session has ended.
+func checkEnded(t *testing.T, r *httptest.Server, sid string) {
+	t.Helper()
+	code, _, body := send(t, r, http.MethodPost, sid, whoami)
 	var e struct {
 		ID    int `json:"id"`
 		Error struct {
@@ -125,10 +135,7 @@ func TestSessionAcrossReplicas(t *testing.T) {
 		} `json:"error"`
 	}
 	if json.Unmarshal([]byte(body), &e); code != 404 || e.ID != 3 || e.Error.Code != -32001 || !strings.Contains(e.Error.Message, "has ended") {
-		t.Errorf("A after the session ended on B: %d %s, want 404 and a JSON-RPC error", code, body)
-	}
-	if code, _, body := send(t, a, http.MethodPost, "", whoami); code != 400 || !strings.Contains(body, "initialize first") {
-		t.Errorf("a request without a session: %d %s, want 400", code, body)
+		t.Errorf("after the session ended on the other replica: %d %s, want 404 and a JSON-RPC error", code, body)
 	}
 }
 
@@ -148,4 +155,92 @@ func TestResumeOnAnotherReplica(t *testing.T) {
 	if code != 400 || !strings.Contains(body, "another replica") {
 		t.Errorf("resuming another replica's stream: %d %s", code, body)
 	}
+}
+
+// asking is a replica whose tool "ask" elicits, with the Answers of its
+// process listening.
+func asking(t *testing.T, st *store.Store) *httptest.Server {
+	t.Helper()
+	srv := server.NewMCPServer("test", "1", server.WithElicitation())
+	srv.AddTool(mcp.NewTool("ask"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := srv.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
+			Mode: mcp.ElicitationModeURL, Message: "open", ElicitationID: "e1", URL: "https://example.com/"}})
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		return mcp.NewToolResultText("answered " + string(res.Action)), nil
+	})
+	answers := mcpsession.NewAnswers(st)
+	ctx, cancel := context.WithCancel(context.Background())
+	go answers.Listen(ctx)
+	h := mcpsession.New(srv, st, &mcpsession.Options{Answers: answers}, server.WithEndpointPath("/mcp"))
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() { hs.Close(); cancel(); _ = h.Shutdown(context.Background()) })
+	return hs
+}
+
+// TestAnswerOnAnotherReplica: the client's answer to an elicitation that
+// replica A sent on a tool call's stream, POSTed to replica B, reaches
+// the call waiting on A, which returns with it.
+func TestAnswerOnAnotherReplica(t *testing.T) {
+	st := openStore(t).ForUser("dana")
+	a, b := asking(t, st), asking(t, st)
+	_, sid, _ := send(t, a, http.MethodPost, "", initialize)
+	req, _ := http.NewRequest(http.MethodPost, a.URL+"/mcp", strings.NewReader(
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ask","arguments":{}}}`))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Protocol-Version": "2025-11-25", "Mcp-Session-Id": sid} {
+		req.Header.Set(k, v)
+	}
+	resp, err := a.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := sseMessages(resp.Body)
+	asked := <-events
+	var elicit struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal([]byte(asked), &elicit); elicit.Method != "elicitation/create" {
+		t.Fatalf("the call's stream began with %s, want the elicitation", asked)
+	}
+	answer := `{"jsonrpc":"2.0","id":` + string(elicit.ID) + `,"result":{"action":"accept"}}`
+	if code, _, body := send(t, b, http.MethodPost, sid, answer); code != http.StatusAccepted {
+		t.Fatalf("the answer on B: %d %s", code, body)
+	}
+	if result := <-events; !strings.Contains(result, "answered accept") {
+		t.Errorf("the call on A after the answer went to B: %s", result)
+	}
+}
+
+// sseMessages sends the data of each SSE event read from r, then closes.
+func sseMessages(r io.Reader) <-chan string {
+	out := make(chan string, 8)
+	go func() {
+		defer close(out)
+		b := make([]byte, 0, 4096)
+		buf := make([]byte, 4096)
+		for {
+			n, err := r.Read(buf)
+			b = append(b, buf[:n]...)
+			for {
+				i := strings.Index(string(b), "\n\n")
+				if i < 0 {
+					break
+				}
+				for _, line := range strings.Split(string(b[:i]), "\n") {
+					if data, ok := strings.CutPrefix(line, "data: "); ok {
+						out <- data
+					}
+				}
+				b = b[i+2:]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out
 }

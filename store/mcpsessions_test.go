@@ -12,9 +12,8 @@ func TestMCPSessions(t *testing.T) { forEachBackend(t, testMCPSessions) }
 
 // testMCPSessions: a session one user put is theirs alone (another user's
 // view finds nothing, cannot touch, set or end it); its initialize params
-// and log level come back; ending it makes it unknown; a session unused
-// since before the expiry given to the next PutMCPSession is forgotten;
-// the session ID itself is in no row.
+// and log level come back; ending it makes it unknown; the session ID
+// itself is in no row.
 func testMCPSessions(t *testing.T, b *backend) {
 	ctx := context.Background()
 	clk := newClock()
@@ -59,7 +58,18 @@ func testMCPSessions(t *testing.T, b *backend) {
 	if err := dana.TouchMCPSession(ctx, id); !errors.Is(err, ErrNotFound) {
 		t.Errorf("touching an ended MCP session: %v, want not found", err)
 	}
+}
 
+func TestMCPSessionsExpire(t *testing.T) { forEachBackend(t, testMCPSessionsExpire) }
+
+// testMCPSessionsExpire: a session unused since before the expiry given to
+// the next PutMCPSession, whoever puts it, is forgotten.
+func testMCPSessionsExpire(t *testing.T, b *backend) {
+	ctx := context.Background()
+	clk := newClock()
+	s := b.openNew(t, &Options{Key: testKey, Now: clk.Now})
+	dana, sam := s.ForUser("dana-key"), s.ForUser("sam-key")
+	const init = `{}`
 	if err := dana.PutMCPSession(ctx, "old", []byte(init), time.Time{}); err != nil {
 		t.Fatal(err)
 	}

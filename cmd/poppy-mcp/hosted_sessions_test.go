@@ -50,21 +50,7 @@ func (a *alternate) next(i int) {
 }
 
 func (a *alternate) RoundTrip(req *http.Request) (*http.Response, error) {
-	s := served{method: req.Method, body: &bytes.Buffer{}}
-	var body []byte
-	if req.Body != nil {
-		body, _ = io.ReadAll(req.Body)
-		req.Body.Close()
-	}
-	var msg struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(body, &msg) == nil && req.Method == http.MethodPost {
-		s.method, s.tool = cmp.Or(msg.Method, "answer"), msg.Params.Name
-	}
+	s, body := classify(req)
 	a.mu.Lock()
 	turn := &a.get
 	if req.Method == http.MethodPost {
@@ -91,6 +77,26 @@ func (a *alternate) RoundTrip(req *http.Request) (*http.Response, error) {
 	a.served = append(a.served, s)
 	a.mu.Unlock()
 	return resp, nil
+}
+
+// classify reads req's body and says what it is.
+func classify(req *http.Request) (served, []byte) {
+	s := served{method: req.Method, body: &bytes.Buffer{}}
+	var body []byte
+	if req.Body != nil {
+		body, _ = io.ReadAll(req.Body)
+		req.Body.Close()
+	}
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) == nil && req.Method == http.MethodPost {
+		s.method, s.tool = cmp.Or(msg.Method, "answer"), msg.Params.Name
+	}
+	return s, body
 }
 
 // syncWriter writes to w under mu.
