@@ -210,4 +210,5 @@ var pgMigrations = [][]string{
 	migrationGenerations(`TEXT COLLATE "C"`),    // 2
 	pgMigrationFencing,                          // 3
 	migrationPages(`TEXT COLLATE "C"`, "BYTEA"), // 4
+	migrationMCPSessions(`TEXT COLLATE "C"`),    // 5
 }

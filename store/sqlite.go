@@ -157,6 +157,7 @@ var sqliteMigrations = [][]string{
 	migrationGenerations("TEXT"),   // 5
 	sqliteMigrationFencing,         // 6
 	migrationPages("TEXT", "BLOB"), // 7
+	migrationMCPSessions("TEXT"),   // 8
 }
 
 // migrationLeases adds the leases of lease.go: one row per lease, taken and

@@ -159,7 +159,7 @@ func TestSingleUserStateMigrates(t *testing.T) {
 	s := openTest(t, dir, nil)
 	db := sqliteBackend.raw(t, dir)
 	// Back to version 3, as an older poppy-mcp left it.
-	for _, table := range []string{"secrets", "user_ids", "sessions", "account_tokens", "conversations", "seen_events", "leases", "meta", "blobs", "agent_metadata", "generations", "lease_tokens", "pages"} {
+	for _, table := range []string{"secrets", "user_ids", "sessions", "account_tokens", "conversations", "seen_events", "leases", "meta", "blobs", "agent_metadata", "generations", "lease_tokens", "pages", "mcp_sessions"} {
 		mustExec(t, db, `DROP TABLE `+table)
 	}
 	mustExec(t, db, `DELETE FROM schema_version`)

@@ -2,14 +2,19 @@ package tools
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/poppy-mcp/poppy-mcp/mcpsession"
+	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
 // HTTPHandler serves MCP over streamable HTTP at /mcp, configured as
@@ -27,27 +32,40 @@ import (
 // reach another's.
 func (s *Server) HTTPHandler(publicHost ...bool) http.Handler {
 	public := len(publicHost) > 0 && publicHost[0]
-	newHandler := func(srv *server.MCPServer) *server.StreamableHTTPServer {
-		h := server.NewStreamableHTTPServer(srv,
+	newHandler := func(srv *server.MCPServer, st *store.Store) mcpHandler {
+		opts := []server.StreamableHTTPOption{
 			server.WithEndpointPath("/mcp"),
-			server.WithEventStore(newEventStore(maxStreamEvents, maxSessionStreams)),
-			server.WithSessionIdleTTL(30*time.Minute),
+			server.WithSessionIdleTTL(30 * time.Minute),
 			server.WithDisableLocalhostProtection(public),
-		)
+		}
+		var h mcpHandler
+		if st == nil {
+			h = server.NewStreamableHTTPServer(srv, append(opts, server.WithEventStore(newEventStore(maxStreamEvents, maxSessionStreams)))...)
+		} else { // sessions in the store, for every replica (docs/operations.md)
+			h = mcpsession.New(srv, st, &mcpsession.Options{Now: s.people.opts.Now, Logger: s.log, Answers: s.answers,
+				Events: newEventStore(maxStreamEvents, maxSessionStreams)}, opts...)
+		}
 		s.http.add(h)
 		return h
 	}
 	return s.people.route(newHandler)
 }
 
+// mcpHandler is the streamable HTTP handler of one MCP server: mcp-go's
+// own, or with its sessions in the store (mcpsession).
+type mcpHandler interface {
+	http.Handler
+	Shutdown(ctx context.Context) error
+}
+
 // httpHandlers are the MCP HTTP handlers HTTPHandler made, for
 // ShutdownHTTP. It is safe for concurrent use.
 type httpHandlers struct {
 	mu   sync.Mutex
-	list []*server.StreamableHTTPServer // guarded by mu
+	list []mcpHandler // guarded by mu
 }
 
-func (hs *httpHandlers) add(h *server.StreamableHTTPServer) {
+func (hs *httpHandlers) add(h mcpHandler) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	hs.list = append(hs.list, h)
@@ -57,7 +75,8 @@ func (hs *httpHandlers) add(h *server.StreamableHTTPServer) {
 // made and stops their idle TTL's sweepers, goroutines that would
 // otherwise outlive the Server (a test in a testing/synctest bubble must
 // end them: docs/testing.md). Close does not: the handlers keep answering
-// after Close.
+// after Close. Sessions kept in the store go on: another replica, or
+// this one restarted, serves them.
 func (s *Server) ShutdownHTTP(ctx context.Context) {
 	s.http.mu.Lock()
 	list := s.http.list
@@ -82,8 +101,14 @@ const (
 // streams written to most recently. A client resuming after an event that
 // was dropped gets server.ErrUnknownEventID, as after a purge. It is safe
 // for concurrent use.
+//
+// Its event IDs start with a prefix of its own, random: the events of a
+// stream are kept by the process that sent it, and an ID without the
+// prefix is another process's (Issued; mcpsession refuses to resume it
+// with an error that says so), never mistaken for one of this store's.
 type eventStore struct {
 	perStream, maxStreams int
+	prefix                string
 
 	// mu guards seq and sessions.
 	mu       sync.Mutex
@@ -119,8 +144,11 @@ type storedEvent struct {
 }
 
 func newEventStore(perStream, maxStreams int) *eventStore {
-	return &eventStore{perStream: perStream, maxStreams: maxStreams, sessions: map[string]*eventLog{}}
+	return &eventStore{perStream: perStream, maxStreams: maxStreams, prefix: rand.Text()[:10] + "-", sessions: map[string]*eventLog{}}
 }
+
+// Issued reports whether eventID is one this store gave.
+func (s *eventStore) Issued(eventID string) bool { return strings.HasPrefix(eventID, s.prefix) }
 
 // StoreEvent records message as the newest event of the stream, dropping
 // the stream's oldest event, or the least recently written stream, beyond
@@ -153,7 +181,7 @@ func (s *eventStore) StoreEvent(_ context.Context, sessionID, streamID string, m
 	}
 	ring.last = ev.id
 	log.index[ev.id] = streamID
-	return strconv.FormatUint(ev.id, 10), nil
+	return s.prefix + strconv.FormatUint(ev.id, 10), nil
 }
 
 // dropStalest drops the stream written to least recently.
@@ -178,7 +206,7 @@ func (s *eventStore) ReplayEventsAfter(_ context.Context, sessionID, lastEventID
 		return "", err
 	}
 	for _, ev := range after {
-		if err := send(strconv.FormatUint(ev.id, 10), ev.message); err != nil {
+		if err := send(s.prefix+strconv.FormatUint(ev.id, 10), ev.message); err != nil {
 			return "", err
 		}
 	}
@@ -189,10 +217,11 @@ func (s *eventStore) ReplayEventsAfter(_ context.Context, sessionID, lastEventID
 func (s *eventStore) eventsAfter(sessionID, lastEventID string) (string, []storedEvent, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id, err := strconv.ParseUint(lastEventID, 10, 64)
+	seq, issued := strings.CutPrefix(lastEventID, s.prefix)
+	id, err := strconv.ParseUint(seq, 10, 64)
 	var streamID string
 	log, kept := s.sessions[sessionID], false
-	if err == nil && log != nil {
+	if err == nil && issued && log != nil {
 		streamID, kept = log.index[id]
 	}
 	if !kept {

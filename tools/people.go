@@ -27,6 +27,7 @@ import (
 
 	"github.com/poppy-mcp/poppy-mcp/agent"
 	"github.com/poppy-mcp/poppy-mcp/mcpauth"
+	"github.com/poppy-mcp/poppy-mcp/store"
 )
 
 // DefaultEvictIdle is Options.EvictIdle when zero.
@@ -62,7 +63,7 @@ type personEntries map[string]*personEntry
 type personEntry struct {
 	person  *agent.Person
 	srv     *server.MCPServer
-	handler *server.StreamableHTTPServer // nil until their first HTTP request
+	handler mcpHandler // nil until their first HTTP request
 	// restored is closed once the person's Companies are back (ready);
 	// nil until their first HTTP request.
 	restored chan struct{}
@@ -145,7 +146,7 @@ func (p *people) begin(person mcpauth.User, build newHandler) (e *personEntry, f
 	defer p.mu.Unlock()
 	e = p.entryLocked(person)
 	if e.handler == nil {
-		e.handler = build(e.srv)
+		e.handler = build(e.srv, e.person.Store())
 	}
 	if first = e.restored == nil; first {
 		e.restored = make(chan struct{})
@@ -187,15 +188,16 @@ func (p *people) ready(ctx context.Context, e *personEntry, first bool) {
 	}
 }
 
-// newHandler makes the streamable HTTP server of an MCP server.
-type newHandler func(*server.MCPServer) *server.StreamableHTTPServer
+// newHandler makes the streamable HTTP handler of an MCP server, its
+// sessions kept in the person's view of the store (nil: in memory).
+type newHandler func(*server.MCPServer, *store.Store) mcpHandler
 
 // route serves each request with the handler of its person: the default
 // user's MCP server for "", the person's own for anyone else. A request
 // (a GET stream included) keeps its person from being forgotten while it
 // runs.
 func (p *people) route(build newHandler) http.Handler {
-	def := build(p.def)
+	def := build(p.def, p.opts.Store)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		person, _ := mcpauth.UserFrom(r.Context())
 		if person.Key() == "" {

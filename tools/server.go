@@ -28,6 +28,7 @@ import (
 	"github.com/poppy-mcp/poppy-mcp/browser"
 	"github.com/poppy-mcp/poppy-mcp/discovery"
 	"github.com/poppy-mcp/poppy-mcp/internal/metrics"
+	"github.com/poppy-mcp/poppy-mcp/mcpsession"
 	"github.com/poppy-mcp/poppy-mcp/pages"
 	"github.com/poppy-mcp/poppy-mcp/store"
 )
@@ -124,8 +125,11 @@ type Server struct {
 	callTimeout time.Duration // Options.CallTimeout (deadline.go)
 	calls       calls         // the tool calls running, for Drain (deadline.go)
 	http        httpHandlers  // the MCP HTTP handlers, for ShutdownHTTP (http.go)
-	metrics     *metrics.Recorder
-	version     string // Options.Version
+	// answers passes MCP clients' answers between replicas (mcpsession);
+	// nil without a store.
+	answers *mcpsession.Answers
+	metrics *metrics.Recorder
+	version string // Options.Version
 	// builtinNames are the built-in tools' names: the only tool names that
 	// are metrics labels (metrics.go).
 	builtinNames nameSet
@@ -178,6 +182,10 @@ func New(disc *discovery.Client, opts *Options) *Server {
 	}
 	if s.people.evictIdle > 0 {
 		s.bg.Go(s.people.forgetIdle)
+	}
+	if o.Store != nil {
+		s.answers = mcpsession.NewAnswers(o.Store)
+		s.bg.Go(func(ctx context.Context) { _ = s.answers.Listen(ctx) })
 	}
 	if o.Store != nil && o.Agent != nil {
 		s.bg.Go(s.signIn.takeOver) // device sign-ins another replica or run left unpolled, of every person

@@ -195,7 +195,7 @@ func (si *signIn) begin(ctx context.Context, req mcp.CallToolRequest, args signI
 		return nil, si.sessions.failure(ctx, domain, err)
 	}
 	cs, co, sess := r.cs, r.co, r.sess
-	if f, action := si.elicited(req, cs); f != nil {
+	if f, action := si.elicited(ctx, req, cs); f != nil {
 		// Declined or not answered: the result is the one without
 		// elicitation, the link and any code with it.
 		return nil, si.flowResult(cs, f, action)

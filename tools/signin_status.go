@@ -264,11 +264,19 @@ func (si *signIn) elicitURL(ctx context.Context, cs *agent.Company, f *auth.Flow
 }
 
 // elicited returns the flow a retried call answers, and the client's
-// action, when the call carries the requestState of cs's current flow.
-func (si *signIn) elicited(req mcp.CallToolRequest, cs *agent.Company) (*auth.Flow, string) {
+// action, when the call carries the requestState of cs's current flow: the
+// latest kept one, since the retry may come to another replica than the
+// call it answers (2026-07-28 has no sessions: docs/operations.md).
+func (si *signIn) elicited(ctx context.Context, req mcp.CallToolRequest, cs *agent.Company) (*auth.Flow, string) {
 	state := req.Params.RequestState
+	if state == "" {
+		return nil, ""
+	}
 	f := si.current(cs)
-	if state == "" || f == nil || f.ID != state {
+	if f == nil || f.ID != state {
+		f = si.latest(ctx, cs)
+	}
+	if f == nil || f.ID != state {
 		return nil, ""
 	}
 	action := "cancel"
