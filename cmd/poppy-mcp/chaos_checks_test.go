@@ -1,9 +1,10 @@
 package main
 
-// The end of TestChaosHosted: its figures, and the four checks, each from
-// the Company's records (poppytest's device requests, conversations and
-// messages) and the people's (what each was told and saw). The run passes
-// only when every check holds.
+// The end of TestChaosHosted: its figures, and the checks, each from the
+// Company's records (poppytest's device requests, conversations, messages
+// and protocol violations) and the people's (what each was told and saw),
+// and the replicas' exit statuses and logs. The run passes only when
+// every check holds.
 
 import (
 	"cmp"
@@ -30,6 +31,7 @@ func (c *chaosRun) check() {
 		{"every message sent is at the Company exactly once", c.checkMessages},
 		{"no person saw another's data", c.checkApart},
 		{"no replica ended but those killed (no panic, no unexpected exit, exit 0 on SIGTERM)", c.checkReplicas},
+		{"the Company recorded no protocol violation (poppytest also fails the test on each)", c.srv.Violations},
 	} {
 		problems := chk.run()
 		verdict := "PASS"
@@ -45,9 +47,6 @@ func (c *chaosRun) check() {
 			}
 			c.report("    - %s", p)
 		}
-	}
-	if v := c.srv.Violations(); len(v) > 0 {
-		c.report("the Company recorded %d protocol violations (each fails the test), the first: %s", len(v), shorten(v[0]))
 	}
 }
 
@@ -166,13 +165,18 @@ func (c *chaosRun) checkMessages() []string {
 			}
 		}
 	}
+	own := 0 // poppy-mcp's own, such as its "signed in now, please continue" after answering an authorization event itself
 	for text, at := range copies {
-		if !sent[text] {
+		switch {
+		case !markers.MatchString(text):
+			own += len(at)
+		case !sent[text]:
 			problems = append(problems, fmt.Sprintf("the Company has messages %q no person sent: %v", text, at))
 		}
 	}
-	c.report("messages: %d sent (%d sent again after a failure); %d confirmed to their person and at the Company once; not confirmed (the person was told it failed): %d at the Company once, %d not there",
-		len(sent), retried, confirmed, unconfirmedThere, unconfirmedMissing)
+	c.report("messages: %d sent by people (%d sent again after a failure); %d confirmed to their person and at the Company once; "+
+		"not confirmed (the person was told it failed): %d at the Company once, %d not there; %d more poppy-mcp sent on its own",
+		len(sent), retried, confirmed, unconfirmedThere, unconfirmedMissing, own)
 	return problems
 }
 
