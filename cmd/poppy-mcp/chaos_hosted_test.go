@@ -234,8 +234,7 @@ func (p *chaosProc) exited() bool {
 
 // startProxy starts the balancer: each request to the next replica that
 // is not down, paused ones included (a health check is slower than a
-// pause), with no stickiness; the Company's fetches of the agent's
-// documents at the public URL go through it too.
+// pause), with no stickiness.
 func (c *chaosRun) startProxy(t *testing.T) {
 	proxy := &httputil.ReverseProxy{FlushInterval: -1, Rewrite: func(r *httputil.ProxyRequest) {
 		target, _ := url.Parse(c.pick())
@@ -250,7 +249,36 @@ func (c *chaosRun) startProxy(t *testing.T) {
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
 	c.proxy = "http://" + ln.Addr().String() + "/mcp"
-	c.srv.Handle(c.srv.AgentHost(), "/", proxy)
+	c.srv.Handle(c.srv.AgentHost(), "/", http.HandlerFunc(c.documents))
+}
+
+// documentClient fetches a published document from a replica; one
+// paused longer than its timeout is passed over.
+var documentClient = &http.Client{Timeout: 3 * time.Second}
+
+// documents serves the Company's GETs of the agent's published documents
+// (agent.json, jwks.json: Poppy 0.1 §4.1) from the replicas as a balancer
+// that retries an idempotent request on the next replica does, so that
+// the Company's check of a token is not failed by the harness's own
+// balancer sending it to a replica killed a moment before. The people's
+// MCP requests get no such retry.
+func (c *chaosRun) documents(w http.ResponseWriter, r *http.Request) {
+	var last error
+	for range len(c.replicas) {
+		resp, err := documentClient.Get(c.pick() + r.URL.RequestURI())
+		if err != nil {
+			last = err
+			continue
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+		return
+	}
+	http.Error(w, last.Error(), http.StatusBadGateway)
 }
 
 // pick is the next replica's URL, or a closed port when every replica is
