@@ -81,14 +81,33 @@ func (c *chaosRun) figures() {
 // sign-in a person was told complete got its tokens, and every device
 // request approved gave them or was reported failed.
 func (c *chaosRun) checkSignIns() []string {
+	byCode, problems := c.peopleSignIns()
+	problems = append(problems, c.companySignIns(byCode)...)
+	signedOut, calls := 0, 0
+	for _, p := range c.people {
+		if p.signedOut > 0 {
+			signedOut, calls = signedOut+1, calls+p.signedOut
+		}
+	}
+	c.report("sign-ins: %d people told a sign-in of theirs was complete were later answered sign_in_required (%d calls)", signedOut, calls)
+	return problems
+}
+
+// peopleSignIns checks the people's side: no sign-in still pending after
+// its approval. It returns the sign-ins by user code.
+func (c *chaosRun) peopleSignIns() (map[string]*chaosSignIn, []string) {
 	var problems []string
 	outcomes := map[string]int{}
 	byCode := map[string]*chaosSignIn{}
 	var took []time.Duration
+	started := 0
 	for _, p := range c.people {
 		for _, si := range p.signIns {
+			started++
 			outcomes[si.outcome]++
-			byCode[si.userCode] = si
+			if si.userCode != "" {
+				byCode[si.userCode] = si
+			}
 			if si.outcome == "complete" {
 				took = append(took, si.took)
 			}
@@ -98,6 +117,15 @@ func (c *chaosRun) checkSignIns() []string {
 			}
 		}
 	}
+	slices.Sort(took)
+	c.report("sign-ins: %d started by people %v; time to complete p50 %s max %s", started, outcomes, quantile(took, 50), quantile(took, 100))
+	return byCode, problems
+}
+
+// companySignIns checks the Company's side: every sign-in a person was
+// told complete got its tokens there.
+func (c *chaosRun) companySignIns(byCode map[string]*chaosSignIn) []string {
+	var problems []string
 	orphans, approvedUnredeemed, toldFailed := 0, 0, 0
 	for _, d := range c.srv.DeviceRequests() {
 		si := byCode[d.UserCode]
@@ -111,14 +139,12 @@ func (c *chaosRun) checkSignIns() []string {
 		case d.Status == "approved" && si.outcome != "complete":
 			toldFailed++
 			if toldFailed <= 3 {
-				c.report("sign-in %s: the Company gave its tokens, its person was told %s (statuses %v, %s)", d.UserCode, si.outcome, si.statuses, shorten(si.cause))
+				c.report("sign-in %s: the Company gave its tokens, its person was told %s (statuses %v)", d.UserCode, si.outcome, si.statuses)
 			}
 		}
 	}
-	slices.Sort(took)
-	c.report("sign-ins: %d started by people %v; %d device requests at the Company no person got a user code of (the answer lost to a fault); "+
-		"%d approved there but never redeemed; %d whose tokens the Company gave while its person was told it failed; time to complete p50 %s max %s",
-		len(byCode), outcomes, orphans, approvedUnredeemed, toldFailed, quantile(took, 50), quantile(took, 100))
+	c.report("sign-ins at the Company: %d device requests no person got a user code of (the answer lost to a fault); %d approved but never redeemed; "+
+		"%d whose tokens the Company gave while its person was told the sign-in failed", orphans, approvedUnredeemed, toldFailed)
 	return problems
 }
 
@@ -134,12 +160,7 @@ func quantile(ds []time.Duration, q int) time.Duration {
 // result, or a later resent "delivered") is at the Company once; no
 // message is there twice; the Company has no message no one sent.
 func (c *chaosRun) checkMessages() []string {
-	copies := map[string][]string{} // text -> "conversation/message ID at time" of each copy
-	for _, cv := range c.srv.Conversations() {
-		for _, m := range c.srv.Messages(cv.ID) {
-			copies[m.Text] = append(copies[m.Text], fmt.Sprintf("%s/%s at %s", cv.ID, m.ID, m.Time.UTC().Format("15:04:05.000")))
-		}
-	}
+	copies := c.companyCopies()
 	var problems []string
 	var confirmed, unconfirmedThere, unconfirmedMissing, retried int
 	sent := map[string]bool{}
@@ -165,7 +186,21 @@ func (c *chaosRun) checkMessages() []string {
 			}
 		}
 	}
-	own := 0 // poppy-mcp's own, such as its "signed in now, please continue" after answering an authorization event itself
+	own, unsent := unsentCopies(copies, sent)
+	problems = append(problems, unsent...)
+	c.report("messages: %d sent by people (%d sent again after a failure); %d confirmed to their person and at the Company once; "+
+		"not confirmed (the person was told it failed): %d at the Company once, %d not there; %d more poppy-mcp sent on its own",
+		len(sent), retried, confirmed, unconfirmedThere, unconfirmedMissing, own)
+	return problems
+}
+
+// unsentCopies counts the messages at the Company that poppy-mcp sent on
+// its own (no person's marker: its "signed in now, please continue" after
+// answering an authorization event itself), and names those with a
+// person's marker that no person sent.
+func unsentCopies(copies map[string][]string, sent map[string]bool) (int, []string) {
+	own := 0
+	var problems []string
 	for text, at := range copies {
 		switch {
 		case !markers.MatchString(text):
@@ -174,10 +209,19 @@ func (c *chaosRun) checkMessages() []string {
 			problems = append(problems, fmt.Sprintf("the Company has messages %q no person sent: %v", text, at))
 		}
 	}
-	c.report("messages: %d sent by people (%d sent again after a failure); %d confirmed to their person and at the Company once; "+
-		"not confirmed (the person was told it failed): %d at the Company once, %d not there; %d more poppy-mcp sent on its own",
-		len(sent), retried, confirmed, unconfirmedThere, unconfirmedMissing, own)
-	return problems
+	return own, problems
+}
+
+// companyCopies are the messages of the Personal Agent the Company holds:
+// each text's copies, as "conversation/message ID at time".
+func (c *chaosRun) companyCopies() map[string][]string {
+	copies := map[string][]string{}
+	for _, cv := range c.srv.Conversations() {
+		for _, m := range c.srv.Messages(cv.ID) {
+			copies[m.Text] = append(copies[m.Text], fmt.Sprintf("%s/%s at %s", cv.ID, m.ID, m.Time.UTC().Format("15:04:05.000")))
+		}
+	}
+	return copies
 }
 
 // checkApart: no person's results showed another person's marker, account

@@ -39,6 +39,9 @@ type chaosPerson struct {
 	// failed are the causes of the transport failures of the last call,
 	// each followed by the same call again.
 	failed []string
+	// signedOut counts the calls answered sign_in_required after one of
+	// their sign-ins was complete.
+	signedOut int
 }
 
 // chaosMessage is one message a person sent, and what they were told.
@@ -132,6 +135,9 @@ func (p *chaosPerson) call(ctx context.Context, name string, args map[string]any
 			if res.IsError {
 				kind, cause = "tool error", toolCause(m, res)
 				p.c.stats.example(name+": tool error: "+cause, resultText(res))
+				if cause == "sign_in_required" && p.signedIn() {
+					p.signedOut++
+				}
 			}
 			p.c.stats.count(name, kind, cause)
 			return m, res.IsError, nil
