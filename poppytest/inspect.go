@@ -16,13 +16,16 @@ import (
 // DeviceRequest is a Device Sign-In (Poppy 0.1 §4.6) as its verification
 // page knows it: its user code, never its device code.
 type DeviceRequest struct {
-	UserCode string    `json:"user_code"`
-	ClientID string    `json:"client_id"`
-	Scopes   []string  `json:"scopes"`
-	Status   string    `json:"status"`            // "pending", "approved", "denied" or "expired"
-	Account  string    `json:"account,omitempty"` // approved for
-	Created  time.Time `json:"created_at"`
-	Expires  time.Time `json:"expires_at"`
+	UserCode string   `json:"user_code"`
+	ClientID string   `json:"client_id"`
+	Scopes   []string `json:"scopes"`
+	Status   string   `json:"status"`            // "pending", "approved", "denied" or "expired"
+	Account  string   `json:"account,omitempty"` // approved for
+	// Final says the Company gave the agent's polls their last answer:
+	// tokens for an approved request, access_denied or expired_token.
+	Final   bool      `json:"final"`
+	Created time.Time `json:"created_at"`
+	Expires time.Time `json:"expires_at"`
 }
 
 // DeviceRequests returns every device sign-in, oldest first.
@@ -33,7 +36,7 @@ func (s *deviceFlow) DeviceRequests() []DeviceRequest {
 	out := make([]DeviceRequest, 0, len(s.devices))
 	for _, d := range s.devices {
 		r := DeviceRequest{UserCode: d.userCode, ClientID: d.client.id, Scopes: slices.Clone(d.scopes),
-			Account: d.account, Created: d.created, Expires: d.expires}
+			Account: d.account, Final: d.final, Created: d.created, Expires: d.expires}
 		switch {
 		case d.status == deviceApproved:
 			r.Status = "approved"

@@ -11,7 +11,8 @@ import (
 // one-time codes sent, and the Served counts.
 func TestInspect(t *testing.T) {
 	s, rt, a, c := newSignInCompany(t, nil)
-	tok := a.startSession().str("access_token")
+	sess := a.startSession()
+	tok := sess.str("access_token")
 	d := a.startDevice("poppy:read")
 	reqs := s.DeviceRequests()
 	if len(reqs) != 1 || reqs[0].UserCode != d.str("user_code") || reqs[0].Status != "pending" || reqs[0].ClientID != testClientID ||
@@ -21,8 +22,15 @@ func TestInspect(t *testing.T) {
 	if err := s.ApproveDevice(reqs[0].UserCode, "acct_dana"); err != nil {
 		t.Fatal(err)
 	}
-	if r := s.DeviceRequests(); r[0].Status != "approved" || r[0].Account != "acct_dana" {
+	if r := s.DeviceRequests(); r[0].Status != "approved" || r[0].Account != "acct_dana" || r[0].Final {
 		t.Errorf("approved: %+v", r)
+	}
+	c.Advance(time.Second)
+	if p := a.poll(d.str("device_code"), sess.str("session_id")); p.status != 200 {
+		t.Fatalf("poll after approval: %d %v", p.status, p.body)
+	}
+	if r := s.DeviceRequests(); !r[0].Final {
+		t.Errorf("after the tokens were given: %+v", r)
 	}
 	r := a.mediated(tok, creds("poppy:read", "sam@example.com", "sam-secret-42"))
 	codes := s.SentCodes()
@@ -44,7 +52,7 @@ func TestInspect(t *testing.T) {
 	if _, err := s.DenyAuthorization("st_81"); err != nil || len(s.AuthorizationRequests()) != 0 {
 		t.Errorf("after the User declined: %v %+v", err, s.AuthorizationRequests())
 	}
-	if n := s.ServedCounts(); n["session_token"] != 1 || n["device_code"] != 1 {
+	if n := s.ServedCounts(); n["session_token"] != 2 || n["account_token"] != 1 || n["device_code"] != 1 { // the Session started, and the one the poll signed in
 		t.Errorf("served %v", n)
 	}
 	wantNoViolation(t, s, rt)

@@ -151,6 +151,23 @@ func (s *shop) Orders(account string) []Order {
 	return out
 }
 
+// AddOrder adds o to the orders of o.Account, after its others, for a
+// test whose accounts are not the fixture's (a load test's many people,
+// each with an order of their own). The store API, the Company Agent and
+// the website show it as they show the fixture's. It fails with
+// ErrUnknownSKU for an item not in the catalog.
+func (s *shop) AddOrder(o Order) error {
+	for _, it := range o.Items {
+		if _, ok := product(it.SKU); !ok {
+			return fmt.Errorf("%w: %s", ErrUnknownSKU, it.SKU)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.orders[o.Account] = append(s.orders[o.Account], o.clone())
+	return nil
+}
+
 // Order returns a copy of the order id of account. Another account's order
 // is not found.
 func (s *shop) Order(account, id string) (Order, bool) {

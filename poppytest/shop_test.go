@@ -91,3 +91,25 @@ func TestShopConcurrentReturns(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// TestShopAddOrder: an order added for an account of a test's own is that
+// account's alone, and one with a SKU not in the catalog is refused.
+func TestShopAddOrder(t *testing.T) {
+	s, rt := newRecorded(t, nil)
+	o := poppytest.Order{ID: "ord_p007", Account: "acct_p007", Summary: "Parcel of p007", Status: poppytest.OrderShipped,
+		Items: []poppytest.Item{{ID: "itm_p007", Name: "Rain hat, one size", SKU: "rain-hat-os", Quantity: 1, Price: 35}}}
+	if err := s.AddOrder(o); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Orders("acct_p007"); len(got) != 1 || got[0].ID != "ord_p007" || got[0].Summary != "Parcel of p007" {
+		t.Errorf("acct_p007's orders: %+v", got)
+	}
+	if _, ok := s.Order("acct_dana", "ord_p007"); ok || len(s.Orders("acct_dana")) != 2 {
+		t.Errorf("dana sees the added order, or lost hers: %+v", s.Orders("acct_dana"))
+	}
+	o.ID, o.Items[0].SKU = "ord_p008", "no-such-sku"
+	if err := s.AddOrder(o); !errors.Is(err, poppytest.ErrUnknownSKU) {
+		t.Errorf("AddOrder with an unknown SKU: %v", err)
+	}
+	wantNoViolation(t, s, rt)
+}

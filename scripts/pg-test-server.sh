@@ -3,6 +3,7 @@
 # only through a Unix socket in that directory (no TCP port to collide with), with one database.
 #
 #   DSN=$(bash scripts/pg-test-server.sh start)   # prints the DSN, e.g. for POPPY_TEST_POSTGRES
+#   bash scripts/pg-test-server.sh restart "$DSN"  # restarts it (fast shutdown: connections drop)
 #   bash scripts/pg-test-server.sh stop "$DSN"     # stops it and removes the directory
 #
 # initdb refuses to run as root: as root, the cluster runs as the `postgres` user (Debian's
@@ -40,14 +41,28 @@ start() {
   echo "host=$dir user=postgres dbname=poppy_test sslmode=disable"
 }
 
-stop() {
+# ours DSN: the cluster's directory, if this script made it.
+ours() {
   local dir
   dir=$(sed -n 's/.*host=\([^ ]*\).*/\1/p' <<<"$1")
   [ -n "$dir" ] || dir=$1
   case "$dir" in
-    */poppy-pg.*) ;;
+    */poppy-pg.*) echo "$dir" ;;
     *) echo "pg-test-server: $dir is not a directory this script made" >&2; exit 1 ;;
   esac
+}
+
+# restart: a fast shutdown (every connection is dropped, as when a database fails over), then a
+# start with the options the cluster was started with (pg_ctl keeps them in postmaster.opts).
+restart() {
+  local dir
+  dir=$(ours "$1")
+  as "$(bindir)/pg_ctl" restart --pgdata="$dir/data" --mode=fast --wait --silent --log="$dir/server.log" >/dev/null
+}
+
+stop() {
+  local dir
+  dir=$(ours "$1")
   if [ -d "$dir/data" ]; then
     as "$(bindir)/pg_ctl" stop --pgdata="$dir/data" --mode=fast --wait --silent >/dev/null 2>&1 || true
   fi
@@ -56,6 +71,7 @@ stop() {
 
 case "${1:-}" in
   start) start ;;
+  restart) restart "${2:?usage: pg-test-server.sh restart DSN}" ;;
   stop) stop "${2:?usage: pg-test-server.sh stop DSN}" ;;
-  *) echo "usage: pg-test-server.sh start | stop DSN" >&2; exit 2 ;;
+  *) echo "usage: pg-test-server.sh start | restart DSN | stop DSN" >&2; exit 2 ;;
 esac
