@@ -13,13 +13,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,10 +29,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/poppy-mcp/poppy-mcp/internal/testlog"
-
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/poppy-mcp/poppy-mcp/app"
 	"github.com/poppy-mcp/poppy-mcp/internal/oidctest"
 	"github.com/poppy-mcp/poppy-mcp/poppytest"
 )
@@ -52,8 +52,8 @@ func BenchmarkHostedWaiting(b *testing.B) {
 type hostedBench struct {
 	srv    *poppytest.Server
 	idp    *oidctest.Provider
-	procs  []int             // the replicas' process IDs
-	logs   []*testlog.Buffer // their stderr, with the Go runtime's GC trace
+	procs  []int    // the replicas' process IDs
+	debug  []string // their metrics listeners' base URLs, with app.DebugMemoryEnv
 	urls   []string
 	next   atomic.Int64 // round robin over urls, as a load balancer would
 	target atomic.Pointer[url.URL]
@@ -66,7 +66,8 @@ func benchHosted(b *testing.B, replicas int, dbURL string, people int) {
 	conv := h.conversation(b, unrelated)
 	h.sendLatencies(b, unrelated, conv, 20) // warm up
 	idle := h.sendLatencies(b, unrelated, conv, benchSamples)
-	before, liveBefore := h.rss(b), h.live()
+	liveBefore, goBefore := h.live(b)
+	before := h.rss(b)
 
 	clients := make([]*sdk.ClientSession, people)
 	convs := make([]string, people)
@@ -98,13 +99,15 @@ func benchHosted(b *testing.B, replicas int, dbURL string, people int) {
 	}
 	during := h.rss(b)
 	loaded := h.sendLatencies(b, unrelated, conv, benchSamples)
-	liveDuring := h.live() // the last GC ran with everyone waiting
+	liveDuring, goDuring := h.live(b)
+	h.profile(b, strings.ReplaceAll(b.Name(), "/", "_"))
 	if n := ended.Load(); n > 0 {
 		b.Errorf("%d long-polls ended during the measurement", n)
 	}
 	perPerson := float64(during-before) / float64(people) / 1024
 	livePerPerson := float64(liveDuring-liveBefore) / float64(people) / 1024
 	b.ReportMetric(perPerson, "KiB/waiting-person")
+	b.ReportMetric(float64(goDuring-goBefore)/float64(people), "goroutines/waiting-person")
 	b.ReportMetric(livePerPerson, "live-KiB/waiting-person")
 	b.ReportMetric(ms(pct(idle, 50)), "idle-p50-ms")
 	b.ReportMetric(ms(pct(idle, 99)), "idle-p99-ms")
@@ -146,7 +149,9 @@ func startHostedBench(b *testing.B, n int, dbURL string) *hostedBench {
 		b.Fatal(err)
 	}
 	// gctrace: each GC prints the live heap it left and the stacks' size.
-	env := []string{"SSL_CERT_FILE=" + ca, "POPPY_STATE_KEY=" + newKey(), "GODEBUG=gctrace=1"}
+	// The metrics listener's memory debugging (app.DebugMemoryEnv) reports
+	// the live heap and stacks after a collection.
+	env := []string{"SSL_CERT_FILE=" + ca, "POPPY_STATE_KEY=" + newKey(), app.DebugMemoryEnv + "=1"}
 	state := b.TempDir()
 	store := []string{"--state-dir", state}
 	if dbURL != "" {
@@ -157,9 +162,13 @@ func startHostedBench(b *testing.B, n int, dbURL string) *hostedBench {
 	}
 	for range n {
 		args := append([]string{"serve", "--http", "127.0.0.1:0", "--public-url", public,
-			"--auth-issuer", h.idp.Issuer(), "--resolve", h.idp.Host() + ":443:" + h.idp.Addr()}, append(store, resolve...)...)
+			"--auth-issuer", h.idp.Issuer(), "--resolve", h.idp.Host() + ":443:" + h.idp.Addr(), "--metrics-addr", "127.0.0.1:0"}, append(store, resolve...)...)
 		cmd, u, logged := startProcess(b, env, args...)
-		h.procs, h.urls, h.logs = append(h.procs, cmd.Process.Pid), append(h.urls, u), append(h.logs, logged)
+		m := metricsURL.FindStringSubmatch(logged.String())
+		if m == nil {
+			b.Fatalf("no metrics URL logged: %s", logged.String())
+		}
+		h.procs, h.urls, h.debug = append(h.procs, cmd.Process.Pid), append(h.urls, u), append(h.debug, strings.TrimSuffix(m[1], app.MetricsPath))
 	}
 	target, _ := url.Parse(strings.TrimSuffix(h.urls[0], "/mcp"))
 	h.target.Store(target)
@@ -263,24 +272,49 @@ func (h *hostedBench) rss(b *testing.B) int64 {
 	return sum
 }
 
-// gcTrace matches a Go GC trace line's live heap after the GC and its
-// stacks: "..., 29->34->16 MB, 35 MB goal, 4 MB stacks, ...".
-var gcTrace = regexp.MustCompile(`->(\d+) MB, \d+ MB goal, (\d+) MB stacks`)
-
-// live is the replicas' live heap after their last GC plus their
-// goroutine stacks, in bytes, summed (MB resolution each).
-func (h *hostedBench) live() int64 {
-	var sum int64
-	for _, lg := range h.logs {
-		m := gcTrace.FindAllStringSubmatch(lg.String(), -1)
-		if len(m) == 0 {
-			continue
+// live is the replicas' live heap after a collection plus their goroutine
+// stacks, in bytes, summed, and their goroutines (app.DebugGCPath).
+func (h *hostedBench) live(b *testing.B) (bytes, goroutines int64) {
+	for _, base := range h.debug {
+		resp, err := http.Post(base+app.DebugGCPath, "", nil)
+		if err != nil {
+			b.Fatal(err)
 		}
-		heap, _ := strconv.ParseInt(m[len(m)-1][1], 10, 64)
-		stacks, _ := strconv.ParseInt(m[len(m)-1][2], 10, 64)
-		sum += (heap + stacks) << 20
+		var m app.MemoryAfterGC
+		err = json.NewDecoder(resp.Body).Decode(&m)
+		resp.Body.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		bytes += int64(m.HeapLive + m.Stacks)
+		goroutines += int64(m.Goroutines)
 	}
-	return sum
+	return bytes, goroutines
+}
+
+// profile keeps each replica's heap profile as name-N.pprof in the
+// directory POPPY_BENCH_PROFILE names, if it is set.
+func (h *hostedBench) profile(b *testing.B, name string) {
+	dir := os.Getenv("POPPY_BENCH_PROFILE")
+	if dir == "" {
+		return
+	}
+	for i, base := range h.debug {
+		for _, p := range []string{"heap", "goroutine"} {
+			resp, err := http.Get(base + "/debug/pprof/" + p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			raw, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.%s.pprof", name, i, p)), raw, 0o600)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 }
 
 // parallel runs f for 0..n-1 on 16 workers and fails on the first error.
