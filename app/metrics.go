@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/poppy-mcp/poppy-mcp/internal/metrics"
@@ -29,6 +30,9 @@ func ServeMetrics(addr string, logger *slog.Logger) (rec *metrics.Recorder, stop
 	rec = metrics.New()
 	mux := http.NewServeMux()
 	mux.Handle("GET "+MetricsPath, rec.Handler())
+	if os.Getenv(DebugMemoryEnv) == "1" {
+		debugMemory(mux)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -58,10 +58,17 @@ type sseReader struct {
 	retry time.Duration
 }
 
+// sseBuffer is the size of a stream's read buffer. A stream spends its
+// life waiting, and a hosted poppy-mcp holds one per waiting call
+// (BENCHMARKS.md "Hosted: people waiting"): a line longer than it is read
+// in pieces (readLine), so a small buffer costs a few more reads of a
+// long event, never a refusal.
+const sseBuffer = 512
+
 // newSSEReader reads events from r, with lines and events of at most
 // maxLine and maxEvent bytes.
 func newSSEReader(r io.Reader, maxLine, maxEvent int) *sseReader {
-	return &sseReader{r: bufio.NewReaderSize(r, 4096), maxLine: maxLine, maxEvent: maxEvent}
+	return &sseReader{r: bufio.NewReaderSize(r, sseBuffer), maxLine: maxLine, maxEvent: maxEvent}
 }
 
 // Next returns the next event. At the end of the stream it returns io.EOF,

@@ -125,6 +125,25 @@ func TestSSELimits(t *testing.T) {
 	}
 }
 
+// TestSSELinesLongerThanTheBuffer: lines and events many times the read
+// buffer (sseBuffer, small since thousands of streams wait at once) are
+// read whole, within the limits, even from a reader giving one byte at a
+// time; a line past maxLine is still refused.
+func TestSSELinesLongerThanTheBuffer(t *testing.T) {
+	t.Parallel()
+	value := strings.Repeat("é", 4*sseBuffer) // multi-byte runes across the buffer's ends
+	stream := "id: " + strings.Repeat("7", 3*sseBuffer) + "\r\ndata: " + value + "\rdata: end\n\n"
+	for name, r := range map[string]io.Reader{"whole": strings.NewReader(stream), "byte by byte": iotest.OneByteReader(strings.NewReader(stream))} {
+		got, _, err := readAll(t, r, 16*sseBuffer)
+		if err != nil || len(got) != 1 || got[0].Data != value+"\nend" || got[0].ID != strings.Repeat("7", 3*sseBuffer) {
+			t.Errorf("%s: %d events, err %v", name, len(got), err)
+		}
+	}
+	if _, _, err := readAll(t, strings.NewReader(stream), 2*sseBuffer); !errors.Is(err, errSSETooLarge) {
+		t.Errorf("a line past maxLine: err %v", err)
+	}
+}
+
 // TestSSENoWaitAfterCR: an event ended by CR is dispatched without waiting
 // for the next byte, which might never come.
 func TestSSENoWaitAfterCR(t *testing.T) {

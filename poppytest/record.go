@@ -7,9 +7,11 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -83,6 +85,22 @@ func (s *recorder) Requests() []Request {
 		r.Header = r.Header.Clone()
 		r.Body = bytes.Clone(r.Body)
 		out[i] = r
+	}
+	return out
+}
+
+// Open returns a copy of the requests being served now (an event stream
+// or a long-poll held open, an MCP GET stream), in order of arrival.
+func (s *recorder) Open() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idx := slices.Sorted(maps.Values(s.arriving))
+	out := make([]Request, 0, len(idx))
+	for _, i := range idx {
+		r := s.reqs[i]
+		r.Header = r.Header.Clone()
+		r.Body = bytes.Clone(r.Body)
+		out = append(out, r)
 	}
 	return out
 }

@@ -118,6 +118,9 @@ func (s *Server) bound(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 			defer s.calls.waiting(stop)()
 			defer s.metrics.Waiting()()
 		}
+		if waits { // on this goroutine: see inline
+			return s.inline(ctx, req, limit, next)
+		}
 		done := make(chan answer, 1)
 		go func() { done <- runTool(ctx, next, req) }()
 		select {
@@ -137,6 +140,22 @@ func (s *Server) bound(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 			return s.cutShort(ctx, req, limit), nil
 		}
 	}
+}
+
+// inline runs the handler of a call that waits (wait_seconds) on the
+// call's own goroutine, not one of its own: a hosted poppy-mcp holds
+// thousands of waiting calls, and a second goroutine each, with the deep
+// stack of the handler, was a tenth of what a waiting person cost
+// (BENCHMARKS.md "Hosted: people waiting"). The handlers that wait (the
+// conversation tools, sign_in_status) end their waits and their Company
+// requests with their context, so the deadline ends them without a
+// watchdog; a call the client cancels still ends as cancelled.
+func (s *Server) inline(ctx context.Context, req mcp.CallToolRequest, limit time.Duration, next server.ToolHandlerFunc) (*mcp.CallToolResult, error) {
+	a := runTool(ctx, next, req)
+	if cause := context.Cause(ctx); ctx.Err() != nil && cause != errCallDeadline && cause != errDraining {
+		return nil, ctx.Err() // the client cancelled the call
+	}
+	return s.settle(ctx, req, limit, a)
 }
 
 // settle passes a handler's answer on, except that a failure once the
@@ -159,7 +178,7 @@ func (s *Server) cutShort(ctx context.Context, req mcp.CallToolRequest, limit ti
 	return s.timedOut(ctx, req, limit)
 }
 
-// runTool runs a handler, turning a panic into an error: it runs on a
+// runTool runs a handler, turning a panic into an error: it may run on a
 // goroutine of its own, out of reach of mcp-go's recovery middleware.
 func runTool(ctx context.Context, h server.ToolHandlerFunc, req mcp.CallToolRequest) (a answer) {
 	defer func() {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,6 +70,19 @@ func (hs *httpHandlers) add(h mcpHandler) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	hs.list = append(hs.list, h)
+}
+
+// remove forgets the handlers of people forgotten (people.sweep): they
+// are shut down already, and kept here they would keep each person's MCP
+// server, with every tool on it, for as long as the process runs.
+func (hs *httpHandlers) remove(gone []*server.StreamableHTTPServer) {
+	drop := make(map[*server.StreamableHTTPServer]bool, len(gone))
+	for _, h := range gone {
+		drop[h] = true
+	}
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	hs.list = slices.DeleteFunc(hs.list, func(h *server.StreamableHTTPServer) bool { return drop[h] })
 }
 
 // ShutdownHTTP ends the sessions of every MCP HTTP handler HTTPHandler

@@ -48,6 +48,9 @@ type people struct {
 	// evictIdle is how long a person of a hosted poppy-mcp stays idle
 	// before they are forgotten; zero or less: never.
 	evictIdle time.Duration
+	// released is told of the HTTP handlers of the people forgotten, once
+	// they are shut down (httpHandlers.remove). Nil: nothing is.
+	released func([]*server.StreamableHTTPServer)
 
 	// mu guards byKey and the default entry's making.
 	mu      sync.Mutex
@@ -238,8 +241,15 @@ func (p *people) sweep(now time.Time) int {
 		}
 	}
 	p.mu.Unlock()
+	var handlers []*server.StreamableHTTPServer
 	for _, e := range gone {
 		e.forget()
+		if e.handler != nil {
+			handlers = append(handlers, e.handler)
+		}
+	}
+	if p.released != nil && len(handlers) > 0 {
+		p.released(handlers)
 	}
 	return len(gone)
 }

@@ -108,9 +108,13 @@ func TestIdlePersonForgotten(t *testing.T) {
 		t.Fatalf("forgot %d people, want the first one", n)
 	}
 	g0, heap0 := e.settle()
+	handlers := tools.HTTPHandlers(e.ts)
 
 	dana := mcpauth.User{Issuer: "https://login.example.org", Subject: "dana"}
 	id := e.use(t, dana)
+	if n := tools.HTTPHandlers(e.ts); n != handlers+1 {
+		t.Fatalf("%d MCP HTTP handlers kept with dana in, %d before: the test measures nothing", n, handlers)
+	}
 	if n := tools.SweepIdle(e.ts, e.clock.now()); n != 0 {
 		t.Fatalf("forgot %d people who just left, want none", n)
 	}
@@ -124,6 +128,12 @@ func TestIdlePersonForgotten(t *testing.T) {
 	g1, heap1 := e.settleTo(g0)
 	if g1 > g0 {
 		t.Fatalf("%d goroutines after dana was forgotten, %d before she came:\n%s", g1, g0, goroutines())
+	}
+	// Her MCP HTTP handler, which holds her MCP server with every tool on
+	// it (about 12 KiB), is not kept either (BENCHMARKS.md "Hosted: people
+	// waiting", idle people): the heap's noise would hide one person's.
+	if n := tools.HTTPHandlers(e.ts); n != handlers {
+		t.Errorf("%d MCP HTTP handlers kept after dana was forgotten, %d before she came", n, handlers)
 	}
 	if grew := int64(heap1) - int64(heap0); grew > 256<<10 {
 		t.Errorf("the heap grew by %d bytes after dana was forgotten, want what she held given back", grew)

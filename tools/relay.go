@@ -36,6 +36,16 @@ import (
 // listing; past it, listing goes on in the background.
 const relaySyncWait = 10 * time.Second
 
+// hostedRelayIdle is how long a relay of a person of a hosted poppy-mcp
+// keeps its connection (its MCP session and GET stream) after its last
+// request: thousands of people each with a relay open would each hold a
+// stream, its buffers and mcp-go's goroutines for nothing. Their relay
+// connects when used (a relayed call, a listing), and lists the tools
+// again at each reconnection (mcpproxy), so a change the closed GET stream
+// did not carry is seen at the next use. The one person of a single-user
+// poppy-mcp keeps mcpproxy's default.
+const hostedRelayIdle = 3 * time.Second
+
 // relays is the relays capability: each person keeps the Company MCP
 // servers relayed for them (agent.Company.Relay), by prefix and URL. It is
 // safe for concurrent use.
@@ -171,7 +181,8 @@ func (rs *relays) newRelay(p *agent.Person, co *discovery.Company, api discovery
 			// Poppy 0.1 §4.3: a Bearer Session Token with resource = the server's url, sent there only.
 			return at.BearerClient(api.URL)
 		},
-		Logger: logger,
+		IdleTimeout: relayIdle(p),
+		Logger:      logger,
 	})
 	if err != nil {
 		return nil, err
@@ -189,6 +200,16 @@ func (rs *relays) newRelay(p *agent.Person, co *discovery.Company, api discovery
 		Logger: logger,
 	})
 	return e, nil
+}
+
+// relayIdle is how long the relays of person p stay connected when idle:
+// hostedRelayIdle for a person of a hosted poppy-mcp, mcpproxy's default
+// (zero) otherwise.
+func relayIdle(p *agent.Person) time.Duration {
+	if p.Key() == "" {
+		return 0
+	}
+	return hostedRelayIdle
 }
 
 // relayMeta is the _meta of a relayed result of the Company at domain.

@@ -203,7 +203,7 @@ func (s *Server) newPeople(o *Options) *people {
 	if evict == 0 {
 		evict = DefaultEvictIdle
 	}
-	return &people{def: s.mcp, fresh: s.personMCP, restore: s.restorePerson, evictIdle: evict, byKey: personEntries{},
+	return &people{def: s.mcp, fresh: s.personMCP, restore: s.restorePerson, evictIdle: evict, byKey: personEntries{}, released: s.http.remove,
 		opts: agent.Options{Agent: o.Agent, Store: o.Store, Spawn: s.bg.Go, Logger: s.log, Now: o.Now, Open: s.openSession, Detach: detach,
 			SigningIn: o.Metrics.SigningIn}}
 }

@@ -239,6 +239,10 @@ func (p *Provider) AccessToken(t testing.TB, clientID, user string, scopes ...st
 
 // Exchange runs the authorization code flow for clientID as user and
 // returns the token response.
+//
+// Its connections are closed at its end: a benchmark signs thousands of
+// people in, and kept-alive connections would hold two descriptors each
+// (both ends are in the test's process).
 func (p *Provider) Exchange(clientID, user string, scopes ...string) (*oauth2.Token, error) {
 	p.store.mu.Lock()
 	c, ok := p.store.clients[clientID]
@@ -253,7 +257,10 @@ func (p *Provider) Exchange(clientID, user string, scopes ...string) (*oauth2.To
 	jar, _ := cookiejar.New(nil)
 	p.SignIn(jar, user)
 	redirect, _ := url.Parse(cfg.RedirectURL)
-	browser := &http.Client{Transport: p.Transport(), Jar: jar, Timeout: 10 * time.Second,
+	tr, exchange := p.Transport(), p.Transport()
+	defer tr.CloseIdleConnections()
+	defer exchange.CloseIdleConnections()
+	browser := &http.Client{Transport: tr, Jar: jar, Timeout: 10 * time.Second,
 		CheckRedirect: func(r *http.Request, _ []*http.Request) error {
 			if r.URL.Host == redirect.Host && r.URL.Path == redirect.Path {
 				return errArrived
@@ -273,7 +280,7 @@ func (p *Provider) Exchange(clientID, user string, scopes ...string) (*oauth2.To
 	if back.Query().Get("state") != state || back.Query().Get("code") == "" {
 		return nil, errors.New("the authorization response has no code, or another state: " + back.RawQuery)
 	}
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: p.Transport(), Timeout: 10 * time.Second})
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: exchange, Timeout: 10 * time.Second})
 	return cfg.Exchange(ctx, back.Query().Get("code"), oauth2.VerifierOption(verifier))
 }
 
