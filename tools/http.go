@@ -75,14 +75,14 @@ func (hs *httpHandlers) add(h mcpHandler) {
 // remove forgets the handlers of people forgotten (people.sweep): they
 // are shut down already, and kept here they would keep each person's MCP
 // server, with every tool on it, for as long as the process runs.
-func (hs *httpHandlers) remove(gone []*server.StreamableHTTPServer) {
-	drop := make(map[*server.StreamableHTTPServer]bool, len(gone))
+func (hs *httpHandlers) remove(gone []mcpHandler) {
+	drop := make(map[mcpHandler]bool, len(gone))
 	for _, h := range gone {
 		drop[h] = true
 	}
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	hs.list = slices.DeleteFunc(hs.list, func(h *server.StreamableHTTPServer) bool { return drop[h] })
+	hs.list = slices.DeleteFunc(hs.list, func(h mcpHandler) bool { return drop[h] })
 }
 
 // ShutdownHTTP ends the sessions of every MCP HTTP handler HTTPHandler

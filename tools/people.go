@@ -50,7 +50,7 @@ type people struct {
 	evictIdle time.Duration
 	// released is told of the HTTP handlers of the people forgotten, once
 	// they are shut down (httpHandlers.remove). Nil: nothing is.
-	released func([]*server.StreamableHTTPServer)
+	released func([]mcpHandler)
 
 	// mu guards byKey and the default entry's making.
 	mu      sync.Mutex
@@ -241,7 +241,7 @@ func (p *people) sweep(now time.Time) int {
 		}
 	}
 	p.mu.Unlock()
-	var handlers []*server.StreamableHTTPServer
+	var handlers []mcpHandler
 	for _, e := range gone {
 		e.forget()
 		if e.handler != nil {
